@@ -1,0 +1,155 @@
+// See experiment_scan.h.
+#include "analysis/experiment_scan.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+#include "format/event_types.h"
+#include "format/experiment_layout.h"
+
+namespace sigmatrace::analysis {
+
+using format::EventType;
+
+ClockFit fit_clock(const std::vector<ClockSamplePoint>& samples) {
+  ClockFit f;
+  f.samples = samples.size();
+  if (samples.size() < 2) return f;
+  // Centre the values so that the products stay well inside double precision.
+  double t0 = static_cast<double>(samples.front().tsc), r0 = static_cast<double>(samples.front().realtime_ns);
+  double st = 0, sr = 0, stt = 0, str = 0, n = static_cast<double>(samples.size());
+  for (const ClockSamplePoint& s : samples) {
+    double t = static_cast<double>(s.tsc) - t0, r = static_cast<double>(s.realtime_ns) - r0;
+    st += t, sr += r, stt += t * t, str += t * r;
+  }
+  double den = n * stt - st * st;
+  if (den <= 0) return f;
+  double b = (n * str - st * sr) / den;
+  double a = (sr - b * st) / n;
+  if (!(b > 0) || !std::isfinite(b)) return f;
+  f.valid = true;
+  f.ns_per_tick = b;
+  f.offset_ns = r0 + a - b * t0;
+  for (const ClockSamplePoint& s : samples) {
+    double resid = std::fabs((r0 + a + b * (static_cast<double>(s.tsc) - t0)) - static_cast<double>(s.realtime_ns));
+    f.max_residual_ns = std::max(f.max_residual_ns, resid);
+  }
+  return f;
+}
+
+uint64_t FileSummary::events_dropped() const {
+  if (has_file_end) return end_events_dropped;
+  uint64_t n = 0;
+  for (const auto& [tid, t] : threads) n += t.events_dropped;
+  return n;
+}
+
+std::string FileSummary::meta_value(const std::string& key) const {
+  const std::string* v = format::find_meta(meta, key);
+  return v ? *v : std::string();
+}
+
+const char* exit_reason_name(uint64_t reason) {
+  switch (static_cast<format::ExitReason>(reason)) {
+    case format::ExitReason::normal_exit: return "exit";
+    case format::ExitReason::signal: return "signal";
+    case format::ExitReason::crash: return "crash";
+    case format::ExitReason::exec: return "exec";
+  }
+  return "unknown";
+}
+
+FileSummary scan_trace_file(const std::string& path) {
+  FileSummary fs;
+  fs.path = path;
+  format::TraceFileReader reader;
+  if (!reader.open(path, &fs.error)) return fs;
+  fs.usable = true;
+  fs.meta = reader.metadata();
+  fs.version_major = reader.version_major();
+  fs.version_minor = reader.version_minor();
+  fs.file_bytes = reader.file_bytes();
+  const format::Schema& schema = reader.schema();
+  format::Chunk chunk;
+  format::DecodedEvent ev;
+  while (reader.next_chunk(&chunk)) {
+    ++fs.chunks;
+    uint32_t tid = chunk.header.tid;
+    format::ChunkEventDecoder dec(chunk.payload.data(), chunk.payload.size(), chunk.header.first_tsc, &schema);
+    uint64_t in_chunk = 0;
+    while (dec.next(&ev)) {
+      ++in_chunk;
+      fs.events_by_type[ev.desc->name]++;
+      if (tid != 0) {
+        if (!fs.first_tsc || ev.tsc < fs.first_tsc) fs.first_tsc = ev.tsc;
+        fs.last_tsc = std::max(fs.last_tsc, ev.tsc);
+        continue;
+      }
+      switch (static_cast<EventType>(ev.type)) {
+        case EventType::clock_sync: fs.clock_samples.push_back({ev.tsc, ev.values[0], ev.values[1]}); break;
+        case EventType::thread_info: {
+          ThreadSummary& t = fs.threads[static_cast<uint32_t>(ev.values[0])];
+          t.tid = static_cast<uint32_t>(ev.values[0]);
+          t.name = std::string(ev.bytes[1]);
+          break;
+        }
+        case EventType::thread_summary: {
+          ThreadSummary& t = fs.threads[static_cast<uint32_t>(ev.values[0])];
+          t.tid = static_cast<uint32_t>(ev.values[0]);
+          t.has_summary = true;
+          t.events_recorded = ev.values[1];
+          t.events_dropped = ev.values[2];
+          t.aggregate_overflow = ev.values[4];
+          break;
+        }
+        case EventType::provider_status:
+          fs.providers.push_back({std::string(ev.bytes[0]), ev.values[1] != 0, std::string(ev.bytes[2])});
+          break;
+        case EventType::file_end:
+          fs.has_file_end = true;
+          fs.end_chunks_written = ev.values[0];
+          fs.end_events_written = ev.values[1];
+          fs.end_events_dropped = ev.values[2];
+          fs.end_exit_reason = ev.values[3];
+          break;
+        default: break;
+      }
+    }
+    if (dec.failed()) ++fs.undecodable_chunks;
+    fs.events += in_chunk;
+    if (tid != 0) {
+      ThreadSummary& t = fs.threads[tid];
+      t.tid = tid;
+      t.events_in_file += in_chunk;
+    }
+  }
+  fs.losses = reader.losses();
+  fs.chunks_missing = reader.chunks_missing();
+  std::sort(fs.clock_samples.begin(), fs.clock_samples.end(),
+            [](const ClockSamplePoint& a, const ClockSamplePoint& b) { return a.tsc < b.tsc; });
+  fs.clock = fit_clock(fs.clock_samples);
+  return fs;
+}
+
+ExperimentSummary scan_experiment(const std::string& dir, unsigned threads) {
+  ExperimentSummary es;
+  es.dir = dir;
+  std::vector<std::string> files = format::list_trace_files(dir);
+  es.files.resize(files.size());
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(1, files.size())));
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (unsigned i = 0; i < threads; ++i)
+    pool.emplace_back([&] {
+      for (size_t k; (k = next.fetch_add(1)) < files.size();) es.files[k] = scan_trace_file(files[k]);
+    });
+  for (std::thread& t : pool) t.join();
+  for (const FileSummary& f : es.files)
+    if (!f.usable) es.skipped.push_back(f.error);
+  return es;
+}
+
+}  // namespace sigmatrace::analysis

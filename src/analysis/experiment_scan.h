@@ -1,0 +1,85 @@
+// First pass over an experiment: read every trace file (in parallel, one chunk at a time) and
+// summarise what it holds: identity, threads, event counts by type, clock samples, drops, damage.
+// `sigmatrace info` prints this; the analysis passes start from it.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "format/schema.h"
+#include "format/trace_reader.h"
+
+namespace sigmatrace::analysis {
+
+struct ClockFit {
+  bool valid = false;    // at least two samples far enough apart
+  double ns_per_tick = 0;
+  double offset_ns = 0;  // realtime_ns = offset_ns + ns_per_tick * tsc
+  double max_residual_ns = 0;
+  size_t samples = 0;
+  double to_realtime_ns(uint64_t tsc) const { return offset_ns + ns_per_tick * static_cast<double>(tsc); }
+};
+
+struct ClockSamplePoint {
+  uint64_t tsc;
+  uint64_t realtime_ns;
+  uint64_t monotonic_ns;
+};
+
+// Least-squares fit realtime = a + b * tsc over the samples (drift shows as b != nominal).
+ClockFit fit_clock(const std::vector<ClockSamplePoint>& samples);
+
+struct ThreadSummary {
+  uint32_t tid = 0;
+  std::string name;
+  uint64_t events_in_file = 0;   // counted while reading
+  uint64_t events_recorded = 0;  // as the writer reported at the end (thread_summary)
+  uint64_t events_dropped = 0;
+  uint64_t aggregate_overflow = 0;
+  bool has_summary = false;
+};
+
+struct ProviderState {
+  std::string name;
+  bool enabled = false;
+  std::string detail;
+};
+
+struct FileSummary {
+  std::string path;
+  bool usable = false;        // the header could be read
+  std::string error;          // why not
+  format::Metadata meta;
+  uint16_t version_major = 0, version_minor = 0;
+  uint64_t file_bytes = 0;
+  uint64_t chunks = 0;
+  uint64_t events = 0;
+  std::map<std::string, uint64_t> events_by_type;
+  std::map<uint32_t, ThreadSummary> threads;
+  std::vector<ProviderState> providers;
+  std::vector<ClockSamplePoint> clock_samples;
+  ClockFit clock;
+  uint64_t first_tsc = 0, last_tsc = 0;  // over thread events (process stream excluded)
+  bool has_file_end = false;
+  uint64_t end_chunks_written = 0, end_events_written = 0, end_events_dropped = 0, end_exit_reason = 0;
+  std::vector<format::LossRecord> losses;
+  uint64_t chunks_missing = 0;
+  uint64_t undecodable_chunks = 0;  // chunks whose events could not all be decoded
+  uint64_t events_dropped() const;
+  std::string meta_value(const std::string& key) const;
+};
+
+struct ExperimentSummary {
+  std::string dir;
+  std::vector<FileSummary> files;
+  std::vector<std::string> skipped;  // files that could not be used at all, with reasons
+};
+
+// threads: 0 = one per hardware thread.
+ExperimentSummary scan_experiment(const std::string& dir, unsigned threads);
+FileSummary scan_trace_file(const std::string& path);
+
+const char* exit_reason_name(uint64_t reason);
+
+}  // namespace sigmatrace::analysis

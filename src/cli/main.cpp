@@ -1,0 +1,47 @@
+// Entry point of the `sigmatrace` command: dispatches to the verbs (profile, info, ...).
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+
+#ifndef SIGMATRACE_VERSION
+#define SIGMATRACE_VERSION "unknown"
+#endif
+
+namespace sigmatrace::cli {
+void print_error(const std::string& message) { std::fprintf(stderr, "sigmatrace: %s\n", message.c_str()); }
+}  // namespace sigmatrace::cli
+
+int main(int argc, char** argv) {
+  using namespace sigmatrace::cli;
+  CLI::App app{"sigmatrace: operation-level profiler for RDMA communication (verbs, mlx5, GPU-initiated, UCX, libfabric)"};
+  app.set_version_flag("--version", "sigmatrace " SIGMATRACE_VERSION);
+  app.require_subcommand(1);
+  CommandRunner profile = add_profile_command(app);
+  CommandRunner info = add_info_command(app);
+  // Everything after the first "--" belongs to the profiled program, options included.
+  std::vector<std::string> args;
+  for (int i = argc - 1; i >= 1; --i) args.push_back(argv[i]);  // CLI11 takes them reversed
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) != "--") continue;
+    g_command_after_separator.assign(argv + i + 1, argv + argc);
+    args.assign(args.begin() + (argc - i), args.end());
+    break;
+  }
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line, naming the problem, instead of CLI11's multi-line usage dump.
+    print_error(std::string(e.what()) + " (see sigmatrace --help)");
+    return 2;
+  }
+  if (app.got_subcommand("profile")) return profile();
+  if (app.got_subcommand("info")) return info();
+  return 2;
+}

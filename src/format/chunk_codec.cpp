@@ -1,0 +1,175 @@
+// Compact event encoding (type, zigzag tsc delta, fields as varints / length-prefixed bytes) and
+// the zstd / lz4 codecs, both linked statically into the profiler.
+#include "format/chunk_codec.h"
+
+#include <lz4.h>
+#include <zstd.h>
+
+#include <cstring>
+
+#include "format/raw_event.h"
+#include "format/varint.h"
+
+namespace sigmatrace::format {
+
+EncodeResult encode_raw_events(const uint8_t* raw, size_t raw_bytes, uint64_t first_tsc, uint8_t* out, size_t out_cap) {
+  EncodeResult r;
+  const uint8_t* p = raw;
+  const uint8_t* end = raw + raw_bytes;
+  uint8_t* o = out;
+  uint8_t* o_end = out + out_cap;
+  uint64_t prev_tsc = first_tsc;
+  while (p + sizeof(RawEventHeader) <= end) {
+    RawEventHeader h;
+    std::memcpy(&h, p, sizeof h);
+    const uint8_t* words = p + sizeof h;
+    const uint8_t* next = words + 8ull * h.words;
+    if (next > end) {  // a torn record can only be a bug; stop rather than read past the chunk
+      ++r.malformed;
+      break;
+    }
+    p = next;
+    const EventSpec* spec = find_builtin_spec(h.type);
+    // Validate the record against its spec before emitting anything.
+    bool ok = spec != nullptr;
+    uint32_t w = 0;
+    for (int f = 0; ok && f < spec->field_count; ++f) {
+      if (w >= h.words) {
+        ok = false;
+        break;
+      }
+      if (spec->fields[f].kind == FieldKind::bytes) {
+        uint64_t len;
+        std::memcpy(&len, words + 8 * w, 8);
+        if (len > 0xffff || w + words_for_bytes(static_cast<uint32_t>(len)) > h.words) ok = false;
+        else w += words_for_bytes(static_cast<uint32_t>(len));
+      } else {
+        ++w;
+      }
+    }
+    if (!ok || w != h.words || o + 13 + 10ull * h.words > o_end) {
+      ++r.malformed;
+      continue;
+    }
+    o = varint_put(o, h.type);
+    o = varint_put(o, zigzag_encode(static_cast<int64_t>(h.tsc - prev_tsc)));
+    prev_tsc = h.tsc;
+    w = 0;
+    for (int f = 0; f < spec->field_count; ++f) {
+      uint64_t v;
+      std::memcpy(&v, words + 8 * w, 8);
+      switch (spec->fields[f].kind) {
+        case FieldKind::u64: o = varint_put(o, v); ++w; break;
+        case FieldKind::i64: o = varint_put(o, zigzag_encode(static_cast<int64_t>(v))); ++w; break;
+        case FieldKind::bytes:
+          o = varint_put(o, v);
+          std::memcpy(o, words + 8 * (w + 1), v);
+          o += v;
+          w += words_for_bytes(static_cast<uint32_t>(v));
+          break;
+      }
+    }
+    ++r.events;
+  }
+  r.compact_bytes = static_cast<size_t>(o - out);
+  return r;
+}
+
+size_t compress_bound(Codec codec, size_t n) {
+  switch (codec) {
+    case Codec::zstd: return ZSTD_compressBound(n);
+    case Codec::lz4: return static_cast<size_t>(LZ4_compressBound(static_cast<int>(n)));
+    case Codec::none: return n;
+  }
+  return n;
+}
+
+size_t compress(Codec codec, int level, const uint8_t* in, size_t n, uint8_t* out, size_t cap) {
+  switch (codec) {
+    case Codec::zstd: {
+      size_t r = ZSTD_compress(out, cap, in, n, level);
+      return ZSTD_isError(r) ? 0 : r;
+    }
+    case Codec::lz4: {
+      int r = LZ4_compress_default(reinterpret_cast<const char*>(in), reinterpret_cast<char*>(out), static_cast<int>(n),
+                                   static_cast<int>(cap));
+      return r > 0 ? static_cast<size_t>(r) : 0;
+    }
+    case Codec::none:
+      if (cap < n) return 0;
+      std::memcpy(out, in, n);
+      return n;
+  }
+  return 0;
+}
+
+bool decompress(Codec codec, const uint8_t* in, size_t n, uint8_t* out, size_t expected) {
+  switch (codec) {
+    case Codec::zstd: {
+      size_t r = ZSTD_decompress(out, expected, in, n);
+      return !ZSTD_isError(r) && r == expected;
+    }
+    case Codec::lz4: {
+      int r = LZ4_decompress_safe(reinterpret_cast<const char*>(in), reinterpret_cast<char*>(out), static_cast<int>(n),
+                                  static_cast<int>(expected));
+      return r >= 0 && static_cast<size_t>(r) == expected;
+    }
+    case Codec::none:
+      if (n != expected) return false;
+      std::memcpy(out, in, n);
+      return true;
+  }
+  return false;
+}
+
+const char* codec_name(Codec c) {
+  switch (c) {
+    case Codec::none: return "none";
+    case Codec::zstd: return "zstd";
+    case Codec::lz4: return "lz4";
+  }
+  return "unknown";
+}
+
+bool ChunkEventDecoder::next(DecodedEvent* ev) {
+  if (failed_ || p_ >= end_) return false;
+  uint64_t type, dtsc;
+  const uint8_t* p = varint_get(p_, end_, &type);
+  if (p) p = varint_get(p, end_, &dtsc);
+  const TypeDesc* desc = p && type <= 0xffff ? schema_->lookup(static_cast<uint16_t>(type)) : nullptr;
+  // A type missing from the file's own schema cannot be sized: the rest of the chunk is lost.
+  if (!desc || desc->fields.size() > kMaxFields) {
+    failed_ = true;
+    return false;
+  }
+  ev->type = static_cast<uint16_t>(type);
+  ev->desc = desc;
+  tsc_ += static_cast<uint64_t>(zigzag_decode(dtsc));
+  ev->tsc = tsc_;
+  ev->field_count = static_cast<int>(desc->fields.size());
+  for (int f = 0; f < ev->field_count; ++f) {
+    uint64_t v = 0;
+    if (!(p = varint_get(p, end_, &v))) {
+      failed_ = true;
+      return false;
+    }
+    ev->bytes[f] = {};
+    switch (desc->fields[f].kind) {
+      case FieldKind::u64: ev->values[f] = v; break;
+      case FieldKind::i64: ev->values[f] = static_cast<uint64_t>(zigzag_decode(v)); break;
+      case FieldKind::bytes:
+        if (v > static_cast<uint64_t>(end_ - p)) {
+          failed_ = true;
+          return false;
+        }
+        ev->values[f] = 0;
+        ev->bytes[f] = std::string_view(reinterpret_cast<const char*>(p), v);
+        p += v;
+        break;
+    }
+  }
+  p_ = p;
+  return true;
+}
+
+}  // namespace sigmatrace::format

@@ -1,0 +1,62 @@
+// Chunk payloads: raw in-memory records -> compact varint/delta encoding -> compression, and back.
+// The encoding side runs on the profiler's writer thread and never allocates (caller's buffers).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "format/file_layout.h"
+#include "format/schema.h"
+
+namespace sigmatrace::format {
+
+// Largest compact size that raw_bytes of raw records can encode to.
+constexpr size_t compact_bound(size_t raw_bytes) { return raw_bytes + raw_bytes / 4 + 64; }
+
+struct EncodeResult {
+  size_t compact_bytes = 0;
+  uint32_t events = 0;
+  uint32_t malformed = 0;  // raw records that did not match the built-in schema (skipped, counted)
+};
+
+// Encodes the raw records in [raw, raw+raw_bytes) against the built-in schema.
+EncodeResult encode_raw_events(const uint8_t* raw, size_t raw_bytes, uint64_t first_tsc, uint8_t* out, size_t out_cap);
+
+size_t compress_bound(Codec codec, size_t n);
+// Returns the compressed size, or 0 on failure.
+size_t compress(Codec codec, int level, const uint8_t* in, size_t n, uint8_t* out, size_t cap);
+// Returns true when exactly expected bytes were produced.
+bool decompress(Codec codec, const uint8_t* in, size_t n, uint8_t* out, size_t expected);
+const char* codec_name(Codec c);
+
+constexpr int kMaxFields = 16;
+
+struct DecodedEvent {
+  uint16_t type = 0;
+  uint64_t tsc = 0;
+  const TypeDesc* desc = nullptr;  // null when the file's schema does not describe this type
+  int field_count = 0;
+  uint64_t values[kMaxFields]{};   // u64, or i64 as two's complement; 0 for bytes fields
+  std::string_view bytes[kMaxFields];
+  int64_t as_i64(int i) const { return static_cast<int64_t>(values[i]); }
+};
+
+// Iterates the events of one decompressed chunk payload.
+class ChunkEventDecoder {
+ public:
+  ChunkEventDecoder(const uint8_t* payload, size_t n, uint64_t first_tsc, const Schema* schema)
+      : p_(payload), end_(payload + n), tsc_(first_tsc), schema_(schema) {}
+  // False at the end or on a malformed event (then failed() is true; the rest of the chunk is lost).
+  bool next(DecodedEvent* ev);
+  bool failed() const { return failed_; }
+  size_t remaining_bytes() const { return static_cast<size_t>(end_ - p_); }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+  uint64_t tsc_;
+  const Schema* schema_;
+  bool failed_ = false;
+};
+
+}  // namespace sigmatrace::format

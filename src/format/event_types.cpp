@@ -1,0 +1,32 @@
+// Materialises the X-macro schema of event_types.h as tables the encoder and reader iterate.
+#include "format/event_types.h"
+
+namespace sigmatrace::format {
+namespace {
+
+#define SIGMATRACE_FIELD_SPEC(kind, name) FieldSpec{FieldKind::kind, name},
+#define SIGMATRACE_FIELDS_ARRAY(id, ident, name, fields) \
+  constexpr FieldSpec ident##_fields[] = {fields};
+SIGMATRACE_EVENT_TYPES(SIGMATRACE_FIELDS_ARRAY, SIGMATRACE_FIELD_SPEC)
+#undef SIGMATRACE_FIELDS_ARRAY
+
+#define SIGMATRACE_SPEC_ENTRY(id, ident, name, fields) \
+  EventSpec{id, name, static_cast<uint8_t>(sizeof(ident##_fields) / sizeof(FieldSpec)), ident##_fields},
+constexpr EventSpec kSpecs[] = {SIGMATRACE_EVENT_TYPES(SIGMATRACE_SPEC_ENTRY, SIGMATRACE_FIELD_SPEC)};
+#undef SIGMATRACE_SPEC_ENTRY
+#undef SIGMATRACE_FIELD_SPEC
+
+}  // namespace
+
+const EventSpec* builtin_event_specs(int* count) {
+  *count = static_cast<int>(sizeof(kSpecs) / sizeof(kSpecs[0]));
+  return kSpecs;
+}
+
+const EventSpec* find_builtin_spec(uint16_t id) {
+  for (const EventSpec& s : kSpecs)
+    if (s.id == id) return &s;
+  return nullptr;
+}
+
+}  // namespace sigmatrace::format

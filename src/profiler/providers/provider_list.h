@@ -1,0 +1,15 @@
+// The one list of providers, in initialisation order: X(name, provider_object).
+// Adding a provider: a new file defining `extern const Provider kSomethingProvider` and one line here.
+#pragma once
+
+#define SIGMATRACE_PROVIDER_LIST(X) \
+  X("user", kUserMarksProvider)
+
+namespace sigmatrace::profiler {
+// Provider names without linking the providers (the CLI validates --providers with these).
+inline constexpr const char* kProviderNames[] = {
+#define SIGMATRACE_PROVIDER_NAME(name, object) name,
+    SIGMATRACE_PROVIDER_LIST(SIGMATRACE_PROVIDER_NAME)
+#undef SIGMATRACE_PROVIDER_NAME
+};
+}  // namespace sigmatrace::profiler

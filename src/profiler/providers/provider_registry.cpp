@@ -1,0 +1,23 @@
+// Materialises provider_list.h: the providers' objects in initialisation order.
+#include "profiler/providers/provider.h"
+#include "profiler/providers/provider_list.h"
+
+namespace sigmatrace::profiler {
+
+#define SIGMATRACE_DECLARE_PROVIDER(name, object) extern const Provider object;
+SIGMATRACE_PROVIDER_LIST(SIGMATRACE_DECLARE_PROVIDER)
+#undef SIGMATRACE_DECLARE_PROVIDER
+
+namespace {
+const Provider* const kProviders[] = {
+#define SIGMATRACE_PROVIDER_ADDRESS(name, object) &object,
+    SIGMATRACE_PROVIDER_LIST(SIGMATRACE_PROVIDER_ADDRESS)
+#undef SIGMATRACE_PROVIDER_ADDRESS
+};
+}  // namespace
+
+std::span<const Provider* const> all_providers() { return kProviders; }
+
+std::vector<std::string> provider_names() { return {std::begin(kProviderNames), std::end(kProviderNames)}; }
+
+}  // namespace sigmatrace::profiler

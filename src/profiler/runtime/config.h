@@ -1,0 +1,44 @@
+// The profiler's configuration, read from SIGMATRACE_* environment variables at start-up.
+// Every value is validated; the first bad one makes parse fail with a one-line message naming the
+// variable, the value and what is accepted, and the profiler then stays out of the way.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "format/file_layout.h"
+
+namespace sigmatrace::profiler {
+
+enum class TraceMode { aggregate, simple, full };
+const char* mode_name(TraceMode m);
+
+struct Config {
+  bool enabled = true;
+  TraceMode mode = TraceMode::simple;
+  std::vector<std::string> providers;  // enabled providers, resolved from the list (all by default)
+  std::string output_dir;              // empty: default_experiment_dir()
+  uint32_t buffer_mb = 64;             // chunk pool per process
+  uint32_t chunk_kb = 256;
+  format::Codec codec = format::Codec::zstd;
+  uint32_t clock_sync_ms = 1000;
+  uint32_t max_threads = 1024;
+  bool force = false;
+  std::string run_id;
+  std::string host;                    // empty: gethostname()
+  uint32_t debug_writer_delay_us = 0;  // fault injection: a writer that falls behind
+  std::string debug_fail_provider;     // fault injection: a provider whose init fails
+};
+
+// known_providers: names a provider list may contain. Returns false with *error set.
+bool parse_config(char** envp, const std::vector<std::string>& known_providers, Config* cfg, std::string* error);
+
+// Every variable parse_config() understands, with a one-line description (for `sigmatrace profile --help`).
+struct ConfigVariable {
+  const char* name;
+  const char* accepted;
+  const char* description;
+};
+const std::vector<ConfigVariable>& config_variables();
+
+}  // namespace sigmatrace::profiler

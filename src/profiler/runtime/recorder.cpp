@@ -1,0 +1,125 @@
+// The recorder's slow path: attaching a thread to a slot, swapping a full chunk for a free one,
+// and counting what has to be dropped. Still on application threads, so still no locks and no
+// allocation except once per thread (its aggregate table in aggregate mode).
+#include "profiler/runtime/recorder.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "profiler/runtime/runtime.h"
+
+namespace sigmatrace::profiler {
+
+thread_local ThreadState t_state __attribute__((tls_model("initial-exec"))) = {nullptr, nullptr, kNoChunk, 0, 0, nullptr};
+
+namespace {
+
+ThreadSlot* attach_thread(Runtime* rt) {
+  ThreadState& t = t_state;
+  if (t.status != thread_unattached) return t.slot ? &rt->slots[t.slot - 1] : nullptr;
+  uint32_t idx = rt->slots_used.fetch_add(1, std::memory_order_relaxed);
+  if (idx >= rt->max_slots) {
+    t.status = thread_untracked;
+    return nullptr;
+  }
+  ThreadSlot& s = rt->slots[idx];
+  s.tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  pthread_getname_np(pthread_self(), s.name, sizeof s.name);
+  s.state = &t;
+  t.slot = idx + 1;
+  t.status = thread_recording;
+  s.active.store(1, std::memory_order_release);
+  pthread_setspecific(rt->thread_exit_key, &s);  // runs on_thread_exit() when the thread ends
+  return &s;
+}
+
+void hand_over_current_chunk(Runtime* rt, ThreadState& t, ThreadSlot& s) {
+  if (t.chunk == kNoChunk) return;
+  uint8_t* base = rt->pool.data(t.chunk);
+  ChunkMeta& m = rt->pool.meta(t.chunk);
+  m.tid = s.tid;
+  m.slot = t.slot - 1;
+  m.used_bytes = static_cast<uint32_t>(t.cur - base);
+  rt->pool.push_full(t.chunk);
+  t.chunk = kNoChunk;
+  t.cur = t.end = nullptr;
+}
+
+}  // namespace
+
+uint8_t* reserve_slow(uint32_t bytes) {
+  Runtime* rt = g_runtime;
+  if (!rt || !rt->recording()) return nullptr;
+  ThreadState& t = t_state;
+  ThreadSlot* s = attach_thread(rt);
+  if (!s) {
+    if (t.status == thread_untracked) rt->untracked_events_dropped.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  if (t.status != thread_recording) {
+    s->dropped_events.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  hand_over_current_chunk(rt, t, *s);
+  uint32_t c = rt->pool.pop_free();
+  if (c == kNoChunk || bytes > rt->pool.chunk_bytes()) {
+    s->dropped_events.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  t.chunk = c;
+  t.cur = rt->pool.data(c);
+  t.end = t.cur + rt->pool.chunk_bytes();
+  return t.cur;
+}
+
+void record_with_bytes(format::EventType type, const uint64_t* words, uint32_t nwords, const void* data, uint32_t len) {
+  uint32_t total = nwords + format::words_for_bytes(len);
+  uint32_t bytes = format::raw_event_bytes(total);
+  ThreadState& t = t_state;
+  uint8_t* p = t.cur;
+  if (reinterpret_cast<uintptr_t>(p) + bytes > reinterpret_cast<uintptr_t>(t.end)) {
+    p = reserve_slow(bytes);
+    if (!p) return;
+  }
+  format::RawEventHeader h{read_tsc(), static_cast<uint16_t>(type), static_cast<uint16_t>(total), 0};
+  std::memcpy(p, &h, sizeof h);
+  std::memcpy(p + sizeof h, words, 8ull * nwords);
+  uint64_t n = len;
+  uint8_t* b = p + sizeof h + 8ull * nwords;
+  std::memcpy(b, &n, 8);
+  std::memcpy(b + 8, data, len);
+  std::memset(b + 8 + len, 0, 8ull * format::words_for_bytes(len) - 8 - len);
+  __atomic_store_n(&t.cur, p + bytes, __ATOMIC_RELEASE);
+}
+
+AggregateTable* attach_aggregate_slow() {
+  Runtime* rt = g_runtime;
+  if (!rt || !rt->recording()) return nullptr;
+  ThreadSlot* s = attach_thread(rt);
+  if (!s) {
+    if (t_state.status == thread_untracked) rt->untracked_events_dropped.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  if (t_state.status != thread_recording) return nullptr;
+  // Once per thread: the table is the thread's for the rest of the run (the writer reads it at exit).
+  auto* tab = static_cast<AggregateTable*>(calloc(1, sizeof(AggregateTable)));
+  if (!tab) return nullptr;
+  s->aggregate = tab;
+  t_state.aggregate = tab;
+  return tab;
+}
+
+// pthread key destructor: the thread is ending; its partial chunk goes to the writer.
+void on_thread_exit(void* slot_ptr) {
+  Runtime* rt = g_runtime;
+  auto* s = static_cast<ThreadSlot*>(slot_ptr);
+  ThreadState& t = t_state;
+  if (rt && rt->owner_pid == getpid() && rt->recording()) hand_over_current_chunk(rt, t, *s);
+  t.status = thread_finished;
+  t.cur = t.end = nullptr;
+  s->active.store(0, std::memory_order_release);
+}
+
+}  // namespace sigmatrace::profiler

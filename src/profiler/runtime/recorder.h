@@ -1,0 +1,65 @@
+// The hot path: what a provider calls on an application thread to record one event or count one
+// aggregate update. Runs on application threads: no locks, no system calls, no allocation, no
+// exceptions. The common case is a bounds check, one RDTSC and a few stores; everything else
+// (first event of a thread, full chunk, dropping) is in the out-of-line slow path.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "format/event_types.h"
+#include "format/raw_event.h"
+#include "profiler/runtime/aggregate_table.h"
+#include "profiler/runtime/tsc.h"
+
+namespace sigmatrace::profiler {
+
+struct ThreadState {
+  uint8_t* cur;           // next write position in the thread's current chunk
+  uint8_t* end;           // end of that chunk (cur == end == nullptr: no chunk yet, or dropping)
+  uint32_t chunk;         // pool index of the current chunk, kNoChunk when none
+  uint32_t slot;          // thread slot + 1; 0 while not attached
+  uint8_t status;         // ThreadStatus
+  AggregateTable* aggregate;
+};
+
+enum ThreadStatus : uint8_t { thread_unattached = 0, thread_recording = 1, thread_untracked = 2, thread_finished = 3 };
+
+extern thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
+
+// Slow path: returns room for `bytes` in a (new) chunk, or nullptr when the event must be dropped
+// (then it has been counted).
+uint8_t* reserve_slow(uint32_t bytes);
+AggregateTable* attach_aggregate_slow();
+
+// Records an event of `type` whose fields are all integer words.
+template <typename... Words>
+[[gnu::always_inline]] inline void record(format::EventType type, Words... words) {
+  constexpr uint32_t n = sizeof...(Words);
+  constexpr uint32_t bytes = format::raw_event_bytes(n);
+  ThreadState& t = t_state;
+  uint8_t* p = t.cur;
+  if (__builtin_expect(reinterpret_cast<uintptr_t>(p) + bytes > reinterpret_cast<uintptr_t>(t.end), 0)) {
+    p = reserve_slow(bytes);
+    if (!p) return;
+  }
+  const uint64_t record_words[2 + n] = {read_tsc(), static_cast<uint64_t>(type) | (uint64_t{n} << 16),
+                                        static_cast<uint64_t>(words)...};
+  std::memcpy(p, record_words, bytes);
+  // Release so that a final flush from another thread sees whole records (a plain store on x86).
+  __atomic_store_n(&t.cur, p + bytes, __ATOMIC_RELEASE);
+}
+
+// Records an event whose last field is a byte string (rare events: names, addresses).
+void record_with_bytes(format::EventType type, const uint64_t* words, uint32_t nwords, const void* data, uint32_t len);
+
+// Aggregate mode: counts one operation of `bytes` under key (kind, a, b). No timestamp.
+[[gnu::always_inline]] inline void aggregate_add(format::AggregateKey kind, uint64_t a, uint64_t b, uint64_t bytes) {
+  AggregateTable* tab = t_state.aggregate;
+  if (__builtin_expect(tab == nullptr, 0)) {
+    tab = attach_aggregate_slow();
+    if (!tab) return;
+  }
+  tab->add(static_cast<uint64_t>(kind), a, b, bytes);
+}
+
+}  // namespace sigmatrace::profiler

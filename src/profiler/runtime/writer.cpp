@@ -1,0 +1,242 @@
+// See writer.h. Runs on its own thread with all signals blocked; the only code that does file I/O
+// during the run.
+#include "profiler/runtime/writer.h"
+
+#include <signal.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "format/chunk_codec.h"
+#include "format/crc32c.h"
+#include "format/file_layout.h"
+#include "format/raw_event.h"
+#include "profiler/runtime/clock_calibration.h"
+#include "profiler/runtime/log.h"
+#include "profiler/runtime/runtime.h"
+
+namespace sigmatrace::profiler {
+
+using format::EventType;
+
+namespace {
+void sleep_us(uint64_t us) {
+  timespec ts{static_cast<time_t>(us / 1000000), static_cast<long>((us % 1000000) * 1000)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+uint64_t monotonic_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+}
+}  // namespace
+
+bool Writer::start() {
+  size_t chunk = rt_->pool.chunk_bytes();
+  compact_.resize(format::compact_bound(chunk));
+  compressed_.resize(format::compress_bound(format::Codec::zstd, compact_.size()) +
+                     format::compress_bound(format::Codec::lz4, compact_.size()));
+  events_per_slot_.assign(rt_->max_slots + 1, 0);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // the writer must never run the application's handlers
+  int rc = pthread_create(&thread_, nullptr, &Writer::thread_main, this);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return rc == 0;
+}
+
+bool Writer::on_writer_thread() const { return pthread_equal(pthread_self(), thread_); }
+
+void* Writer::thread_main(void* self) {
+  pthread_setname_np(pthread_self(), "sigmatrace-wr");
+  static_cast<Writer*>(self)->run();
+  return nullptr;
+}
+
+void Writer::fail(const char* what) {
+  if (io_failed_) return;
+  io_failed_ = true;
+  log_line("cannot write %s (%s): profiler disabled for this process, events from now on are discarded",
+           rt_->trace_path.c_str(), what);
+}
+
+bool Writer::write_all(const void* a, size_t an, const void* b, size_t bn) {
+  if (io_failed_) return false;
+  iovec iov[2] = {{const_cast<void*>(a), an}, {const_cast<void*>(b), bn}};
+  int idx = 0;
+  while (idx < 2) {
+    ssize_t n = writev(rt_->trace_fd, iov + idx, 2 - idx);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(strerror(errno));
+      return false;
+    }
+    size_t left = static_cast<size_t>(n);
+    while (idx < 2 && left >= iov[idx].iov_len) left -= iov[idx++].iov_len;
+    if (idx < 2) {
+      iov[idx].iov_base = static_cast<char*>(iov[idx].iov_base) + left;
+      iov[idx].iov_len -= left;
+    }
+  }
+  return true;
+}
+
+void Writer::write_chunk(uint32_t tid, const uint8_t* raw, size_t raw_bytes) {
+  if (raw_bytes < sizeof(format::RawEventHeader)) return;
+  if (io_failed_) {
+    ++chunks_discarded_;
+    return;
+  }
+  format::RawEventHeader first;
+  std::memcpy(&first, raw, sizeof first);
+  if (compact_.size() < format::compact_bound(raw_bytes)) {
+    compact_.resize(format::compact_bound(raw_bytes));
+    compressed_.resize(2 * format::compress_bound(format::Codec::zstd, compact_.size()));
+  }
+  format::EncodeResult enc = format::encode_raw_events(raw, raw_bytes, first.tsc, compact_.data(), compact_.size());
+  malformed_ += enc.malformed;
+  if (enc.events == 0) return;
+  format::Codec codec = rt_->config.codec;
+  size_t stored = format::compress(codec, 1, compact_.data(), enc.compact_bytes, compressed_.data(), compressed_.size());
+  const uint8_t* payload = compressed_.data();
+  if (stored == 0) {  // incompressible or codec failure: store it plain
+    codec = format::Codec::none;
+    payload = compact_.data();
+    stored = enc.compact_bytes;
+  }
+  format::ChunkHeader h{};
+  h.magic = format::kChunkMagic;
+  h.codec = static_cast<uint8_t>(codec);
+  h.tid = tid;
+  h.seq = seq_++;
+  h.event_count = enc.events;
+  h.raw_bytes = static_cast<uint32_t>(enc.compact_bytes);
+  h.stored_bytes = static_cast<uint32_t>(stored);
+  h.payload_crc = format::crc32c(payload, stored);
+  h.first_tsc = first.tsc;
+  h.header_crc = format::crc32c(&h, offsetof(format::ChunkHeader, header_crc));
+  if (write_all(&h, sizeof h, payload, stored)) {
+    ++chunks_written_;
+    events_written_ += enc.events;
+  }
+}
+
+bool Writer::drain_full_chunks() {
+  bool any = false;
+  for (uint32_t c; (c = rt_->pool.pop_full()) != kNoChunk;) {
+    any = true;
+    if (rt_->config.debug_writer_delay_us) sleep_us(rt_->config.debug_writer_delay_us);
+    ChunkMeta m = rt_->pool.meta(c);
+    uint64_t before = events_written_;
+    write_chunk(m.tid, rt_->pool.data(c), m.used_bytes);
+    events_per_slot_[m.slot] += events_written_ - before;
+    rt_->pool.push_free(c);
+  }
+  return any;
+}
+
+void Writer::emit_new_thread_infos() {
+  uint32_t used = rt_->slots_used.load(std::memory_order_acquire);
+  if (used > rt_->max_slots) used = rt_->max_slots;
+  for (; threads_announced_ < used; ++threads_announced_) {
+    ThreadSlot& s = rt_->slots[threads_announced_];
+    // A slot is claimed before it is filled in; wait for the owner to publish it.
+    if (!s.active.load(std::memory_order_acquire) && s.tid == 0) break;
+    rt_->process_stream.append(EventType::thread_info, read_tsc(),
+                               {uint64_t{s.tid}, std::string_view(s.name, strnlen(s.name, sizeof s.name))});
+  }
+}
+
+void Writer::flush_process_stream() {
+  emit_new_thread_infos();
+  rt_->process_stream.take(&process_raw_);
+  if (!process_raw_.empty()) write_chunk(0, process_raw_.data(), process_raw_.size());
+}
+
+void Writer::run() {
+  uint64_t next_sync = monotonic_ms() + rt_->config.clock_sync_ms;
+  uint32_t idle_us = 1000;
+  while (!stop_.load(std::memory_order_acquire)) {
+    bool busy = drain_full_chunks();
+    uint64_t now = monotonic_ms();
+    if (now >= next_sync) {
+      ClockSample s = take_clock_sample();
+      rt_->process_stream.append(EventType::clock_sync, s.tsc, {s.realtime_ns, s.monotonic_ns});
+      next_sync = now + rt_->config.clock_sync_ms;
+      flush_process_stream();
+    }
+    // Back off while idle (1 ms up to 10 ms) so an idle profiler costs next to nothing.
+    idle_us = busy ? 1000 : (idle_us < 10000 ? idle_us + 1000 : 10000);
+    if (!busy) sleep_us(idle_us);
+  }
+  final_flush(static_cast<format::ExitReason>(exit_reason_.load()));
+  done_.store(true, std::memory_order_release);
+}
+
+void Writer::final_flush(format::ExitReason reason) {
+  drain_full_chunks();
+  // Partial chunks of threads still running, up to what they had committed.
+  uint32_t used = rt_->slots_used.load(std::memory_order_acquire);
+  if (used > rt_->max_slots) used = rt_->max_slots;
+  for (uint32_t i = 0; i < used; ++i) {
+    ThreadSlot& s = rt_->slots[i];
+    if (!s.active.load(std::memory_order_acquire) || !s.state) continue;
+    uint32_t c = __atomic_load_n(&s.state->chunk, __ATOMIC_ACQUIRE);
+    uint8_t* cur = __atomic_load_n(&s.state->cur, __ATOMIC_ACQUIRE);
+    if (c == kNoChunk || !cur) continue;
+    uint8_t* base = rt_->pool.data(c);
+    if (cur < base || cur > base + rt_->pool.chunk_bytes()) continue;
+    uint64_t before = events_written_;
+    write_chunk(s.tid, base, static_cast<size_t>(cur - base));
+    events_per_slot_[i] += events_written_ - before;
+  }
+  drain_full_chunks();  // chunks handed over by threads that exited meanwhile
+  emit_new_thread_infos();
+  ClockSample cs = take_clock_sample();
+  rt_->process_stream.append(EventType::clock_sync, cs.tsc, {cs.realtime_ns, cs.monotonic_ns});
+  uint64_t dropped_total = rt_->untracked_events_dropped.load();
+  for (uint32_t i = 0; i < used; ++i) {
+    ThreadSlot& s = rt_->slots[i];
+    if (AggregateTable* tab = s.aggregate) {
+      for (const AggregateEntry& e : tab->entries) {
+        uint64_t kind = __atomic_load_n(&e.kind, __ATOMIC_ACQUIRE);
+        if (!kind) continue;
+        rt_->process_stream.append(EventType::aggregate_entry, cs.tsc,
+                                   {uint64_t{s.tid}, kind, e.a, e.b, e.count, e.bytes});
+      }
+    }
+    uint64_t dropped = s.dropped_events.load();
+    dropped_total += dropped;
+    rt_->process_stream.append(EventType::thread_summary, cs.tsc,
+                               {uint64_t{s.tid}, events_per_slot_[i], dropped, uint64_t{0},
+                                s.aggregate ? s.aggregate->overflow : uint64_t{0}});
+  }
+  if (rt_->untracked_events_dropped.load()) {
+    // tid 0: events of threads beyond SIGMATRACE_MAX_THREADS, which had no slot.
+    rt_->process_stream.append(EventType::thread_summary, cs.tsc,
+                               {uint64_t{0}, uint64_t{0}, rt_->untracked_events_dropped.load(), uint64_t{0}, uint64_t{0}});
+  }
+  flush_process_stream();
+  if (malformed_) log_line("%llu malformed events were skipped by the writer", static_cast<unsigned long long>(malformed_));
+  // chunks_written counts this final chunk too, so a reader can tell that nothing is missing.
+  rt_->process_stream.append(EventType::file_end, cs.tsc,
+                             {chunks_written_ + 1, events_written_ + 1, dropped_total, static_cast<uint64_t>(reason)});
+  rt_->process_stream.take(&process_raw_);
+  write_chunk(0, process_raw_.data(), process_raw_.size());
+}
+
+bool Writer::finish(format::ExitReason reason, uint32_t timeout_ms) {
+  exit_reason_.store(static_cast<int>(reason));
+  stop_.store(true, std::memory_order_release);
+  for (uint64_t waited_us = 0; !done_.load(std::memory_order_acquire); waited_us += 200) {
+    if (timeout_ms && waited_us >= uint64_t{timeout_ms} * 1000) return false;
+    sleep_us(200);
+  }
+  return true;
+}
+
+}  // namespace sigmatrace::profiler

@@ -1,0 +1,46 @@
+// A send-queue operation as the engine executes it, independent of how it was described
+// (classic ibv_send_wr, ibv_qp_ex wr_* calls, or, later, an mlx5 WQE read from a doorbell).
+#pragma once
+#include <cstdint>
+
+#include "packet.hpp"
+
+namespace softnic {
+
+struct Sge {
+  uint64_t addr;
+  uint32_t length;
+  uint32_t lkey;
+};
+
+enum class OpKind : uint8_t { Send, SendImm, Write, WriteImm, Read, CmpSwap, FetchAdd };
+
+struct SendOp {
+  uint64_t wr_id = 0;
+  OpKind kind = OpKind::Send;
+  bool signaled = false;
+  bool solicited = false;
+  bool inlined = false;
+  uint32_t num_sge = 0;
+  uint32_t imm = 0;       // network byte order
+  uint32_t rkey = 0;
+  uint64_t raddr = 0;
+  uint64_t arg0 = 0;      // compare (CmpSwap) or add (FetchAdd)
+  uint64_t arg1 = 0;      // swap
+  uint64_t length = 0;    // total bytes of the message
+
+  // Transmission state.
+  uint64_t sent = 0;        // bytes already put on the wire
+  bool started = false;     // first packet sent
+  bool validated = false;   // local SGEs checked
+  uint32_t first_psn = 0;
+  uint32_t msn = 0;
+  uint64_t received = 0;    // RDMA_READ bytes scattered so far
+  bool data_done = false;   // read/atomic response fully received
+};
+
+inline bool is_read_like(OpKind k) {
+  return k == OpKind::Read || k == OpKind::CmpSwap || k == OpKind::FetchAdd;
+}
+
+}  // namespace softnic
