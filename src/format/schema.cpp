@@ -133,9 +133,9 @@ std::vector<uint8_t> encode_file_prefix(const Metadata& meta, const Schema& sche
   h.body_bytes = static_cast<uint32_t>(body.size());
   h.body_crc = crc32c(body.data(), body.size());
   h.header_crc = crc32c(&h, offsetof(FileHeader, header_crc));
-  std::vector<uint8_t> out(sizeof h);
+  std::vector<uint8_t> out(sizeof h + body.size());
   std::memcpy(out.data(), &h, sizeof h);
-  out.insert(out.end(), body.begin(), body.end());
+  if (!body.empty()) std::memcpy(out.data() + sizeof h, body.data(), body.size());
   return out;
 }
 

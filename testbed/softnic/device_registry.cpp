@@ -68,7 +68,7 @@ void fill_device_attr(const Device* d, ibv_device_attr* a) {
   a->device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
                         IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
                         IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN |
-                        IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ;
+                        IBV_DEVICE_N_NOTIFY_CQ;  // no SRQ resize: ibv_modify_srq(MAX_WR) is refused
   a->max_sge = kMaxSge;
   a->max_sge_rd = kMaxSge;
   a->max_cq = 1 << 16;

@@ -405,6 +405,7 @@ bool Engine::take_recv(Qp* qp) {
 }
 
 void Engine::handle_packet(int src, PacketHeader* h) {
+  SOFTNIC_LOG("%lu rx op %d qpn 0x%x psn %u msn %u len %u", (unsigned long)(now_ns() / 1000), int(h->op), h->dst_qpn, h->psn, h->msn, h->payload_len);
   Qp* qp = find_qp(h->dst_qpn);
   bool response = h->op == WireOp::Ack || h->op == WireOp::Nak || h->op == WireOp::ReadResp ||
                   h->op == WireOp::AtomicResp;
@@ -601,6 +602,7 @@ void Engine::handle_response(Qp* qp, PacketHeader* h) {
       return;
     case WireOp::Nak: {
       auto code = NakCode(h->syndrome & 0xff);
+      SOFTNIC_LOG("qp 0x%x: NAK code %d for msn %u", qp->qp()->qp_num, int(code), h->msn);
       SendOp* op = find(h->msn);
       if (!op) return;
       if (code == NakCode::Rnr) {

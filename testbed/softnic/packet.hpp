@@ -47,9 +47,8 @@ struct alignas(64) PacketHeader {
   uint32_t payload_len;
   uint32_t imm;           // network order, as the verbs API hands it over
   uint32_t rkey;
-  uint32_t reserved;
+  uint32_t total_len;     // whole message length (max_msg_sz is 1 GiB)
   uint64_t raddr;         // remote address of this segment (Write/ReadReq/atomics)
-  uint64_t total_len;     // whole message length (First segment; ReadReq length)
   uint64_t arg0;          // compare value / add value / atomic result
   uint64_t arg1;          // swap value
 };

@@ -534,10 +534,10 @@ SOFTNIC_EXPORT int ibv_query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask, ibv_q
 }
 
 SOFTNIC_EXPORT int ibv_query_qp_data_in_order(ibv_qp* qp, ibv_wr_opcode op, uint32_t flags) {
-  // The wire is in order and writes land front to back.
-  return flags & IBV_QUERY_QP_DATA_IN_ORDER_RETURN_CAPS
-             ? IBV_QUERY_QP_DATA_IN_ORDER_WHOLE_MSG | IBV_QUERY_QP_DATA_IN_ORDER_ALIGNED_128_BYTES
-             : 1;
+  // The wire is in order and writes land front to back. rdma-core >= 46 callers may pass
+  // RETURN_CAPS (bit 0) and then expect WHOLE_MSG (bit 0) | ALIGNED_128_BYTES (bit 1).
+  constexpr uint32_t kReturnCaps = 1u << 0, kWholeMsg = 1u << 0, kAligned128 = 1u << 1;
+  return (flags & kReturnCaps) ? int(kWholeMsg | kAligned128) : 1;
 }
 
 SOFTNIC_EXPORT int ibv_query_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }

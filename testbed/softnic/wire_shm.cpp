@@ -213,6 +213,10 @@ void Wire::refresh_peers() {
     uint32_t g = dir_->slots[s].gen.load(std::memory_order_acquire);
     bool live = want && dir_->slots[s].pid.load() != 0;
     if (p.base && (!live || p.gen != g)) {
+      // Packets already on the wire still arrive after their sender has left: drain first.
+      RingCtl* rc = ring_ctl(p.base, slot_);
+      if (rc->dst_gen.load() == gen_ && rc->head.load() != rc->tail.load(std::memory_order_acquire))
+        continue;
       if (s != slot_) munmap(p.base, segment_bytes());
       p.base = nullptr;
       mapped_mask_ &= ~(1ull << s);
@@ -236,6 +240,7 @@ void Wire::refresh_peers() {
   }
   // Bits of endpoints that are gone stay cleared so we stop re-trying them.
   if (uint64_t stale = senders & ~mapped_mask_) me.senders.fetch_and(~stale);
+  seen_senders_ = me.senders.load(std::memory_order_acquire);
 }
 
 PacketHeader* Wire::reserve(int dst, uint32_t payload_len) {
