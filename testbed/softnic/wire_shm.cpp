@@ -22,7 +22,7 @@ namespace softnic {
 
 namespace {
 constexpr uint64_t kMagic = 0x736f66746e696331ull;  // "softnic1"
-constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kLayoutVersion = 2;
 constexpr uint32_t kDefaultRingBytes = 4u << 20;
 
 long futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ts) {
@@ -164,6 +164,7 @@ bool Wire::join() {
     return false;
   }
   my_seg_ = static_cast<uint8_t*>(seg);
+  dir->epoch.fetch_add(1);
   SOFTNIC_LOG("joined fabric %s as endpoint %d gen %u", cfg.fabric.c_str(), slot_, gen_);
   return true;
 }
@@ -181,6 +182,7 @@ void Wire::leave() {
   EndpointSlot& me = dir_->slots[slot_];
   me.senders.store(0);
   me.pid.store(0);
+  dir_->epoch.fetch_add(1);
   // Other endpoints forget our ring bit lazily; clear it eagerly where we can.
   for (int s = 0; s < kMaxEndpoints; ++s)
     dir_->slots[s].senders.fetch_and(~(1ull << slot_));
@@ -241,6 +243,7 @@ void Wire::refresh_peers() {
   // Bits of endpoints that are gone stay cleared so we stop re-trying them.
   if (uint64_t stale = senders & ~mapped_mask_) me.senders.fetch_and(~stale);
   seen_senders_ = me.senders.load(std::memory_order_acquire);
+  seen_epoch_ = dir_->epoch.load(std::memory_order_acquire);
 }
 
 PacketHeader* Wire::reserve(int dst, uint32_t payload_len) {

@@ -27,6 +27,7 @@ struct Directory {
   uint64_t magic;
   uint32_t layout_version;
   uint32_t ring_bytes;
+  std::atomic<uint32_t> epoch;  // bumped on every join and leave: peers re-check mappings
   EndpointSlot slots[kMaxEndpoints];
 };
 
@@ -88,13 +89,16 @@ class Wire {
   uint64_t pending_wake_ = 0;  // destinations with newly committed packets
   uint64_t mapped_mask_ = 0;
   uint64_t seen_senders_ = 0;  // senders word at the last refresh
+  uint32_t seen_epoch_ = 0;
   PeerMap peers_[kMaxEndpoints];
 };
 
 template <class Fn>
 int Wire::poll(Fn&& fn, int budget) {
   uint64_t senders = dir_->slots[slot_].senders.load(std::memory_order_acquire);
-  if (senders != seen_senders_ || (senders & mapped_mask_) != mapped_mask_) refresh_peers();
+  if (senders != seen_senders_ || (senders & mapped_mask_) != mapped_mask_ ||
+      dir_->epoch.load(std::memory_order_relaxed) != seen_epoch_)
+    refresh_peers();
   int n = 0;
   for (uint64_t m = mapped_mask_; m && n < budget; m &= m - 1) {
     int s = __builtin_ctzll(m);
