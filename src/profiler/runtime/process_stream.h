@@ -9,18 +9,11 @@
 #include <vector>
 
 #include "format/event_types.h"
+#include "format/trace_writer.h"
 
 namespace sigmatrace::profiler {
 
-// One field of a process-stream event: an integer word or a byte string.
-struct FieldValue {
-  FieldValue(uint64_t v) : word(v) {}                        // NOLINT: implicit on purpose
-  FieldValue(int64_t v) : word(static_cast<uint64_t>(v)) {}  // NOLINT
-  FieldValue(std::string_view s) : is_bytes(true), text(s) {}  // NOLINT
-  bool is_bytes = false;
-  uint64_t word = 0;
-  std::string_view text;
-};
+using FieldValue = format::EventField;
 
 class ProcessStream {
  public:

@@ -10,10 +10,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "format/chunk_codec.h"
-#include "format/crc32c.h"
-#include "format/file_layout.h"
-#include "format/raw_event.h"
 #include "profiler/runtime/clock_calibration.h"
 #include "profiler/runtime/log.h"
 #include "profiler/runtime/runtime.h"
@@ -36,10 +32,7 @@ uint64_t monotonic_ms() {
 }  // namespace
 
 bool Writer::start() {
-  size_t chunk = rt_->pool.chunk_bytes();
-  compact_.resize(format::compact_bound(chunk));
-  compressed_.resize(format::compress_bound(format::Codec::zstd, compact_.size()) +
-                     format::compress_bound(format::Codec::lz4, compact_.size()));
+  sealer_.reserve(rt_->pool.chunk_bytes());
   events_per_slot_.assign(rt_->max_slots + 1, 0);
   sigset_t all, old;
   sigfillset(&all);
@@ -86,42 +79,17 @@ bool Writer::write_all(const void* a, size_t an, const void* b, size_t bn) {
 }
 
 void Writer::write_chunk(uint32_t tid, const uint8_t* raw, size_t raw_bytes) {
-  if (raw_bytes < sizeof(format::RawEventHeader)) return;
   if (io_failed_) {
     ++chunks_discarded_;
     return;
   }
-  format::RawEventHeader first;
-  std::memcpy(&first, raw, sizeof first);
-  if (compact_.size() < format::compact_bound(raw_bytes)) {
-    compact_.resize(format::compact_bound(raw_bytes));
-    compressed_.resize(2 * format::compress_bound(format::Codec::zstd, compact_.size()));
-  }
-  format::EncodeResult enc = format::encode_raw_events(raw, raw_bytes, first.tsc, compact_.data(), compact_.size());
-  malformed_ += enc.malformed;
-  if (enc.events == 0) return;
-  format::Codec codec = rt_->config.codec;
-  size_t stored = format::compress(codec, 1, compact_.data(), enc.compact_bytes, compressed_.data(), compressed_.size());
-  const uint8_t* payload = compressed_.data();
-  if (stored == 0) {  // incompressible or codec failure: store it plain
-    codec = format::Codec::none;
-    payload = compact_.data();
-    stored = enc.compact_bytes;
-  }
-  format::ChunkHeader h{};
-  h.magic = format::kChunkMagic;
-  h.codec = static_cast<uint8_t>(codec);
-  h.tid = tid;
-  h.seq = seq_++;
-  h.event_count = enc.events;
-  h.raw_bytes = static_cast<uint32_t>(enc.compact_bytes);
-  h.stored_bytes = static_cast<uint32_t>(stored);
-  h.payload_crc = format::crc32c(payload, stored);
-  h.first_tsc = first.tsc;
-  h.header_crc = format::crc32c(&h, offsetof(format::ChunkHeader, header_crc));
-  if (write_all(&h, sizeof h, payload, stored)) {
+  format::ChunkSealer::Sealed sealed;
+  if (!sealer_.seal(raw, raw_bytes, tid, seq_, rt_->config.codec, 1, &sealed)) return;
+  malformed_ += sealed.encoded.malformed;
+  if (write_all(&sealed.header, sizeof sealed.header, sealed.payload, sealed.payload_bytes)) {
+    ++seq_;
     ++chunks_written_;
-    events_written_ += enc.events;
+    events_written_ += sealed.encoded.events;
   }
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "format/chunk_sealer.h"
 #include "format/event_types.h"
 
 namespace sigmatrace::profiler {
@@ -48,7 +49,8 @@ class Writer {
   uint64_t malformed_ = 0;
   uint32_t threads_announced_ = 0;
   std::vector<uint64_t> events_per_slot_;
-  std::vector<uint8_t> compact_, compressed_, process_raw_;
+  format::ChunkSealer sealer_;
+  std::vector<uint8_t> process_raw_;
 };
 
 }  // namespace sigmatrace::profiler
