@@ -4,6 +4,7 @@
 #include "engine.hpp"
 
 #include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -144,9 +145,6 @@ int Engine::endpoint_of(uint32_t qpn, uint32_t* gen_bits) const {
   return int(qpn >> 18) & (kMaxEndpoints - 1);
 }
 
-void Engine::app_polled() {
-  wire.endpoint(wire.slot()).app_poll_ns.store(now_ns(), std::memory_order_relaxed);
-}
 
 static void mark_active(std::vector<Qp*>& active, Qp* qp) {
   if (!qp->in_tx_list) {
@@ -217,7 +215,10 @@ bool Engine::transmit(Qp* qp) {
         do {
           uint32_t chunk = uint32_t(std::min<uint64_t>(kSegment, op.length - op.sent));
           h = wire.reserve(qp->remote_ep, chunk);
-          if (!h) return did;
+          if (!h) {
+            tx_blocked_ = true;
+            return did;
+          }
           h->op = is_send ? WireOp::Send : WireOp::Write;
           h->flags = (op.sent == 0 ? kFirst : 0) | (op.sent + chunk == op.length ? kLast : 0) |
                      (has_imm ? kHasImm : 0) | (op.solicited ? kSolicited : 0);
@@ -245,7 +246,10 @@ bool Engine::transmit(Qp* qp) {
       case OpKind::CmpSwap:
       case OpKind::FetchAdd:
         h = wire.reserve(qp->remote_ep, 0);
-        if (!h) return did;
+        if (!h) {
+          tx_blocked_ = true;
+          return did;
+        }
         h->op = op.kind == OpKind::Read ? WireOp::ReadReq
                 : op.kind == OpKind::CmpSwap ? WireOp::CmpSwap : WireOp::FetchAdd;
         h->flags = kFirst | kLast;
@@ -676,7 +680,10 @@ bool Engine::send_responses(Qp* qp) {
       do {
         uint32_t chunk = uint32_t(std::min<uint64_t>(kSegment, it.remaining));
         PacketHeader* h = wire.reserve(qp->remote_ep, chunk);
-        if (!h) return did;
+        if (!h) {
+          tx_blocked_ = true;
+          return did;
+        }
         h->op = WireOp::ReadResp;
         h->flags = (it.offset == 0 ? kFirst : 0) | (chunk == it.remaining ? kLast : 0);
         h->dst_qpn = qp->attr.dest_qp_num;
@@ -692,7 +699,10 @@ bool Engine::send_responses(Qp* qp) {
       } while (it.remaining);
     } else {
       PacketHeader* h = wire.reserve(qp->remote_ep, 0);
-      if (!h) return did;
+      if (!h) {
+        tx_blocked_ = true;
+        return did;
+      }
       h->op = it.op;
       h->flags = kFirst | kLast;
       h->syndrome = it.syndrome;
@@ -739,7 +749,10 @@ bool Engine::progress() {
     for (; k < orphans_.size(); ++k) {
       const Orphan& o = orphans_[k];
       PacketHeader* h = wire.reserve(o.ep, 0);
-      if (!h) break;
+      if (!h) {
+        tx_blocked_ = true;
+        break;
+      }
       h->op = WireOp::Nak;
       h->flags = kFirst | kLast;
       h->syndrome = uint16_t(NakCode::QpUnreachable);
@@ -754,6 +767,7 @@ bool Engine::progress() {
     did = true;
   }
   next_deadline_ns_ = 0;
+  tx_blocked_ = false;
   for (size_t i = 0; i < active_.size();) {
     Qp* qp = active_[i];
     did |= send_responses(qp);
@@ -779,16 +793,50 @@ bool Engine::progress() {
   return did;
 }
 
+// Responders must run promptly when a packet arrives although the application threads of
+// both processes may be spinning on all cores (ib_write_lat spins on memory). A SCHED_FIFO
+// engine thread is woken with immediate preemption; it then never busy-spins, so it only
+// takes CPU time for real work. Without the privilege (or with SOFTNIC_RT=0) the thread stays
+// SCHED_OTHER and spins for SOFTNIC_SPIN_US before sleeping.
+static bool try_realtime() {
+  const char* v = getenv("SOFTNIC_RT");
+  if (v && *v == '0') return false;
+  sched_param sp{};
+  sp.sched_priority = 1;
+  bool ok = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
+  SOFTNIC_LOG("engine thread %s", ok ? "SCHED_FIFO" : "SCHED_OTHER");
+  return ok;
+}
+
+// Linux >= 6.12 (EEVDF) lets an unprivileged thread ask for a short slice, which gives it an
+// early deadline and hence wakeup preemption; older kernels reject the request harmlessly.
+static void request_short_slice() {
+  struct {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+  } attr{};
+  attr.size = sizeof(attr);
+  attr.policy = SCHED_OTHER;
+  attr.runtime = 100'000;  // 0.1 ms, the smallest slice the kernel accepts
+  syscall(SYS_sched_setattr, 0, &attr, 0);
+}
+
 void Engine::run() {
-  const uint64_t spin_ns = uint64_t(config().spin_us) * 1000;
+  realtime_ = try_realtime();
+  if (!realtime_) request_short_slice();
+  const uint64_t spin_ns = realtime_ ? 0 : uint64_t(config().spin_us) * 1000;
   uint64_t last_work = now_ns();
   while (running_.load(std::memory_order_relaxed)) {
     bool did = false;
-    bool pending = false;
     if (mu.try_lock()) {
       did = progress();
-      pending = !active_.empty();
       mu.unlock();
+    } else if (realtime_) {
+      // An application thread holds the lock and is progressing; do not spin against it.
+      std::this_thread::yield();
     }
     uint64_t now = now_ns();
     if (did) {
@@ -801,14 +849,27 @@ void Engine::run() {
     }
     uint32_t seen = wire.doorbell_value();
     wire.set_sleeping(true);
+    int timeout_us = 100000;  // liveness of peers is re-checked at least this often
     {
       std::lock_guard<std::mutex> g(mu);
       did = progress();
-      pending = !active_.empty();
+      if (tx_blocked_) timeout_us = 50;  // wait for the peer to free ring space
+      if (next_deadline_ns_) {
+        uint64_t t = now_ns();
+        int64_t us = next_deadline_ns_ > t ? int64_t((next_deadline_ns_ - t) / 1000) + 1 : 1;
+        if (us < timeout_us) timeout_us = int(us);
+      }
+      if (!active_.empty() && timeout_us > 20000) timeout_us = 20000;
+      // Producers skip the wake while an application thread polls; if it stops polling
+      // without draining, pick the packets up soon anyway.
+      if (wire.app_polling() && timeout_us > 1000) timeout_us = 1000;
     }
     if (!did && running_.load()) {
-      // With work outstanding (RNR timers, full rings, peers to watch) sleep only briefly.
-      wire.wait(seen, pending ? 200 : 100000);
+      wire.wait(seen, timeout_us);
+      if (config().debug && wire.doorbell_value() == seen) {
+        std::lock_guard<std::mutex> g(mu);
+        if (progress()) SOFTNIC_LOG("work found after a %d us timeout, not a doorbell", timeout_us);
+      }
     }
     wire.set_sleeping(false);
     last_work = now_ns();

@@ -35,7 +35,17 @@ class Engine {
   void move_to_error(Qp* qp);    // QP -> ERR and flush outstanding WRs
   void reset_qp(Qp* qp);         // QP -> RESET: forget all queued work silently
   void forget_cq(Cq* cq);
-  void app_polled();             // an application thread is actively progressing
+  // Application threads that spin in poll_cq drain the rings themselves; while they do,
+  // producers skip waking our engine thread. Returns after re-checking the rings when the
+  // flag is cleared, so a packet that raced with the change is not left waiting.
+  void app_polling(bool on) {
+    if (on) {
+      wire.set_app_polling(true);
+    } else if (wire.app_polling()) {
+      wire.set_app_polling(false);
+      progress();
+    }
+  }
 
   Wire wire;
 
@@ -70,6 +80,8 @@ class Engine {
   bool started_ = false;
   uint64_t last_peer_check_ns_ = 0;
   uint64_t next_deadline_ns_ = 0;
+  bool tx_blocked_ = false;  // a ring towards a peer was full
+  bool realtime_ = false;    // engine thread runs SCHED_FIFO: never busy-spin
 };
 
 // Completion delivery (completion_queue.cpp); caller holds Engine::mu.

@@ -143,6 +143,7 @@ int poll_cq(ibv_cq* ibcq, int n, ibv_wc* wc) {
     cq->head = (cq->head + 1) % size;
     cq->count--;
   }
+  e.app_polling(k == 0);
   return k;
 }
 
@@ -302,6 +303,7 @@ int cq_pop(Cq* cq) {
   Engine& e = Engine::get();
   std::lock_guard<std::mutex> g(e.mu);
   if (!cq->count) e.progress();
+  e.app_polling(cq->count == 0);
   if (!cq->count) return ENOENT;
   cq->cur = cq->entries[cq->head];
   cq->head = uint32_t((cq->head + 1) % cq->entries.size());

@@ -141,6 +141,7 @@ bool Wire::join() {
   gen_ = me.gen.fetch_add(1) + 1;
   me.senders.store(0);
   me.sleeping.store(0);
+  me.app_polling.store(0);
   snprintf(me.host, sizeof(me.host), "%s", cfg.host.c_str());
 
   segment_name(name, sizeof(name), cfg.fabric.c_str(), slot_, gen_);
@@ -291,7 +292,7 @@ void Wire::flush_doorbells() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   for (uint64_t m = pending_wake_; m; m &= m - 1) {
     EndpointSlot& e = dir_->slots[__builtin_ctzll(m)];
-    if (e.sleeping.load(std::memory_order_seq_cst)) {
+    if (e.sleeping.load(std::memory_order_seq_cst) && !e.app_polling.load(std::memory_order_seq_cst)) {
       e.doorbell.fetch_add(1, std::memory_order_seq_cst);
       futex(&e.doorbell, FUTEX_WAKE, 1, nullptr);
     }

@@ -19,7 +19,9 @@ struct alignas(64) EndpointSlot {
   std::atomic<uint32_t> doorbell;  // futex word, bumped by every producer
   std::atomic<uint32_t> sleeping;  // engine is (about to be) blocked on doorbell
   std::atomic<uint64_t> senders;   // bit s: endpoint s has a ring towards this endpoint
-  std::atomic<uint64_t> app_poll_ns;  // last time an application thread drained the rings
+  // An application thread is in a poll_cq loop that has not found a completion yet: it will
+  // drain the rings itself, so producers need not wake the engine thread.
+  std::atomic<uint32_t> app_polling;
   char host[48];
 };
 
@@ -68,6 +70,11 @@ class Wire {
   uint32_t doorbell_value() { return dir_->slots[slot_].doorbell.load(std::memory_order_acquire); }
   void set_sleeping(bool s);
   void kick_self();
+  void set_app_polling(bool on) {
+    auto& f = dir_->slots[slot_].app_polling;
+    if (f.load(std::memory_order_relaxed) != uint32_t(on)) f.store(on, std::memory_order_seq_cst);
+  }
+  bool app_polling() { return dir_->slots[slot_].app_polling.load(std::memory_order_relaxed); }
 
  private:
   struct PeerMap {
