@@ -17,11 +17,16 @@ ClockFit fit_clock(const std::vector<ClockSamplePoint>& samples) {
   ClockFit f;
   f.samples = samples.size();
   if (samples.size() < 2) return f;
-  // Centre the values so that the products stay well inside double precision.
-  double t0 = static_cast<double>(samples.front().tsc), r0 = static_cast<double>(samples.front().realtime_ns);
+  f.anchor_tsc = samples.front().tsc;
+  f.anchor_realtime_ns = static_cast<int64_t>(samples.front().realtime_ns);
+  // Least squares on values relative to the anchor (exact integer differences).
+  auto rel_t = [&](const ClockSamplePoint& s) { return static_cast<double>(static_cast<int64_t>(s.tsc - f.anchor_tsc)); };
+  auto rel_r = [&](const ClockSamplePoint& s) {
+    return static_cast<double>(static_cast<int64_t>(s.realtime_ns) - f.anchor_realtime_ns);
+  };
   double st = 0, sr = 0, stt = 0, str = 0, n = static_cast<double>(samples.size());
   for (const ClockSamplePoint& s : samples) {
-    double t = static_cast<double>(s.tsc) - t0, r = static_cast<double>(s.realtime_ns) - r0;
+    double t = rel_t(s), r = rel_r(s);
     st += t, sr += r, stt += t * t, str += t * r;
   }
   double den = n * stt - st * st;
@@ -31,11 +36,8 @@ ClockFit fit_clock(const std::vector<ClockSamplePoint>& samples) {
   if (!(b > 0) || !std::isfinite(b)) return f;
   f.valid = true;
   f.ns_per_tick = b;
-  f.offset_ns = r0 + a - b * t0;
-  for (const ClockSamplePoint& s : samples) {
-    double resid = std::fabs((r0 + a + b * (static_cast<double>(s.tsc) - t0)) - static_cast<double>(s.realtime_ns));
-    f.max_residual_ns = std::max(f.max_residual_ns, resid);
-  }
+  f.intercept_ns = a;
+  for (const ClockSamplePoint& s : samples) f.max_residual_ns = std::max(f.max_residual_ns, std::fabs(a + b * rel_t(s) - rel_r(s)));
   return f;
 }
 
@@ -61,7 +63,7 @@ const char* exit_reason_name(uint64_t reason) {
   return "unknown";
 }
 
-FileSummary scan_trace_file(const std::string& path) {
+FileSummary scan_trace_file(const std::string& path, const ScanHooks* hooks) {
   FileSummary fs;
   fs.path = path;
   format::TraceFileReader reader;
@@ -74,17 +76,21 @@ FileSummary scan_trace_file(const std::string& path) {
   const format::Schema& schema = reader.schema();
   format::Chunk chunk;
   format::DecodedEvent ev;
+  // Counted by position in the file's schema (no string lookup per event), named at the end.
+  std::vector<uint64_t> count_by_type(schema.types.size(), 0);
   while (reader.next_chunk(&chunk)) {
     ++fs.chunks;
     uint32_t tid = chunk.header.tid;
+    if (hooks && hooks->bytes_done) *hooks->bytes_done += sizeof(chunk.header) + chunk.header.stored_bytes;
     format::ChunkEventDecoder dec(chunk.payload.data(), chunk.payload.size(), chunk.header.first_tsc, &schema);
     uint64_t in_chunk = 0;
     while (dec.next(&ev)) {
       ++in_chunk;
-      fs.events_by_type[ev.desc->name]++;
+      ++count_by_type[static_cast<size_t>(ev.desc - schema.types.data())];
       if (tid != 0) {
         if (!fs.first_tsc || ev.tsc < fs.first_tsc) fs.first_tsc = ev.tsc;
         fs.last_tsc = std::max(fs.last_tsc, ev.tsc);
+        if (hooks && hooks->on_thread_event) hooks->on_thread_event(tid, ev);
         continue;
       }
       switch (static_cast<EventType>(ev.type)) {
@@ -125,6 +131,8 @@ FileSummary scan_trace_file(const std::string& path) {
       t.events_in_file += in_chunk;
     }
   }
+  for (size_t i = 0; i < count_by_type.size(); ++i)
+    if (count_by_type[i]) fs.events_by_type[schema.types[i].name] += count_by_type[i];
   fs.losses = reader.losses();
   fs.chunks_missing = reader.chunks_missing();
   std::sort(fs.clock_samples.begin(), fs.clock_samples.end(),

@@ -2,7 +2,10 @@
 // summarise what it holds: identity, threads, event counts by type, clock samples, drops, damage.
 // `sigmatrace info` prints this; the analysis passes start from it.
 #pragma once
+#include <atomic>
+#include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -12,13 +15,21 @@
 
 namespace sigmatrace::analysis {
 
+// realtime_ns(tsc) = anchor_realtime_ns + intercept_ns + ns_per_tick * (tsc - anchor_tsc).
+// Anchored at the first sample and kept in integers there: a double cannot hold today's
+// realtime (~1.8e18 ns) to the nanosecond, a difference from the anchor can.
 struct ClockFit {
   bool valid = false;    // at least two samples far enough apart
   double ns_per_tick = 0;
-  double offset_ns = 0;  // realtime_ns = offset_ns + ns_per_tick * tsc
+  uint64_t anchor_tsc = 0;
+  int64_t anchor_realtime_ns = 0;
+  double intercept_ns = 0;
   double max_residual_ns = 0;
   size_t samples = 0;
-  double to_realtime_ns(uint64_t tsc) const { return offset_ns + ns_per_tick * static_cast<double>(tsc); }
+  int64_t to_realtime_ns(uint64_t tsc) const {
+    double d = static_cast<double>(static_cast<int64_t>(tsc - anchor_tsc));
+    return anchor_realtime_ns + static_cast<int64_t>(std::llround(intercept_ns + ns_per_tick * d));
+  }
 };
 
 struct ClockSamplePoint {
@@ -76,9 +87,17 @@ struct ExperimentSummary {
   std::vector<std::string> skipped;  // files that could not be used at all, with reasons
 };
 
+// Optional extras for callers that need more than the summary (the analysis collects its
+// control-plane objects in the same pass, so files are not read once more for them).
+struct ScanHooks {
+  // Called for every decoded event of a thread chunk (tid != 0); the event is only valid during the call.
+  std::function<void(uint32_t tid, const format::DecodedEvent&)> on_thread_event;
+  std::atomic<uint64_t>* bytes_done = nullptr;  // advanced by each chunk's stored size (progress)
+};
+
 // threads: 0 = one per hardware thread.
 ExperimentSummary scan_experiment(const std::string& dir, unsigned threads);
-FileSummary scan_trace_file(const std::string& path);
+FileSummary scan_trace_file(const std::string& path, const ScanHooks* hooks = nullptr);
 
 const char* exit_reason_name(uint64_t reason);
 

@@ -21,7 +21,7 @@ struct InfoOptions {
 
 double span_seconds(const analysis::FileSummary& f) {
   if (!f.clock.valid || !f.first_tsc) return 0;
-  return (f.clock.to_realtime_ns(f.last_tsc) - f.clock.to_realtime_ns(f.first_tsc)) / 1e9;
+  return static_cast<double>(f.clock.to_realtime_ns(f.last_tsc) - f.clock.to_realtime_ns(f.first_tsc)) / 1e9;
 }
 
 std::string status_of(const analysis::FileSummary& f) {

@@ -228,6 +228,7 @@ bool start(Runtime* rt) {
   std::string run_id = cfg.run_id.empty() ? format::launcher_run_id() : cfg.run_id;
   if (run_id.empty())
     run_id = rt->identity.host + "-" + std::to_string(rt->identity.pid) + "-" + std::to_string(start_sample.realtime_ns);
+  rt->run_id = run_id;
   rt->experiment_dir = cfg.output_dir.empty() ? format::default_experiment_dir() : cfg.output_dir;
   format::JoinResult join = format::create_or_join_experiment(rt->experiment_dir, run_id, cfg.force);
   if (join.decision == format::JoinDecision::refused || join.decision == format::JoinDecision::failed) {
@@ -270,23 +271,30 @@ bool start(Runtime* rt) {
   return true;
 }
 
-__attribute__((constructor(101))) void sigmatrace_constructor() {
+}  // namespace
+
+std::string flush_before_exec() {
+  Runtime* rt = g_runtime;
+  if (!rt || rt->owner_pid != getpid() || !rt->recording()) return {};
+  shut_down(format::ExitReason::exec, kExitFlushTimeoutMs);
+  return rt->run_id;
+}
+
+bool start_runtime() {
+  if (g_runtime) return true;
   auto* rt = new (std::nothrow) Runtime();
-  if (!rt) return;
+  if (!rt) return false;
   if (!start(rt)) {
     if (rt->trace_fd >= 0) close(rt->trace_fd);
-    return;  // rt is leaked on purpose: a writer thread that started may still reference it
+    return false;  // rt is leaked on purpose: a writer thread that started may still reference it
   }
   g_runtime = rt;
   start_providers(rt);
   install_signal_handlers();
   pthread_atfork(nullptr, nullptr, &in_forked_child);
+  return true;
 }
 
-__attribute__((destructor(101))) void sigmatrace_destructor() { shut_down(format::ExitReason::normal_exit, kExitFlushTimeoutMs); }
-
-}  // namespace
-
-void flush_before_exec() { shut_down(format::ExitReason::exec, kExitFlushTimeoutMs); }
+void stop_runtime() { shut_down(format::ExitReason::normal_exit, kExitFlushTimeoutMs); }
 
 }  // namespace sigmatrace::profiler

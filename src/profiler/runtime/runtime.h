@@ -40,6 +40,7 @@ struct Runtime {
   std::atomic<uint64_t> untracked_events_dropped{0};  // threads beyond max_threads
   ProcessStream process_stream;
   std::string experiment_dir;
+  std::string run_id;
   std::string trace_path;
   int trace_fd = -1;
   int live_lock_fd = -1;

@@ -1,0 +1,68 @@
+// The cost of the profiler's hot path, next to its floor: a bare RDTSC, one timestamped event
+// (record<>), one aggregate update (aggregate_add). Single thread and several threads.
+// Run with the configuration set in main(); results and the command are in docs/performance.md.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <cstdio>
+
+#include "format/event_types.h"
+#include "profiler/runtime/lifecycle.h"
+#include "profiler/runtime/recorder.h"
+#include "profiler/runtime/runtime.h"
+#include "profiler/runtime/tsc.h"
+
+using namespace sigmatrace::profiler;
+using sigmatrace::format::AggregateKey;
+using sigmatrace::format::EventType;
+
+static void BM_Rdtsc(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(read_tsc());
+}
+
+static uint64_t dropped_so_far() {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < g_runtime->slots_used.load() && i < g_runtime->max_slots; ++i) n += g_runtime->slots[i].dropped_events.load();
+  return n;
+}
+
+static void BM_TimestampedEvent(benchmark::State& state) {
+  uint64_t dropped_before = dropped_so_far();
+  uint64_t i = 0;
+  for (auto _ : state) {
+    record(EventType::user_mark, i, i);
+    ++i;
+  }
+  state.counters["dropped"] = static_cast<double>(dropped_so_far() - dropped_before);
+}
+
+static void BM_AggregateUpdate(benchmark::State& state) {
+  uint64_t i = 0;
+  for (auto _ : state) {
+    aggregate_add(AggregateKey::user_mark, i & 15, 0, 64);
+    ++i;
+  }
+}
+
+BENCHMARK(BM_Rdtsc)->ThreadRange(1, 2);
+BENCHMARK(BM_TimestampedEvent)->ThreadRange(1, 4)->MinTime(0.2);
+BENCHMARK(BM_AggregateUpdate)->ThreadRange(1, 4);
+
+int main(int argc, char** argv) {
+  // A pool large enough that the writer never makes the hot path drop during a measurement, and
+  // lz4 so that the writer keeps up; the trace goes to a scratch directory.
+  setenv("SIGMATRACE_BUFFER_MB", "2048", 0);
+  setenv("SIGMATRACE_CHUNK_KB", "1024", 0);
+  setenv("SIGMATRACE_COMPRESSION", "lz4", 0);
+  setenv("SIGMATRACE_FORCE", "1", 0);
+  setenv("SIGMATRACE_OUTPUT", "/tmp/sigmatrace-bench-recorder", 0);
+  if (!start_runtime()) {
+    std::fprintf(stderr, "recorder_hot_path_bench: the runtime did not start\n");
+    return 1;
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  stop_runtime();
+  return 0;
+}

@@ -1,0 +1,53 @@
+// See trace_inspection.h.
+#include "trace_inspection.h"
+
+#include <gtest/gtest.h>
+
+#include "format/experiment_layout.h"
+#include "format/trace_reader.h"
+
+namespace sigmatrace::test {
+
+namespace {
+template <typename Fn>
+void for_each_event(const std::string& path, Fn fn) {
+  format::TraceFileReader r;
+  std::string err;
+  ASSERT_TRUE(r.open(path, &err)) << err;
+  format::Chunk c;
+  format::DecodedEvent ev;
+  while (r.next_chunk(&c)) {
+    format::ChunkEventDecoder d(c.payload.data(), c.payload.size(), c.header.first_tsc, &r.schema());
+    while (d.next(&ev)) fn(c.header.tid, ev);
+    EXPECT_FALSE(d.failed());
+  }
+  EXPECT_TRUE(r.losses().empty());
+}
+}  // namespace
+
+MarkTrace read_marks(const std::string& trace_file) {
+  MarkTrace t;
+  for_each_event(trace_file, [&](uint32_t tid, const format::DecodedEvent& ev) {
+    if (ev.type != static_cast<uint16_t>(format::EventType::user_mark)) return;
+    t.marks_by_tid[tid].push_back({ev.values[0], ev.values[1]});
+    t.count_by_id[ev.values[0]]++;
+  });
+  t.summary = analysis::scan_trace_file(trace_file);
+  return t;
+}
+
+std::map<uint64_t, std::pair<uint64_t, uint64_t>> read_mark_aggregates(const std::string& trace_file) {
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> out;
+  for_each_event(trace_file, [&](uint32_t, const format::DecodedEvent& ev) {
+    if (ev.type != static_cast<uint16_t>(format::EventType::aggregate_entry)) return;
+    if (ev.values[1] != static_cast<uint64_t>(format::AggregateKey::user_mark)) return;
+    auto& [count, sum] = out[ev.values[2]];
+    count += ev.values[4];
+    sum += ev.values[5];
+  });
+  return out;
+}
+
+std::vector<std::string> trace_files(const std::string& dir) { return format::list_trace_files(dir); }
+
+}  // namespace sigmatrace::test

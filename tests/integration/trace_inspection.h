@@ -1,0 +1,23 @@
+// Reading back what a test program recorded: user marks per thread, process summaries.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/experiment_scan.h"
+
+namespace sigmatrace::test {
+
+struct MarkTrace {
+  std::map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> marks_by_tid;  // (id, value) in order
+  std::map<uint64_t, uint64_t> count_by_id;
+  analysis::FileSummary summary;
+};
+
+MarkTrace read_marks(const std::string& trace_file);
+std::vector<std::string> trace_files(const std::string& dir);
+
+// Aggregate-mode entries of the user-mark kind: id -> (count, sum of values).
+std::map<uint64_t, std::pair<uint64_t, uint64_t>> read_mark_aggregates(const std::string& trace_file);
+
+}  // namespace sigmatrace::test

@@ -1,0 +1,106 @@
+// A deterministic workload for the runtime's integration tests: T threads each record N user
+// marks (id = thread index, value = sequence number), then the process ends in a chosen way
+// (exit, fork, signal, abort, exec). It works with or without the profiler (the mark function is
+// looked up at run time) and prints the same output either way.
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using MarkFn = void (*)(uint64_t, uint64_t);
+MarkFn g_mark = nullptr;
+
+void emit(uint64_t id, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i)
+    if (g_mark) g_mark(id, i);
+}
+
+void run_threads(int threads, uint64_t marks, uint64_t first_id) {
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(emit, first_id + t, marks);
+  for (auto& th : pool) th.join();
+}
+
+[[noreturn]] void usage() {
+  std::fprintf(stderr, "usage: mark_workload [--threads T] [--marks N] [--then exit|fork|sigterm|sigint|abort|exec|sleep] [--sleep-ms MS] [--phase2]\n");
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 1;
+  uint64_t marks = 1000;
+  std::string then = "exit";
+  bool phase2 = false;
+  int sleep_ms = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (a == "--marks" && i + 1 < argc) marks = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--then" && i + 1 < argc) then = argv[++i];
+    else if (a == "--phase2") phase2 = true;
+    else if (a == "--sleep-ms" && i + 1 < argc) sleep_ms = std::atoi(argv[++i]);
+    else usage();
+  }
+  g_mark = reinterpret_cast<MarkFn>(dlsym(RTLD_DEFAULT, "sigmatrace_user_mark"));
+  uint64_t first_id = phase2 ? 100 : 0;
+  std::printf("workload%s: %d threads x %llu marks\n", phase2 ? " phase 2" : "", threads, static_cast<unsigned long long>(marks));
+  std::fflush(stdout);
+  run_threads(threads, marks, first_id);
+
+  if (then == "exit") {
+    std::printf("done\n");
+    return 0;
+  }
+  if (then == "fork") {
+    pid_t child = fork();
+    if (child == 0) {
+      emit(50, marks);  // recorded nowhere: tracing is off in a forked child
+      std::printf("child done\n");
+      std::fflush(stdout);
+      _exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    emit(60, marks);  // the parent keeps recording after the fork
+    std::printf("parent done, child status %d\n", WEXITSTATUS(status));
+    return 0;
+  }
+  if (then == "sigterm" || then == "sigint") {
+    std::printf("raising %s\n", then.c_str());
+    std::fflush(stdout);
+    kill(getpid(), then == "sigterm" ? SIGTERM : SIGINT);
+    pause();
+    return 1;
+  }
+  if (then == "abort") {
+    std::printf("aborting\n");
+    std::fflush(stdout);
+    std::abort();
+  }
+  if (then == "exec") {
+    std::printf("exec phase 2\n");
+    std::fflush(stdout);
+    std::string m = std::to_string(marks);
+    execl("/proc/self/exe", "mark_workload", "--threads", "1", "--marks", m.c_str(), "--phase2", static_cast<char*>(nullptr));
+    std::perror("execl");
+    return 1;
+  }
+  if (then == "sleep") {  // stay alive a while: an experiment that is still live
+    usleep(static_cast<useconds_t>(sleep_ms) * 1000);
+    std::printf("done\n");
+    return 0;
+  }
+  usage();
+}

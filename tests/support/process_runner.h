@@ -1,0 +1,40 @@
+// Runs a program as a child process with a chosen environment and captures its exit status,
+// stdout and stderr: the integration tests run real programs under the profiler with it.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sigmatrace::test {
+
+struct ProcessResult {
+  int exit_code = -1;    // when it exited
+  int term_signal = 0;   // when a signal killed it
+  std::string out;
+  std::string err;
+  bool timed_out = false;
+};
+
+struct ProcessOptions {
+  std::map<std::string, std::string> set_env;  // added or replaced
+  std::vector<std::string> unset_env;
+  std::string cwd;
+  int timeout_s = 120;
+};
+
+ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
+
+// Starts a program in the background; wait_process() collects it.
+struct BackgroundProcess {
+  int pid = -1;
+  int out_fd = -1;
+  int err_fd = -1;
+};
+BackgroundProcess start_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
+ProcessResult wait_process(BackgroundProcess& p, int timeout_s = 120);
+
+std::string build_path(const std::string& relative);   // under the build directory
+std::string source_path(const std::string& relative);  // under the source directory
+std::vector<std::string> split_lines(const std::string& s);
+
+}  // namespace sigmatrace::test

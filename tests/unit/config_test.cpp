@@ -1,0 +1,87 @@
+// Validation of SIGMATRACE_* variables: good values parse, every bad value is named in one line.
+#include <gtest/gtest.h>
+
+#include "profiler/runtime/config.h"
+
+using namespace sigmatrace::profiler;
+
+namespace {
+const std::vector<std::string> kKnown = {"ibverbs", "user"};
+
+bool parse(std::vector<std::string> env, Config* c, std::string* err) {
+  std::vector<char*> p;
+  for (std::string& s : env) p.push_back(s.data());
+  p.push_back(nullptr);
+  return parse_config(p.data(), kKnown, c, err);
+}
+}  // namespace
+
+TEST(Config, DefaultsWhenNothingIsSet) {
+  Config c;
+  std::string err;
+  ASSERT_TRUE(parse({"PATH=/bin"}, &c, &err));
+  EXPECT_TRUE(c.enabled);
+  EXPECT_EQ(c.mode, TraceMode::simple);
+  EXPECT_EQ(c.providers, kKnown);
+  EXPECT_EQ(c.buffer_mb, 64u);
+  EXPECT_EQ(c.codec, sigmatrace::format::Codec::zstd);
+}
+
+TEST(Config, ParsesEveryVariable) {
+  Config c;
+  std::string err;
+  ASSERT_TRUE(parse({"SIGMATRACE_MODE=full", "SIGMATRACE_PROVIDERS=user", "SIGMATRACE_OUTPUT=/x", "SIGMATRACE_BUFFER_MB=8",
+                     "SIGMATRACE_CHUNK_KB=64", "SIGMATRACE_COMPRESSION=lz4", "SIGMATRACE_CLOCK_SYNC_MS=50",
+                     "SIGMATRACE_ENABLE=on", "SIGMATRACE_FORCE=1", "SIGMATRACE_HOST=nodeA", "SIGMATRACE_RUN_ID=j7"},
+                    &c, &err))
+      << err;
+  EXPECT_EQ(c.mode, TraceMode::full);
+  EXPECT_EQ(c.providers, std::vector<std::string>{"user"});
+  EXPECT_EQ(c.output_dir, "/x");
+  EXPECT_EQ(c.buffer_mb, 8u);
+  EXPECT_EQ(c.chunk_kb, 64u);
+  EXPECT_EQ(c.codec, sigmatrace::format::Codec::lz4);
+  EXPECT_EQ(c.clock_sync_ms, 50u);
+  EXPECT_TRUE(c.force);
+  EXPECT_EQ(c.host, "nodeA");
+  EXPECT_EQ(c.run_id, "j7");
+}
+
+TEST(Config, ProvidersNoneAndAll) {
+  Config c;
+  std::string err;
+  ASSERT_TRUE(parse({"SIGMATRACE_PROVIDERS=none"}, &c, &err));
+  EXPECT_TRUE(c.providers.empty());
+  ASSERT_TRUE(parse({"SIGMATRACE_PROVIDERS=all"}, &c, &err));
+  EXPECT_EQ(c.providers, kKnown);
+}
+
+TEST(Config, BadValuesNameTheVariableTheValueAndWhatIsAccepted) {
+  struct Case {
+    std::string env, expect;
+  } cases[] = {
+      {"SIGMATRACE_MODE=fast", "invalid SIGMATRACE_MODE='fast' (accepted: aggregate|simple|full)"},
+      {"SIGMATRACE_BUFFER_MB=0", "invalid SIGMATRACE_BUFFER_MB='0'"},
+      {"SIGMATRACE_BUFFER_MB=12abc", "invalid SIGMATRACE_BUFFER_MB='12abc'"},
+      {"SIGMATRACE_BUFFER_MB=-4", "invalid SIGMATRACE_BUFFER_MB='-4'"},
+      {"SIGMATRACE_COMPRESSION=gzip", "invalid SIGMATRACE_COMPRESSION='gzip' (accepted: zstd|lz4|none)"},
+      {"SIGMATRACE_ENABLE=maybe", "invalid SIGMATRACE_ENABLE='maybe'"},
+      {"SIGMATRACE_PROVIDERS=ibverbs,nccl", "unknown provider 'nccl' (accepted: all, none, ibverbs, user)"},
+      {"SIGMATRACE_OUTPUT=", "invalid SIGMATRACE_OUTPUT=''"},
+      {"SIGMATRACE_MDOE=full", "unknown variable SIGMATRACE_MDOE"},
+  };
+  for (const Case& k : cases) {
+    Config c;
+    std::string err;
+    EXPECT_FALSE(parse({k.env}, &c, &err)) << k.env;
+    EXPECT_NE(err.find(k.expect), std::string::npos) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos);
+  }
+}
+
+TEST(Config, BufferMustHoldSeveralChunks) {
+  Config c;
+  std::string err;
+  EXPECT_FALSE(parse({"SIGMATRACE_BUFFER_MB=1", "SIGMATRACE_CHUNK_KB=512"}, &c, &err));
+  EXPECT_NE(err.find("at least 4 chunks"), std::string::npos);
+}
