@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The main job, end to end: install, build, then profile a real RDMA program (perftest's
+# ib_write_bw, server and client as two processes standing for two hosts) on the emulated NIC,
+# analyze the experiment and print the summary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)"
+
+st=build/bin/sigmatrace
+exp=${1:-build/demo-experiment}
+port=$((20000 + RANDOM % 20000))
+rm -rf "$exp"
+echo "== profiling ib_write_bw over softnic (server on emulated host node-a, client on node-b)"
+SOFTNIC_HOST=node-a "$st" profile --softnic --host node-a -o "$exp" -- ib_write_bw -p "$port" -n 2000 -s 65536 >"$exp.server.log" 2>&1 &
+server=$!
+sleep 1
+SOFTNIC_HOST=node-b "$st" profile --softnic --host node-b -o "$exp" -- ib_write_bw -p "$port" -n 2000 -s 65536 localhost | tee "$exp.client.log"
+wait "$server"
+echo "== analysis"
+"$st" analyze "$exp"
