@@ -101,6 +101,8 @@ enum class MemoryKind : uint64_t { host = 0, gpu = 1, unknown = 2 };
 enum class IbvCall : uint64_t {
   open_device = 1, alloc_pd, reg_mr, create_cq, create_qp, modify_qp, destroy_qp, post_send, post_recv,
   post_srq_recv, poll_cq, create_srq, dereg_mr, destroy_cq, query_port, req_notify_cq, get_cq_event,
+  // Appended for the ibverbs provider (never renumber the ones above).
+  close_device, dealloc_pd, destroy_srq, get_async_event,
 };
 
 struct FieldSpec {

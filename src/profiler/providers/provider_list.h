@@ -3,7 +3,9 @@
 #pragma once
 
 #define SIGMATRACE_PROVIDER_LIST(X) \
-  X("user", kUserMarksProvider)
+  X("user", kUserMarksProvider)     \
+  X("ibverbs", kIbverbsProvider)    \
+  X("mlx5", kMlx5Provider)
 
 namespace sigmatrace::profiler {
 // Provider names without linking the providers (the CLI validates --providers with these).

@@ -1,0 +1,276 @@
+// The ibverbs provider's table patching, checked on verbs objects laid out exactly as rdma-core lays
+// them out (a verbs_context around an ibv_context, an ibv_qp_ex, an ibv_cq_ex) but built here, with
+// fake "provider" functions: every wrapper must forward its arguments untouched and return exactly
+// what the real function returned; re-patching after a provider rewrote a pointer must pick up the
+// new real function; the dlsym/dlvsym hooks must hand out wrappers only for names that exist.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "profiler/providers/dl_resolver_hooks.h"
+#include "profiler/providers/ibverbs_state.h"
+#include <infiniband/mlx5dv.h>
+
+using namespace sigmatrace::profiler;
+using namespace sigmatrace::profiler::ibv;
+
+namespace {
+
+struct Calls {
+  int post_send = 0, post_recv = 0, poll_cq = 0, srq_recv = 0, rdma_write = 0, set_sge = 0, complete_reset = 0, complete_rts = 0,
+      start_poll = 0, next_poll = 0;
+  int post_send_result = 0;
+  ibv_qp* last_qp = nullptr;
+  ibv_send_wr* last_send_wr = nullptr;
+  uint32_t last_rkey = 0, last_lkey = 0, last_length = 0;
+  uint64_t last_raddr = 0, last_addr = 0;
+};
+Calls g_calls;
+
+int fake_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
+  ++g_calls.post_send;
+  g_calls.last_qp = qp;
+  g_calls.last_send_wr = wr;
+  if (g_calls.post_send_result) *bad = wr->next ? wr->next : wr;
+  return g_calls.post_send_result;
+}
+int fake_post_recv(ibv_qp*, ibv_recv_wr*, ibv_recv_wr**) { return ++g_calls.post_recv, 0; }
+int fake_post_srq_recv(ibv_srq*, ibv_recv_wr*, ibv_recv_wr**) { return ++g_calls.srq_recv, 0; }
+int fake_poll_cq(ibv_cq*, int n, ibv_wc* wc) {
+  ++g_calls.poll_cq;
+  for (int i = 0; i < n && i < 2; ++i) {
+    std::memset(&wc[i], 0, sizeof wc[i]);
+    wc[i].wr_id = 100 + i;
+    wc[i].status = i == 1 ? IBV_WC_REM_ACCESS_ERR : IBV_WC_SUCCESS;
+    wc[i].qp_num = 7;
+  }
+  return n < 2 ? n : 2;
+}
+void fake_wr_rdma_write(ibv_qp_ex*, uint32_t rkey, uint64_t raddr) {
+  ++g_calls.rdma_write;
+  g_calls.last_rkey = rkey;
+  g_calls.last_raddr = raddr;
+}
+void fake_wr_set_sge(ibv_qp_ex*, uint32_t lkey, uint64_t addr, uint32_t length) {
+  ++g_calls.set_sge;
+  g_calls.last_lkey = lkey;
+  g_calls.last_addr = addr;
+  g_calls.last_length = length;
+}
+int fake_wr_complete_reset(ibv_qp_ex*) { return ++g_calls.complete_reset, EINVAL; }
+int fake_wr_complete_rts(ibv_qp_ex*) { return ++g_calls.complete_rts, 0; }
+void fake_wr_abort(ibv_qp_ex*) {}
+int fake_start_poll(ibv_cq_ex* cq, ibv_poll_cq_attr*) {
+  ++g_calls.start_poll;
+  cq->status = IBV_WC_SUCCESS;
+  cq->wr_id = 55;
+  return 0;
+}
+int fake_next_poll(ibv_cq_ex*) { return ++g_calls.next_poll, ENOENT; }
+ibv_wc_opcode fake_read_opcode(ibv_cq_ex*) { return IBV_WC_RDMA_WRITE; }
+uint32_t fake_read_u32(ibv_cq_ex*) { return 64; }
+unsigned fake_read_wc_flags(ibv_cq_ex*) { return 0; }
+
+// One emulated device: the verbs_context that rdma-core allocates around each ibv_context.
+struct FakeDevice {
+  verbs_context vctx{};
+  FakeDevice() {
+    vctx.sz = sizeof(verbs_context);
+    vctx.context.abi_compat = reinterpret_cast<void*>(UINTPTR_MAX);
+    vctx.context.ops.post_send = &fake_post_send;
+    vctx.context.ops.post_recv = &fake_post_recv;
+    vctx.context.ops.post_srq_recv = &fake_post_srq_recv;
+    vctx.context.ops.poll_cq = &fake_poll_cq;
+  }
+  ibv_context* ctx() { return &vctx.context; }
+};
+
+struct FakeQp {
+  ibv_qp_ex qpx{};
+  explicit FakeQp(ibv_context* ctx, uint32_t qpn) {
+    qpx.qp_base.context = ctx;
+    qpx.qp_base.qp_num = qpn;
+    qpx.wr_rdma_write = &fake_wr_rdma_write;
+    qpx.wr_set_sge = &fake_wr_set_sge;
+    qpx.wr_complete = &fake_wr_complete_reset;  // as mlx5 does before RTS
+    qpx.wr_abort = &fake_wr_abort;
+  }
+  ibv_qp* qp() { return &qpx.qp_base; }
+};
+
+class IbverbsPatch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_calls = Calls{};
+    g_mode = TraceMode::full;
+    g_active.store(true);
+  }
+};
+
+}  // namespace
+
+TEST_F(IbverbsPatch, ContextOpsAreReplacedAndForwardArgumentsAndResults) {
+  FakeDevice dev;
+  ASSERT_NE(patch_context(dev.ctx()), nullptr);
+  EXPECT_NE(dev.ctx()->ops.post_send, &fake_post_send);
+  EXPECT_NE(dev.ctx()->ops.poll_cq, &fake_poll_cq);
+  FakeQp qp(dev.ctx(), 7);
+  ibv_sge sge{0x1000, 64, 0x11};
+  ibv_send_wr wr2{};
+  wr2.sg_list = &sge;
+  wr2.num_sge = 1;
+  ibv_send_wr wr1{};
+  wr1.sg_list = &sge;
+  wr1.num_sge = 1;
+  wr1.opcode = IBV_WR_RDMA_WRITE;
+  wr1.next = &wr2;
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(ibv_post_send(qp.qp(), &wr1, &bad), 0);  // the inline function, through ops
+  EXPECT_EQ(g_calls.post_send, 1);
+  EXPECT_EQ(g_calls.last_qp, qp.qp());
+  EXPECT_EQ(g_calls.last_send_wr, &wr1);
+  g_calls.post_send_result = ENOMEM;
+  EXPECT_EQ(ibv_post_send(qp.qp(), &wr1, &bad), ENOMEM);
+  EXPECT_EQ(bad, &wr2);
+  ibv_cq cq{};
+  cq.context = dev.ctx();
+  ibv_wc wc[4];
+  EXPECT_EQ(ibv_poll_cq(&cq, 4, wc), 2);
+  EXPECT_EQ(wc[0].wr_id, 100u);
+  EXPECT_EQ(wc[1].status, IBV_WC_REM_ACCESS_ERR);
+  ibv_recv_wr rwr{};
+  ibv_recv_wr* rbad = nullptr;
+  EXPECT_EQ(ibv_post_recv(qp.qp(), &rwr, &rbad), 0);
+  EXPECT_EQ(g_calls.post_recv, 1);
+  forget_context(dev.ctx());
+}
+
+TEST_F(IbverbsPatch, PatchingTheSameContextTwiceNeverTakesTheWrapperForTheRealFunction) {
+  FakeDevice dev;
+  ContextState* a = patch_context(dev.ctx());
+  ContextState* b = patch_context(dev.ctx());
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a->post_send, &fake_post_send);
+  forget_context(dev.ctx());
+}
+
+TEST_F(IbverbsPatch, EveryModeForwardsIdentically) {
+  for (TraceMode m : {TraceMode::aggregate, TraceMode::simple, TraceMode::full}) {
+    g_mode = m;
+    FakeDevice dev;
+    patch_context(dev.ctx());
+    FakeQp qp(dev.ctx(), 9);
+    ibv_send_wr wr{};
+    ibv_send_wr* bad = nullptr;
+    g_calls.post_send = 0;
+    g_calls.post_send_result = 0;
+    EXPECT_EQ(ibv_post_send(qp.qp(), &wr, &bad), 0);
+    EXPECT_EQ(g_calls.post_send, 1) << mode_name(m);
+    forget_context(dev.ctx());
+  }
+}
+
+TEST_F(IbverbsPatch, QpExWrappersForwardAndAreReappliedAfterTheProviderRewritesThem) {
+  FakeDevice dev;
+  patch_context(dev.ctx());
+  FakeQp qp(dev.ctx(), 21);
+  QpState* s = track_qp(qp.qp());
+  ASSERT_NE(s, nullptr);
+  patch_qp_ex(s, &qp.qpx);
+  EXPECT_NE(qp.qpx.wr_rdma_write, &fake_wr_rdma_write);
+  EXPECT_NE(qp.qpx.wr_complete, &fake_wr_complete_reset);
+  EXPECT_EQ(qp.qpx.wr_send, nullptr);  // unsupported entries stay unsupported
+  qp.qpx.wr_id = 77;
+  ibv_wr_rdma_write(&qp.qpx, 0xabc, 0x5000);
+  ibv_wr_set_sge(&qp.qpx, 0x11, 0x1000, 4096);
+  EXPECT_EQ(g_calls.last_rkey, 0xabcu);
+  EXPECT_EQ(g_calls.last_raddr, 0x5000u);
+  EXPECT_EQ(g_calls.last_length, 4096u);
+  EXPECT_EQ(ibv_wr_complete(&qp.qpx), EINVAL);  // the RESET stub's result, untouched
+  EXPECT_EQ(g_calls.complete_reset, 1);
+
+  // The provider moves the QP to RTS and installs its real wr_complete over our wrapper.
+  qp.qpx.wr_complete = &fake_wr_complete_rts;
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_RTS;
+  on_qp_modified(qp.qp(), &attr, IBV_QP_STATE);
+  EXPECT_NE(qp.qpx.wr_complete, &fake_wr_complete_rts);
+  ibv_wr_rdma_write(&qp.qpx, 1, 2);
+  ibv_wr_set_sge(&qp.qpx, 3, 4, 5);
+  EXPECT_EQ(ibv_wr_complete(&qp.qpx), 0);
+  EXPECT_EQ(g_calls.complete_rts, 1);
+  EXPECT_EQ(g_calls.complete_reset, 1);
+  forget_qp(qp.qp());
+  forget_context(dev.ctx());
+}
+
+TEST_F(IbverbsPatch, QpEndpointsComeFromThePortLidAndTheRtrAttributes) {
+  FakeDevice dev;
+  ContextState* c = patch_context(dev.ctx());
+  c->lid[1] = 0x12;
+  FakeQp qp(dev.ctx(), 0x345);
+  QpState* s = track_qp(qp.qp());
+  ibv_qp_attr attr{};
+  attr.port_num = 1;
+  on_qp_modified(qp.qp(), &attr, IBV_QP_PORT);
+  EXPECT_EQ(s->local_endpoint, (uint64_t{0x12} << 32) | 0x345);
+  attr.ah_attr.dlid = 0x34;
+  attr.dest_qp_num = 0x678;
+  on_qp_modified(qp.qp(), &attr, IBV_QP_AV | IBV_QP_DEST_QPN);
+  EXPECT_EQ(s->remote_endpoint, (uint64_t{0x34} << 32) | 0x678);
+  forget_qp(qp.qp());
+  EXPECT_EQ(g_qps.find(qp.qp()), nullptr);
+  forget_context(dev.ctx());
+}
+
+TEST_F(IbverbsPatch, ExtendedCqPollingIsWrappedAndForwarded) {
+  ibv_cq_ex cq{};
+  cq.start_poll = &fake_start_poll;
+  cq.next_poll = &fake_next_poll;
+  cq.read_opcode = &fake_read_opcode;
+  cq.read_byte_len = &fake_read_u32;
+  cq.read_qp_num = &fake_read_u32;
+  cq.read_wc_flags = &fake_read_wc_flags;
+  cq.read_vendor_err = &fake_read_u32;
+  patch_cq_ex(&cq, IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM);
+  EXPECT_NE(cq.start_poll, &fake_start_poll);
+  ibv_poll_cq_attr attr{};
+  EXPECT_EQ(ibv_start_poll(&cq, &attr), 0);
+  EXPECT_EQ(cq.wr_id, 55u);
+  EXPECT_EQ(ibv_next_poll(&cq), ENOENT);
+  EXPECT_EQ(g_calls.start_poll, 1);
+  EXPECT_EQ(g_calls.next_poll, 1);
+  patch_cq_ex(&cq, 0);  // again: still the real functions behind
+  EXPECT_EQ(ibv_next_poll(&cq), ENOENT);
+  EXPECT_EQ(g_calls.next_poll, 2);
+  forget_cq(&cq);
+}
+
+TEST_F(IbverbsPatch, MissingRealFunctionFailsWithEnosys) {
+  // Nothing in this process provides the real mlx5dv_create_cq (libmlx5 is not loaded): the wrapper
+  // (linked into this test) must fail as a library without the function would.
+  errno = 0;
+  EXPECT_EQ(mlx5dv_create_cq(nullptr, nullptr, nullptr), nullptr);
+  EXPECT_EQ(errno, ENOSYS);
+}
+
+TEST_F(IbverbsPatch, ResolverHooksReturnWrappersOnlyForExistingDefaultVersionNames) {
+  void* h = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) GTEST_SKIP() << "no libibverbs.so.1 on this machine: " << dlerror();
+  ASSERT_NE(real_dlsym(), nullptr);
+  void* real_open = real_dlsym()(h, "ibv_open_device");
+  ASSERT_NE(real_open, nullptr);
+  void* hooked = dlsym(h, "ibv_open_device");
+  EXPECT_NE(hooked, real_open);                                      // the wrapper
+  EXPECT_EQ(hooked, reinterpret_cast<void*>(&ibv_open_device));      // ... this one
+  EXPECT_NE(dlvsym(h, "ibv_create_qp", "IBVERBS_1.1"), real_dlvsym()(h, "ibv_create_qp", "IBVERBS_1.1"));
+  EXPECT_EQ(dlvsym(h, "ibv_create_qp", "IBVERBS_1.0"), real_dlvsym()(h, "ibv_create_qp", "IBVERBS_1.0"));  // old ABI: untouched
+  EXPECT_EQ(dlsym(h, "ibv_no_such_function"), nullptr);
+  EXPECT_EQ(dlsym(h, "ibv_get_device_list"), real_dlsym()(h, "ibv_get_device_list"));  // not traced
+  EXPECT_NE(dlsym(RTLD_NEXT, "malloc"), nullptr);
+  g_active.store(false);  // a provider that is off hands out the real functions
+  EXPECT_EQ(dlsym(h, "ibv_alloc_pd"), real_dlsym()(h, "ibv_alloc_pd"));
+  g_active.store(true);
+  dlclose(h);
+}
