@@ -591,6 +591,29 @@ void Engine::handle_request(Qp* qp, int src, PacketHeader* h) {
   }
 }
 
+// Go back N: retransmit everything from message msn on, after delay_ns.
+bool Engine::rewind(Qp* qp, uint32_t msn, uint64_t delay_ns) {
+  SendQueue& sq = qp->sq;
+  if (int32_t(msn - 1 - qp->acked_msn) > 0) qp->acked_msn = msn - 1;
+  retire(qp);
+  uint32_t n = sq.head;
+  while (n != sq.send && sq.at(n).msn != msn) ++n;
+  if (n == sq.send) return false;  // a stale NAK for something already being retransmitted
+  qp->next_psn = sq.at(n).first_psn;
+  qp->next_msn = sq.at(n).msn;
+  for (uint32_t k = n; k != sq.send; ++k) {
+    SendOp& o = sq.at(k);
+    o.started = false;
+    o.sent = 0;
+    o.received = 0;
+    o.data_done = false;
+  }
+  sq.send = n;
+  qp->rnr_resume_ns = now_ns() + delay_ns;
+  mark_active(active_, qp);
+  return true;
+}
+
 void Engine::handle_response(Qp* qp, PacketHeader* h) {
   SendQueue& sq = qp->sq;
   qp->last_progress_ns = 0;
@@ -614,24 +637,21 @@ void Engine::handle_response(Qp* qp, PacketHeader* h) {
           fail_op(qp, h->msn, IBV_WC_RNR_RETRY_EXC_ERR);
           return;
         }
-        if (qp->rnr_retries_left != 7) qp->rnr_retries_left--;  // 7 means retry forever
-        if (int32_t(h->msn - 1 - qp->acked_msn) > 0) qp->acked_msn = h->msn - 1;
-        retire(qp);
-        // Go back: retransmit from the NAKed message on, after the RNR timer.
-        uint32_t n = sq.head;
-        while (n != sq.send && sq.at(n).msn != h->msn) ++n;
-        qp->next_psn = sq.at(n).first_psn;
-        qp->next_msn = sq.at(n).msn;
-        for (uint32_t k = n; k != sq.send; ++k) {
-          SendOp& o = sq.at(k);
-          o.started = false;
-          o.sent = 0;
-          o.received = 0;
-          o.data_done = false;
+        if (rewind(qp, h->msn, uint64_t(kRnrTimerUs[(h->syndrome >> 8) & 31]) * 1000) &&
+            qp->rnr_retries_left != 7)  // 7 means retry forever
+          qp->rnr_retries_left--;
+        return;
+      }
+      if (code == NakCode::QpUnreachable) {
+        // The responder QP is not (yet) able to receive: on a real fabric the packet is
+        // dropped and the requester retransmits after its transport timeout (4.096 us *
+        // 2^timeout); timeout 0 means it waits forever.
+        if (qp->retries_left == 0 && qp->attr.timeout != 0) {
+          fail_op(qp, h->msn, IBV_WC_RETRY_EXC_ERR);
+          return;
         }
-        sq.send = n;
-        qp->rnr_resume_ns = now_ns() + uint64_t(kRnrTimerUs[(h->syndrome >> 8) & 31]) * 1000;
-        mark_active(active_, qp);
+        uint64_t delay = qp->attr.timeout ? 4096ull << std::min<uint8_t>(qp->attr.timeout, 31) : ~0ull >> 2;
+        if (rewind(qp, h->msn, delay) && qp->attr.timeout) qp->retries_left--;
         return;
       }
       fail_op(qp, h->msn, nak_status(code));

@@ -59,6 +59,7 @@ class Engine {
   void retire(Qp* qp);
   void complete_send(Qp* qp, SendOp& op, ibv_wc_status st);
   void fail_op(Qp* qp, uint32_t msn, ibv_wc_status st);
+  bool rewind(Qp* qp, uint32_t msn, uint64_t delay_ns);
   void queue_resp(Qp* qp, const RespItem& it);
   void queue_ack(Qp* qp, uint32_t msn);
   bool take_recv(Qp* qp);

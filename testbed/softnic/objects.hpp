@@ -145,6 +145,7 @@ struct Qp {
   uint32_t acked_msn = 0;
   uint64_t rnr_resume_ns = 0;
   int rnr_retries_left = 0;
+  int retries_left = 0;        // transport retries (retry_cnt) for dropped packets
   uint64_t last_progress_ns = 0;
   bool in_tx_list = false;
 

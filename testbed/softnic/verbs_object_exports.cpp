@@ -498,6 +498,7 @@ SOFTNIC_EXPORT int ibv_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
         if (from == IBV_QPS_RTR) {
           qp->next_psn = s.sq_psn;
           qp->rnr_retries_left = s.rnr_retry;
+          qp->retries_left = s.retry_cnt;
         }
         break;
       case IBV_QPS_ERR:

@@ -1,0 +1,471 @@
+// Two-process checks of softnic behaviour that perftest does not exercise: data integrity of
+// multi-SGE writes, reads and atomics, WRITE_WITH_IMM into zero-SGE receives, inline and
+// unsignaled sends, the ibv_wr_* path, and errors as a NIC reports them (remote access
+// errors, RNR retry exhaustion, flushes, posting to a QP that is not ready, invalid
+// transitions, a peer that dies). Runs against whatever libibverbs.so.1 is loaded.
+#include <infiniband/verbs.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char* g_side = "?";
+int g_sock = -1;
+
+[[noreturn]] void die(const char* what, int line) {
+  fprintf(stderr, "[%s] CHECK FAILED line %d: %s (errno %d %s)\n", g_side, line, what, errno, strerror(errno));
+  _exit(1);
+}
+#define CHECK(c)                   \
+  do {                             \
+    if (!(c)) die(#c, __LINE__);   \
+  } while (0)
+
+void send_all(const void* p, size_t n) { CHECK(write(g_sock, p, n) == ssize_t(n)); }
+void recv_all(void* p, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(g_sock, static_cast<char*>(p) + got, n - got);
+    CHECK(r > 0);
+    got += size_t(r);
+  }
+}
+void barrier() {
+  char c = 'b';
+  send_all(&c, 1);
+  recv_all(&c, 1);
+}
+
+struct Wire {
+  uint16_t lid;
+  uint32_t qpn, psn, rkey;
+  uint64_t addr;
+};
+
+constexpr size_t kBuf = 1 << 20;
+
+struct Side {
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_cq* cq = nullptr;
+  ibv_mr* mr = nullptr;
+  ibv_qp* qp = nullptr;
+  uint8_t* buf = nullptr;
+  uint16_t lid = 0;
+
+  void open() {
+    int n = 0;
+    ibv_device** list = ibv_get_device_list(&n);
+    CHECK(list && n >= 1);
+    ctx = ibv_open_device(list[0]);
+    CHECK(ctx);
+    ibv_free_device_list(list);
+    ibv_port_attr pa;
+    CHECK(ibv_query_port(ctx, 1, &pa) == 0);
+    CHECK(pa.state == IBV_PORT_ACTIVE && pa.link_layer == IBV_LINK_LAYER_INFINIBAND);
+    lid = pa.lid;
+    pd = ibv_alloc_pd(ctx);
+    CHECK(pd);
+    buf = static_cast<uint8_t*>(aligned_alloc(4096, kBuf));
+    memset(buf, 0, kBuf);
+    mr = ibv_reg_mr(pd, buf, kBuf,
+                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                        IBV_ACCESS_REMOTE_ATOMIC);
+    CHECK(mr);
+    cq = ibv_create_cq(ctx, 256, nullptr, nullptr, 0);
+    CHECK(cq);
+  }
+
+  void make_qp(bool ex) {
+    if (ex) {
+      ibv_qp_init_attr_ex a{};
+      a.send_cq = a.recv_cq = cq;
+      a.cap.max_send_wr = a.cap.max_recv_wr = 64;
+      a.cap.max_send_sge = a.cap.max_recv_sge = 4;
+      a.cap.max_inline_data = 64;
+      a.qp_type = IBV_QPT_RC;
+      a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+      a.pd = pd;
+      a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_SEND |
+                         IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+      qp = ibv_create_qp_ex(ctx, &a);
+      CHECK(qp && ibv_qp_to_qp_ex(qp));
+    } else {
+      ibv_qp_init_attr a{};
+      a.send_cq = a.recv_cq = cq;
+      a.cap.max_send_wr = a.cap.max_recv_wr = 64;
+      a.cap.max_send_sge = a.cap.max_recv_sge = 4;
+      a.cap.max_inline_data = 64;
+      a.qp_type = IBV_QPT_RC;
+      qp = ibv_create_qp(pd, &a);
+      CHECK(qp && !ibv_qp_to_qp_ex(qp));
+    }
+  }
+
+  void to_init() {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+    CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
+  }
+
+  // Exchanges addresses and brings the QP to RTS; returns the peer's description.
+  Wire connect(uint8_t rnr_retry = 7, uint8_t min_rnr_timer = 1) {
+    if (state() == IBV_QPS_RESET) to_init();
+    Wire me{lid, qp->qp_num, uint32_t(lrand48() & 0xffffff), mr->rkey, reinterpret_cast<uint64_t>(buf)};
+    Wire peer;
+    send_all(&me, sizeof(me));
+    recv_all(&peer, sizeof(peer));
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_4096;
+    a.dest_qp_num = peer.qpn;
+    a.rq_psn = peer.psn;
+    a.max_dest_rd_atomic = 4;
+    a.min_rnr_timer = min_rnr_timer;
+    a.ah_attr.dlid = peer.lid;
+    a.ah_attr.port_num = 1;
+    CHECK(ibv_modify_qp(qp, &a,
+                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                            IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0);
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = rnr_retry;
+    a.sq_psn = me.psn;
+    a.max_rd_atomic = 4;
+    CHECK(ibv_modify_qp(qp, &a,
+                        IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                            IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+    return peer;
+  }
+
+  void destroy_qp() {
+    CHECK(ibv_destroy_qp(qp) == 0);
+    qp = nullptr;
+  }
+
+  ibv_wc wait_wc(int timeout_ms = 10000) {
+    ibv_wc wc{};
+    auto t0 = std::chrono::steady_clock::now();
+    while (ibv_poll_cq(cq, 1, &wc) == 0) {
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(timeout_ms)) die("completion timeout", __LINE__);
+    }
+    return wc;
+  }
+
+  int post(ibv_wr_opcode op, uint64_t wr_id, std::vector<ibv_sge> sges, uint64_t raddr, uint32_t rkey,
+           unsigned flags = IBV_SEND_SIGNALED, uint32_t imm = 0) {
+    ibv_send_wr wr{}, *bad = nullptr;
+    wr.wr_id = wr_id;
+    wr.opcode = op;
+    wr.sg_list = sges.data();
+    wr.num_sge = int(sges.size());
+    wr.send_flags = flags;
+    wr.imm_data = htobe32(imm);
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = rkey;
+    return ibv_post_send(qp, &wr, &bad);
+  }
+  int post_atomic(ibv_wr_opcode op, uint64_t wr_id, ibv_sge sge, uint64_t raddr, uint32_t rkey, uint64_t a,
+                  uint64_t b) {
+    ibv_send_wr wr{}, *bad = nullptr;
+    wr.wr_id = wr_id;
+    wr.opcode = op;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.atomic.remote_addr = raddr;
+    wr.wr.atomic.rkey = rkey;
+    wr.wr.atomic.compare_add = a;
+    wr.wr.atomic.swap = b;
+    return ibv_post_send(qp, &wr, &bad);
+  }
+  void post_recv(uint64_t wr_id, std::vector<ibv_sge> sges) {
+    ibv_recv_wr wr{}, *bad = nullptr;
+    wr.wr_id = wr_id;
+    wr.sg_list = sges.data();
+    wr.num_sge = int(sges.size());
+    CHECK(ibv_post_recv(qp, &wr, &bad) == 0);
+  }
+  ibv_sge sge(size_t off, uint32_t len) { return ibv_sge{reinterpret_cast<uint64_t>(buf + off), len, mr->lkey}; }
+  ibv_qp_state state() {
+    ibv_qp_attr a;
+    ibv_qp_init_attr i;
+    CHECK(ibv_query_qp(qp, &a, IBV_QP_STATE, &i) == 0);
+    return a.qp_state;
+  }
+};
+
+void fill(uint8_t* p, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; ++i) p[i] = uint8_t(seed * 131 + i * 7 + (i >> 8));
+}
+
+// A writes three SGEs to B, reads them back into another place, does atomics; B checks.
+void scenario_data(Side& s, bool a, bool ex) {
+  s.make_qp(ex);
+  Wire peer = s.connect();
+  if (a) {
+    fill(s.buf, 3000, 1);
+    fill(s.buf + 8192, 70000, 2);
+    fill(s.buf + 100000, 5, 3);
+    if (!ex) {
+      CHECK(s.post(IBV_WR_RDMA_WRITE, 1, {s.sge(0, 3000), s.sge(8192, 70000), s.sge(100000, 5)}, peer.addr + 4096,
+                   peer.rkey) == 0);
+    } else {
+      ibv_qp_ex* qx = ibv_qp_to_qp_ex(s.qp);
+      ibv_sge l[3] = {s.sge(0, 3000), s.sge(8192, 70000), s.sge(100000, 5)};
+      ibv_wr_start(qx);
+      qx->wr_id = 1;
+      qx->wr_flags = IBV_SEND_SIGNALED;
+      ibv_wr_rdma_write(qx, peer.rkey, peer.addr + 4096);
+      ibv_wr_set_sge_list(qx, 3, l);
+      CHECK(ibv_wr_complete(qx) == 0);
+    }
+    ibv_wc wc = s.wait_wc();
+    if (wc.status) fprintf(stderr, "status %s\n", ibv_wc_status_str(wc.status));
+    CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 && wc.opcode == IBV_WC_RDMA_WRITE);
+    // Read back into a single SGE at offset 300000 and compare with what was written.
+    CHECK(s.post(IBV_WR_RDMA_READ, 2, {s.sge(300000, 73005)}, peer.addr + 4096, peer.rkey) == 0);
+    wc = s.wait_wc();
+    CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 2 && wc.opcode == IBV_WC_RDMA_READ && wc.byte_len == 73005);
+    CHECK(memcmp(s.buf + 300000, s.buf, 3000) == 0);
+    CHECK(memcmp(s.buf + 303000, s.buf + 8192, 70000) == 0);
+    CHECK(memcmp(s.buf + 373000, s.buf + 100000, 5) == 0);
+    // Atomics on B's counter at offset 512 KiB, initialised by B to 40.
+    uint64_t* res = reinterpret_cast<uint64_t*>(s.buf + 600000);
+    CHECK(s.post_atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, 3, s.sge(600000, 8), peer.addr + 524288, peer.rkey, 2, 0) == 0);
+    wc = s.wait_wc();
+    CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_FETCH_ADD && *res == 40);
+    CHECK(s.post_atomic(IBV_WR_ATOMIC_CMP_AND_SWP, 4, s.sge(600000, 8), peer.addr + 524288, peer.rkey, 42, 7) == 0);
+    wc = s.wait_wc();
+    CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_COMP_SWAP && *res == 42);
+    CHECK(s.post_atomic(IBV_WR_ATOMIC_CMP_AND_SWP, 5, s.sge(600000, 8), peer.addr + 524288, peer.rkey, 42, 9) == 0);
+    wc = s.wait_wc();
+    CHECK(wc.status == IBV_WC_SUCCESS && *res == 7);  // compare failed: value unchanged
+    barrier();
+  } else {
+    *reinterpret_cast<uint64_t*>(s.buf + 524288) = 40;
+    barrier();
+    std::vector<uint8_t> expect(73005);
+    fill(expect.data(), 3000, 1);
+    fill(expect.data() + 3000, 70000, 2);
+    fill(expect.data() + 73000, 5, 3);
+    CHECK(memcmp(s.buf + 4096, expect.data(), expect.size()) == 0);
+    CHECK(*reinterpret_cast<uint64_t*>(s.buf + 524288) == 7);
+  }
+  barrier();
+  s.destroy_qp();
+}
+
+// WRITE_WITH_IMM consumes a zero-SGE receive; SEND_WITH_IMM and inline, unsignaled sends.
+void scenario_imm_inline(Side& s, bool a) {
+  s.make_qp(false);
+  s.to_init();  // receives may be posted from INIT on
+  if (!a) {
+    s.post_recv(100, {});                        // zero SGEs: for the WRITE_WITH_IMM
+    s.post_recv(101, {s.sge(65536, 4096)});      // for the SEND_WITH_IMM
+    for (int i = 0; i < 8; ++i) s.post_recv(200 + i, {s.sge(131072 + i * 64, 64)});
+  }
+  Wire peer = s.connect();
+  barrier();  // receives are posted before anything is sent
+  if (a) {
+    fill(s.buf, 1000, 9);
+    CHECK(s.post(IBV_WR_RDMA_WRITE_WITH_IMM, 10, {s.sge(0, 1000)}, peer.addr + 2048, peer.rkey, IBV_SEND_SIGNALED,
+                 0xabcd) == 0);
+    ibv_wc wc = s.wait_wc();
+    CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_WRITE);
+    CHECK(s.post(IBV_WR_SEND_WITH_IMM, 11, {s.sge(0, 777)}, 0, 0, IBV_SEND_SIGNALED, 0x1234) == 0);
+    wc = s.wait_wc();
+    CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND && wc.wr_id == 11);
+    // Eight inline sends, only the last one signaled: exactly one completion.
+    for (int i = 0; i < 8; ++i) {
+      s.buf[4000] = uint8_t(i);
+      CHECK(s.post(IBV_WR_SEND, 20 + i, {s.sge(4000, 33)}, 0, 0, IBV_SEND_INLINE | (i == 7 ? IBV_SEND_SIGNALED : 0)) ==
+            0);
+    }
+    wc = s.wait_wc();
+    CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 27);
+    ibv_wc extra;
+    usleep(20000);
+    CHECK(ibv_poll_cq(s.cq, 1, &extra) == 0);
+  } else {
+    ibv_wc wc = s.wait_wc();
+    CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 100 && wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM);
+    CHECK((wc.wc_flags & IBV_WC_WITH_IMM) && be32toh(wc.imm_data) == 0xabcd && wc.byte_len == 1000);
+    std::vector<uint8_t> expect(1000);
+    fill(expect.data(), 1000, 9);
+    CHECK(memcmp(s.buf + 2048, expect.data(), 1000) == 0);
+    wc = s.wait_wc();
+    CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 101 && wc.opcode == IBV_WC_RECV && wc.byte_len == 777);
+    CHECK((wc.wc_flags & IBV_WC_WITH_IMM) && be32toh(wc.imm_data) == 0x1234 && wc.src_qp == peer.qpn);
+    for (int i = 0; i < 8; ++i) {
+      wc = s.wait_wc();
+      CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == uint64_t(200 + i) && wc.byte_len == 33);
+      // Inline data was captured at post time, so each message carries its own byte.
+      CHECK(s.buf[131072 + i * 64] == uint8_t(i));
+    }
+  }
+  barrier();
+  s.destroy_qp();
+}
+
+// Bad rkey and out-of-bounds access: REM_ACCESS_ERR at the requester, QP to ERR, flushes.
+void scenario_remote_access(Side& s, bool a) {
+  for (int round = 0; round < 2; ++round) {
+    s.make_qp(false);
+    Wire peer = s.connect();
+    if (a) {
+      uint64_t addr = round == 0 ? peer.addr : peer.addr + kBuf - 16;
+      uint32_t rkey = round == 0 ? peer.rkey + 1 : peer.rkey;
+      CHECK(s.post(IBV_WR_RDMA_WRITE, 1, {s.sge(0, 64)}, addr, rkey) == 0);
+      CHECK(s.post(IBV_WR_RDMA_WRITE, 2, {s.sge(0, 8)}, peer.addr, peer.rkey) == 0);
+      ibv_wc wc = s.wait_wc();
+      CHECK(wc.wr_id == 1 && wc.status == IBV_WC_REM_ACCESS_ERR);
+      wc = s.wait_wc();
+      CHECK(wc.wr_id == 2 && wc.status == IBV_WC_WR_FLUSH_ERR);
+      CHECK(s.state() == IBV_QPS_ERR);
+      // Posting to a QP in ERR is accepted and flushed.
+      CHECK(s.post(IBV_WR_SEND, 3, {s.sge(0, 8)}, 0, 0) == 0);
+      wc = s.wait_wc();
+      CHECK(wc.wr_id == 3 && wc.status == IBV_WC_WR_FLUSH_ERR);
+    }
+    barrier();
+    s.destroy_qp();
+  }
+}
+
+// A SEND without a posted receive is retried (RNR) and fails once rnr_retry is used up;
+// with retries left it succeeds as soon as the receive shows up.
+void scenario_rnr(Side& s, bool a) {
+  s.make_qp(false);
+  Wire peer = s.connect(/*rnr_retry=*/2, /*min_rnr_timer=*/1);
+  if (a) {
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK(s.post(IBV_WR_SEND, 1, {s.sge(0, 16)}, 0, 0) == 0);
+    ibv_wc wc = s.wait_wc();
+    CHECK(wc.wr_id == 1 && wc.status == IBV_WC_RNR_RETRY_EXC_ERR);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+  }
+  barrier();
+  s.destroy_qp();
+  s.make_qp(false);
+  peer = s.connect(/*rnr_retry=*/7, /*min_rnr_timer=*/14);
+  if (a) {
+    CHECK(s.post(IBV_WR_SEND, 2, {s.sge(0, 16)}, 0, 0) == 0);
+    barrier();
+    ibv_wc wc = s.wait_wc();
+    CHECK(wc.wr_id == 2 && wc.status == IBV_WC_SUCCESS);
+  } else {
+    barrier();
+    usleep(5000);  // the send is already being NAKed with RNR
+    s.post_recv(5, {s.sge(0, 64)});
+    ibv_wc wc = s.wait_wc();
+    CHECK(wc.wr_id == 5 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 16);
+  }
+  barrier();
+  s.destroy_qp();
+}
+
+// Local checks: transitions, not-ready posting, flushing receives on ERR.
+void scenario_state_machine(Side& s) {
+  s.make_qp(true);
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RTS;
+  CHECK(ibv_modify_qp(s.qp, &a, IBV_QP_STATE) == EINVAL);   // RESET -> RTS
+  a.qp_state = IBV_QPS_INIT;
+  CHECK(ibv_modify_qp(s.qp, &a, IBV_QP_STATE) == EINVAL);   // INIT needs port, pkey, access
+  CHECK(s.post(IBV_WR_SEND, 1, {s.sge(0, 8)}, 0, 0) == EINVAL);  // RESET: not ready
+  ibv_recv_wr rwr{}, *rbad;
+  CHECK(ibv_post_recv(s.qp, &rwr, &rbad) == EINVAL);             // RESET: no receives either
+  s.to_init();
+  CHECK(s.post(IBV_WR_SEND, 1, {s.sge(0, 8)}, 0, 0) == EINVAL);  // INIT: still not ready
+  ibv_qp_ex* qx = ibv_qp_to_qp_ex(s.qp);
+  ibv_wr_start(qx);
+  ibv_wr_send(qx);
+  ibv_wr_set_sge(qx, s.mr->lkey, reinterpret_cast<uint64_t>(s.buf), 8);
+  CHECK(ibv_wr_complete(qx) == EINVAL);
+  a = {};
+  a.qp_state = IBV_QPS_RTR;
+  CHECK(ibv_modify_qp(s.qp, &a, IBV_QP_STATE) == EINVAL);   // RTR needs AV, MTU, QPN, PSN...
+  s.post_recv(7, {s.sge(0, 8)});
+  s.post_recv(8, {s.sge(8, 8)});
+  a.qp_state = IBV_QPS_ERR;
+  CHECK(ibv_modify_qp(s.qp, &a, IBV_QP_STATE) == 0);
+  ibv_wc wc = s.wait_wc();
+  CHECK(wc.wr_id == 7 && wc.status == IBV_WC_WR_FLUSH_ERR);
+  wc = s.wait_wc();
+  CHECK(wc.wr_id == 8 && wc.status == IBV_WC_WR_FLUSH_ERR);
+  a.qp_state = IBV_QPS_RESET;
+  CHECK(ibv_modify_qp(s.qp, &a, IBV_QP_STATE) == 0);
+  CHECK(s.state() == IBV_QPS_RESET);
+  CHECK(ibv_dealloc_pd(s.pd) == EBUSY);  // still has a QP and an MR
+  s.destroy_qp();
+  CHECK(ibv_reg_dmabuf_mr(s.pd, 0, 4096, 0, 3, IBV_ACCESS_LOCAL_WRITE) == nullptr && errno == EOPNOTSUPP);
+}
+
+// B dies without cleaning up; A's next SEND completes with RETRY_EXC_ERR.
+void scenario_dead_peer(Side& s, bool a) {
+  s.make_qp(false);
+  s.to_init();
+  s.post_recv(1, {s.sge(0, 64)});
+  s.connect();
+  barrier();
+  if (!a) _exit(0);  // no destructors, no atexit: looks like a crash to the fabric
+  int status = 0;
+  wait(&status);
+  CHECK(s.post(IBV_WR_SEND, 9, {s.sge(0, 16)}, 0, 0) == 0);
+  ibv_wc wc = s.wait_wc(15000);
+  CHECK(wc.wr_id == 9 && wc.status == IBV_WC_RETRY_EXC_ERR);
+  s.destroy_qp();
+}
+
+}  // namespace
+
+int main() {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 2;
+  pid_t child = fork();
+  bool a = child != 0;
+  g_side = a ? "A" : "B";
+  g_sock = a ? sv[0] : sv[1];
+  srand48(getpid());
+  Side s;
+  s.open();
+  struct {
+    const char* name;
+    void (*fn)(Side&, bool);
+  } steps[] = {
+      {"data (classic post_send)", [](Side& x, bool y) { scenario_data(x, y, false); }},
+      {"data (ibv_wr_* API)", [](Side& x, bool y) { scenario_data(x, y, true); }},
+      {"write-with-imm, send-with-imm, inline, unsignaled", scenario_imm_inline},
+      {"remote access errors and flush", scenario_remote_access},
+      {"RNR retry", scenario_rnr},
+      {"state machine", [](Side& x, bool y) {
+         if (y) scenario_state_machine(x);
+         barrier();
+       }},
+  };
+  for (auto& st : steps) {
+    st.fn(s, a);
+    if (a) printf("ok: %s\n", st.name);
+    fflush(stdout);
+  }
+  scenario_dead_peer(s, a);
+  printf("ok: dead peer\n");
+  int st = 0;
+  if (waitpid(child, &st, WNOHANG) < 0 && errno != ECHILD) return 1;
+  printf("all scenarios passed\n");
+  return 0;
+}
