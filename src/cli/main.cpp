@@ -28,6 +28,24 @@ int main(int argc, char** argv) {
     args.assign(args.begin() + (argc - i), args.end());
     break;
   }
+  bool known_command = true;
+  if (!args.empty() && args.back()[0] != '-') {
+    try {
+      app.get_subcommand(args.back());
+    } catch (const CLI::OptionNotFound&) {
+      known_command = false;
+    }
+  }
+  if (!known_command) {
+    std::string known;
+    for (const CLI::App* sub : app.get_subcommands({})) known += (known.empty() ? "" : ", ") + sub->get_name();
+    print_error("unknown command '" + args.back() + "' (accepted: " + known + ")");
+    return 2;
+  }
+  if (args.empty()) {
+    print_error("no command given (usage: sigmatrace <profile|info|...> [options]; see sigmatrace --help)");
+    return 2;
+  }
   try {
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
