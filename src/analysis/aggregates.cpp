@@ -1,0 +1,115 @@
+// See aggregates.h.
+#include "analysis/aggregates.h"
+
+#include <algorithm>
+
+namespace sigmatrace::analysis {
+
+void OpCounters::add(const OpCounters& o) {
+  for (unsigned i = 0; i < kOpClasses; ++i) ops[i] += o.ops[i], bytes[i] += o.bytes[i];
+  calls += o.calls;
+  completions += o.completions;
+  completion_errors += o.completion_errors;
+}
+
+uint64_t OpCounters::total_ops() const {
+  uint64_t n = 0;
+  for (uint64_t v : ops) n += v;
+  return n;
+}
+
+uint64_t OpCounters::bytes_out() const {
+  uint64_t n = 0;
+  for (unsigned i = 0; i < kOpClasses; ++i)
+    if (op_moves_bytes_out(i)) n += bytes[i];
+  return n;
+}
+
+std::string process_label(const ProcessRow& p) {
+  if (p.rank >= 0) return "rank " + std::to_string(p.rank);
+  return p.host + ":" + std::to_string(p.pid);
+}
+
+void Aggregates::init(const ExperimentModel& m) {
+  qp.assign(m.qps.size(), {});
+  process.assign(m.processes.size(), {});
+}
+
+namespace {
+Imbalance imbalance_of(const std::vector<std::string>& labels, const std::vector<uint64_t>& egress) {
+  Imbalance im;
+  if (egress.empty()) return im;
+  uint64_t sum = 0;
+  for (size_t i = 0; i < egress.size(); ++i) {
+    sum += egress[i];
+    if (egress[i] > im.max_bytes || im.max_label.empty()) im.max_bytes = egress[i], im.max_label = labels[i];
+  }
+  im.mean_bytes = static_cast<double>(sum) / static_cast<double>(egress.size());
+  im.max_over_mean = im.mean_bytes > 0 ? static_cast<double>(im.max_bytes) / im.mean_bytes : 0;
+  return im;
+}
+
+void add_flow(Matrix* mx, size_t src, size_t dst, uint64_t bytes, uint64_t ops) {
+  mx->bytes[src][dst] += bytes;
+  mx->ops[src][dst] += ops;
+}
+}  // namespace
+
+void Aggregates::finish(const ExperimentModel& m) {
+  device.assign(m.devices.size(), {});
+  host.assign(m.hosts.size(), {});
+  for (const QpRow& q : m.qps) {
+    process[q.process_id].ops.add(qp[q.qp_id]);
+    if (q.device_id != kNone) device[static_cast<size_t>(q.device_id)].add(qp[q.qp_id]);
+  }
+  for (const ProcessRow& p : m.processes) host[p.host_id].add(process[p.process_id].ops);
+
+  size_t np = m.processes.size(), nh = m.hosts.size();
+  rank_matrix.labels.clear();
+  for (const ProcessRow& p : m.processes) rank_matrix.labels.push_back(process_label(p));
+  rank_matrix.labels.push_back("unknown");
+  rank_matrix.bytes.assign(np + 1, std::vector<uint64_t>(np + 1, 0));
+  rank_matrix.ops = rank_matrix.bytes;
+  host_matrix.labels = m.hosts;
+  host_matrix.labels.push_back("unknown");
+  host_matrix.bytes.assign(nh + 1, std::vector<uint64_t>(nh + 1, 0));
+  host_matrix.ops = host_matrix.bytes;
+  // Writes, sends and atomics travel from the QP's process to its peer; READs the other way.
+  for (const QpRow& q : m.qps) {
+    const OpCounters& c = qp[q.qp_id];
+    size_t self = q.process_id, peer = np;
+    size_t self_host = m.processes[self].host_id, peer_host = nh;
+    if (q.remote_qp_id != kNone) {
+      peer = m.qps[static_cast<size_t>(q.remote_qp_id)].process_id;
+      peer_host = m.processes[peer].host_id;
+    }
+    uint64_t out_ops = 0;
+    for (unsigned i = 0; i < kOpClasses; ++i)
+      if (op_moves_bytes_out(i)) out_ops += c.ops[i];
+    add_flow(&rank_matrix, self, peer, c.bytes_out(), out_ops);
+    add_flow(&rank_matrix, peer, self, c.bytes_read(), c.ops[kOpRead]);
+    add_flow(&host_matrix, self_host, peer_host, c.bytes_out(), out_ops);
+    add_flow(&host_matrix, peer_host, self_host, c.bytes_read(), c.ops[kOpRead]);
+  }
+  std::vector<uint64_t> rank_out(np, 0), host_out(nh, 0);
+  for (size_t s = 0; s < np; ++s)
+    for (size_t d = 0; d <= np; ++d) rank_out[s] += rank_matrix.bytes[s][d];
+  for (size_t s = 0; s < nh; ++s)
+    for (size_t d = 0; d <= nh; ++d) host_out[s] += host_matrix.bytes[s][d];
+  rank_egress = imbalance_of(std::vector<std::string>(rank_matrix.labels.begin(), rank_matrix.labels.begin() + np), rank_out);
+  host_egress = imbalance_of(m.hosts, host_out);
+  // Heaviest pair vs mean pair: over ordered rank pairs that exchanged anything.
+  uint64_t sum = 0, pairs = 0;
+  heaviest_pair_bytes = 0;
+  heaviest_pair.clear();
+  for (size_t s = 0; s < np; ++s)
+    for (size_t d = 0; d < np; ++d) {
+      uint64_t b = rank_matrix.bytes[s][d];
+      if (!b) continue;
+      sum += b, ++pairs;
+      if (b > heaviest_pair_bytes) heaviest_pair_bytes = b, heaviest_pair = rank_matrix.labels[s] + " -> " + rank_matrix.labels[d];
+    }
+  mean_pair_bytes = pairs ? static_cast<double>(sum) / static_cast<double>(pairs) : 0;
+}
+
+}  // namespace sigmatrace::analysis

@@ -1,0 +1,66 @@
+// Aggregates of an experiment: operations and bytes per QP (by operation class), rolled up per
+// process (rank), device and host, and the rank x rank and host x host communication matrices.
+// The second pass fills the per-QP and per-process counters (each file owns its QPs' slots, so
+// workers never share a counter); everything else is derived at the end from them and the topology.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/experiment_model.h"
+#include "analysis/ibv_names.h"
+
+namespace sigmatrace::analysis {
+
+struct OpCounters {
+  std::array<uint64_t, kOpClasses> ops{};    // work requests (Simple mode: wr_count of each call)
+  std::array<uint64_t, kOpClasses> bytes{};  // RECV: bytes received (Full) or posted (Simple)
+  uint64_t calls = 0;                        // post calls (Simple) or WRs (Full)
+  uint64_t completions = 0, completion_errors = 0;
+  void add(const OpCounters& o);
+  uint64_t total_ops() const;
+  uint64_t bytes_out() const;  // bytes this side made travel to its peer (writes, sends, atomics)
+  uint64_t bytes_read() const { return bytes[kOpRead]; }  // bytes this side pulled from its peer
+};
+
+struct ProcessCounters {
+  OpCounters ops;              // summed over the process's QPs, plus operations without a QP (SRQ)
+  uint64_t events = 0;         // decoded in the second pass
+  uint64_t errors = 0;         // call errors, failed completions, async events
+  uint64_t unknown_qp = 0;     // data-path events naming a QP number never created in the trace
+  uint64_t unmatched_completions = 0;
+  uint64_t flows_out = 0, flows_in = 0;
+  uint64_t aggregate_entries = 0;  // aggregate-mode records folded in
+};
+
+struct Matrix {
+  std::vector<std::string> labels;           // the last label is "unknown" (peer not traced)
+  std::vector<std::vector<uint64_t>> bytes;  // [src][dst]: bytes that travelled from src to dst
+  std::vector<std::vector<uint64_t>> ops;
+};
+
+struct Imbalance {
+  double max_over_mean = 0;  // max / mean egress (1 = balanced)
+  std::string max_label;
+  uint64_t max_bytes = 0;
+  double mean_bytes = 0;
+};
+
+struct Aggregates {
+  std::vector<OpCounters> qp;         // by qp_id
+  std::vector<ProcessCounters> process;  // by process_id
+  // Derived by finish():
+  std::vector<OpCounters> device, host;
+  Matrix rank_matrix, host_matrix;
+  Imbalance host_egress, rank_egress;
+  uint64_t heaviest_pair_bytes = 0;
+  std::string heaviest_pair;
+  double mean_pair_bytes = 0;  // over pairs that exchanged anything
+  void init(const ExperimentModel& m);
+  void finish(const ExperimentModel& m);
+};
+
+std::string process_label(const ProcessRow& p);  // "rank 3" or "host:pid" when the rank is unknown
+
+}  // namespace sigmatrace::analysis

@@ -1,0 +1,419 @@
+// See association.h.
+#include "analysis/association.h"
+
+#include <deque>
+#include <unordered_map>
+
+#include "analysis/ibv_names.h"
+#include "format/event_types.h"
+#include "format/trace_reader.h"
+
+namespace sigmatrace::analysis {
+
+using format::EventType;
+
+uint64_t message_flow_id(const HwEndpoint& from, const HwEndpoint& to, uint64_t seq) {
+  // splitmix64 finaliser over the three inputs; never 0 (0 means "no flow").
+  auto mix = [](uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  uint64_t h = mix(hw_endpoint_hash(from) + 0x9e3779b97f4a7c15ull);
+  h = mix(h ^ hw_endpoint_hash(to));
+  h = mix(h ^ seq);
+  return h ? h : 1;
+}
+
+namespace {
+
+constexpr size_t kMaxPending = 1 << 16;  // per QP queue: beyond this the oldest WR is given up
+
+struct PendingWr {
+  OpRecord op;
+};
+
+struct QpState {
+  std::deque<PendingWr> sends, recvs;
+  uint64_t send_seq = 0, recv_seq = 0;
+  int64_t peer_process = kNone;
+  const HwEndpoint* local = nullptr;
+  const HwEndpoint* peer = nullptr;  // the paired QP's own address (null: peer not traced)
+  bool flows = false;                // connected peer in the trace: messages get flow ids
+};
+
+class FileAssociation {
+ public:
+  FileAssociation(const ExperimentModel& m, uint32_t pid, FileSink* sink, Aggregates* agg)
+      : m_(m), p_(m.processes[pid]), sink_(sink), agg_(agg), pc_(agg->process[pid]) {
+    // A process's QPs have consecutive ids (the first pass numbers them file by file).
+    first_qp_ = m.qps.size();
+    size_t last = 0;
+    for (const auto& [num, ids] : p_.qps_by_num)
+      for (uint32_t id : ids) first_qp_ = std::min<size_t>(first_qp_, id), last = std::max<size_t>(last, id + 1);
+    if (first_qp_ > last) first_qp_ = last = 0;
+    qps_.resize(last - first_qp_);
+    for (size_t i = 0; i < qps_.size(); ++i) {
+      const QpRow& q = m.qps[first_qp_ + i];
+      QpState& s = qps_[i];
+      s.local = &q.local;
+      if (q.remote_qp_id != kNone) {
+        const QpRow& r = m.qps[static_cast<size_t>(q.remote_qp_id)];
+        s.peer_process = r.process_id;
+        s.peer = &r.local;
+        s.flows = q.connection_id != kNone;
+      }
+    }
+  }
+
+  FilePassStats run(std::atomic<uint64_t>* bytes_done);
+
+ private:
+  void on_event(int64_t thread, const format::DecodedEvent& ev);
+  void post_send_wr(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
+  void post_recv_wr(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
+  void completion(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
+  void post_call(int64_t thread, int64_t ts, const format::DecodedEvent& ev, bool send);
+  void control_call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result);
+  void call_error(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
+  void finish_op(OpRecord& op);
+  QpState* state(int64_t qp) { return qp == kNone ? nullptr : &qps_[static_cast<size_t>(qp) - first_qp_]; }
+  int64_t qp_of(uint64_t qp_num, uint64_t tsc) {
+    int64_t q = m_.qp_at(p_.process_id, qp_num, tsc);
+    if (q == kNone) ++pc_.unknown_qp;
+    return q;
+  }
+  OpCounters& counters(int64_t qp) { return qp == kNone ? pc_.ops : agg_->qp[static_cast<size_t>(qp)]; }
+  uint64_t next_id(uint64_t* n) { return (uint64_t{p_.process_id} << 40) | (*n)++; }
+
+  const ExperimentModel& m_;
+  const ProcessRow& p_;
+  FileSink* sink_;
+  Aggregates* agg_;
+  ProcessCounters& pc_;
+  size_t first_qp_ = 0;
+  std::vector<QpState> qps_;
+  std::unordered_map<uint64_t, std::deque<PendingWr>> srq_recvs_;
+  uint64_t ops_ = 0, completions_ = 0, errors_ = 0;
+  FilePassStats stats_;
+};
+
+FilePassStats FileAssociation::run(std::atomic<uint64_t>* bytes_done) {
+  format::TraceFileReader reader;
+  std::string error;
+  if (!reader.open(p_.file->path, &error)) return stats_;  // was readable in the first pass; now gone
+  const format::Schema& schema = reader.schema();
+  // Types whose layout in this file lacks fields we read are skipped (counted), never misread.
+  std::vector<bool> layout_ok(schema.types.size(), false);
+  for (size_t i = 0; i < schema.types.size(); ++i) {
+    const format::EventSpec* spec = format::find_builtin_spec(schema.types[i].id);
+    layout_ok[i] = spec && schema.types[i].fields.size() >= spec->field_count;
+  }
+  format::Chunk chunk;
+  format::DecodedEvent ev;
+  while (reader.next_chunk(&chunk)) {
+    ++stats_.chunks;
+    if (bytes_done) *bytes_done += sizeof(chunk.header) + chunk.header.stored_bytes;
+    int64_t thread = kNone;
+    if (chunk.header.tid) {
+      auto it = p_.thread_of_tid.find(chunk.header.tid);
+      if (it != p_.thread_of_tid.end()) thread = it->second;
+    }
+    format::ChunkEventDecoder dec(chunk.payload.data(), chunk.payload.size(), chunk.header.first_tsc, &schema);
+    while (dec.next(&ev)) {
+      ++stats_.events;
+      if (!layout_ok[static_cast<size_t>(ev.desc - schema.types.data())]) {
+        ++stats_.skipped_events;
+        continue;
+      }
+      on_event(thread, ev);
+    }
+    if (dec.failed()) ++stats_.undecodable_chunks;
+  }
+  // WRs still waiting: their completion was not traced (unsignaled at the end, or lost).
+  for (QpState& s : qps_) {
+    for (PendingWr& w : s.sends) finish_op(w.op);
+    for (PendingWr& w : s.recvs) finish_op(w.op);
+    s.sends.clear(), s.recvs.clear();
+  }
+  for (auto& [srq, q] : srq_recvs_)
+    for (PendingWr& w : q) finish_op(w.op);
+  pc_.events += stats_.events;
+  if (sink_) sink_->finish();
+  return stats_;
+}
+
+void FileAssociation::finish_op(OpRecord& op) {
+  if (sink_) sink_->op(op);
+}
+
+void FileAssociation::on_event(int64_t thread, const format::DecodedEvent& ev) {
+  int64_t ts = p_.clock.to_ns(ev.tsc);
+  const uint64_t* v = ev.values;
+  switch (static_cast<EventType>(ev.type)) {
+    case EventType::ibv_send_wr: post_send_wr(thread, ts, ev); break;
+    case EventType::ibv_recv_wr: post_recv_wr(thread, ts, ev); break;
+    case EventType::ibv_completion: completion(thread, ts, ev); break;
+    case EventType::ibv_post_send: post_call(thread, ts, ev, true); break;
+    case EventType::ibv_post_recv: post_call(thread, ts, ev, false); break;
+    case EventType::ibv_post_srq_recv: post_call(thread, ts, ev, false); break;
+    case EventType::ibv_call_error: call_error(thread, ts, ev); break;
+    case EventType::ibv_poll_cq:
+      if (sink_ && static_cast<int64_t>(v[1]) > 0) {
+        CallRecord c{ts, 0, p_.process_id, thread, "ibv_poll_cq", kNone, 0, v[1], ev.as_i64(2)};
+        sink_->call(c);
+      }
+      break;
+    case EventType::ibv_async_event: {
+      ++pc_.errors;
+      if (sink_) {
+        ErrorRecord e{next_id(&errors_), ts, p_.process_id, thread, "ibv", "async", "event_type_" + std::to_string(v[1]), v[2], 0, kNone};
+        sink_->error(e);
+      }
+      break;
+    }
+    case EventType::ibv_device_open: control_call(thread, ts, "ibv_open_device", kNone, 0); break;
+    case EventType::ibv_qp_create: control_call(thread, ts, "ibv_create_qp", qp_of(v[3], ev.tsc), 0); break;
+    case EventType::ibv_qp_modify: control_call(thread, ts, "ibv_modify_qp", qp_of(v[0], ev.tsc), 0); break;
+    case EventType::ibv_qp_destroy: control_call(thread, ts, "ibv_destroy_qp", qp_of(v[0], ev.tsc), 0); break;
+    case EventType::ibv_mr_reg: control_call(thread, ts, "ibv_reg_mr", kNone, 0); break;
+    case EventType::ibv_mr_dereg: control_call(thread, ts, "ibv_dereg_mr", kNone, 0); break;
+    case EventType::ibv_cq_create: control_call(thread, ts, "ibv_create_cq", kNone, 0); break;
+    case EventType::ibv_pd_alloc: control_call(thread, ts, "ibv_alloc_pd", kNone, 0); break;
+    case EventType::ibv_srq_create: control_call(thread, ts, "ibv_create_srq", kNone, 0); break;
+    case EventType::user_mark:
+      if (sink_) sink_->mark(MarkRecord{ts, p_.process_id, thread, v[0], v[1]});
+      break;
+    case EventType::aggregate_entry: {
+      // Aggregate mode: counters without timestamps, folded into the same per-QP totals.
+      ++pc_.aggregate_entries;
+      if (v[1] != static_cast<uint64_t>(format::AggregateKey::ibv_qp_opcode)) break;
+      int64_t qp = qp_of(v[2], 0);
+      OpCounters& c = counters(qp);
+      unsigned op = v[3] >= 0x100 ? static_cast<unsigned>(kOpRecv) : op_class_of_wr_opcode(v[3]);
+      c.ops[op] += v[4];
+      c.bytes[op] += v[5];
+      break;
+    }
+    default: break;
+  }
+}
+
+void FileAssociation::post_send_wr(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
+  const uint64_t* v = ev.values;  // qp_num wr_id opcode bytes num_sge remote_addr rkey send_flags imm_data
+  int64_t qp = qp_of(v[0], ev.tsc);
+  QpState* s = state(qp);
+  OpRecord op;
+  op.op_id = next_id(&ops_);
+  op.ts_ns = ts;
+  op.process_id = p_.process_id;
+  op.thread_id = thread;
+  op.qp_id = qp;
+  op.op_class = op_class_of_wr_opcode(v[2]);
+  op.bytes = v[3];
+  op.wr_id = v[1];
+  if (s) {
+    op.peer_process_id = s->peer_process;
+    if (op_consumes_receive(op.op_class)) {
+      ++s->send_seq;
+      if (s->flows) op.flow_id = message_flow_id(*s->local, *s->peer, s->send_seq), ++pc_.flows_out;
+    }
+  }
+  OpCounters& c = counters(qp);
+  c.ops[op.op_class] += 1;
+  c.bytes[op.op_class] += op.bytes;
+  c.calls += 1;
+  if (sink_) sink_->work_request(op);
+  if (!s) {
+    finish_op(op);
+    return;
+  }
+  if (s->sends.size() >= kMaxPending) {
+    finish_op(s->sends.front().op);
+    s->sends.pop_front();
+  }
+  s->sends.push_back({op});
+}
+
+void FileAssociation::post_recv_wr(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
+  const uint64_t* v = ev.values;  // qp_num wr_id bytes num_sge srq
+  OpRecord op;
+  op.op_id = next_id(&ops_);
+  op.ts_ns = ts;
+  op.process_id = p_.process_id;
+  op.thread_id = thread;
+  op.op_class = kOpRecv;
+  op.bytes = v[2];
+  op.wr_id = v[1];
+  std::deque<PendingWr>* queue;
+  if (v[4]) {
+    queue = &srq_recvs_[v[4]];
+  } else {
+    op.qp_id = qp_of(v[0], ev.tsc);
+    QpState* s = state(op.qp_id);
+    if (!s) {
+      pc_.ops.ops[kOpRecv] += 1;
+      if (sink_) sink_->work_request(op), finish_op(op);
+      return;
+    }
+    op.peer_process_id = s->peer_process;
+    queue = &s->recvs;
+  }
+  if (sink_) sink_->work_request(op);
+  if (queue->size() >= kMaxPending) {
+    finish_op(queue->front().op);
+    queue->pop_front();
+  }
+  queue->push_back({op});
+}
+
+namespace {
+// Removes the WR with this wr_id from the queue (the first one: ids may repeat), completing with it
+// every earlier WR when `earlier_too` (send queues complete in order on RC).
+bool take_wr(std::deque<PendingWr>* q, uint64_t wr_id, bool earlier_too, OpRecord* out, std::vector<OpRecord>* earlier) {
+  for (size_t i = 0; i < q->size(); ++i) {
+    if ((*q)[i].op.wr_id != wr_id) continue;
+    *out = (*q)[i].op;
+    if (earlier_too) {
+      for (size_t k = 0; k < i; ++k) earlier->push_back((*q)[k].op);
+      q->erase(q->begin(), q->begin() + static_cast<long>(i) + 1);
+    } else {
+      q->erase(q->begin() + static_cast<long>(i));
+    }
+    return true;
+  }
+  return false;
+}
+}  // namespace
+
+void FileAssociation::completion(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
+  const uint64_t* v = ev.values;  // cq qp_num wr_id status opcode byte_len imm_data wc_flags src_qp vendor_err
+  CompletionRecord c;
+  c.completion_id = next_id(&completions_);
+  c.ts_ns = ts;
+  c.process_id = p_.process_id;
+  c.thread_id = thread;
+  c.qp_id = qp_of(v[1], ev.tsc);
+  c.cq = v[0], c.wr_id = v[2], c.status = v[3], c.opcode = v[4], c.byte_len = v[5];
+  c.imm_data = v[6], c.wc_flags = v[7], c.src_qp = v[8], c.vendor_err = v[9];
+  QpState* s = state(c.qp_id);
+  OpCounters& cnt = counters(c.qp_id);
+  ++cnt.completions;
+  bool ok = c.status == 0;
+  // With an error status the opcode is undefined: look in both queues.
+  bool recv_side = ok ? (c.opcode & kWcRecv) != 0 : false;
+  OpRecord op;
+  std::vector<OpRecord> earlier;
+  bool found = false;
+  if (s) {
+    if (!ok || !recv_side) found = take_wr(&s->sends, c.wr_id, true, &op, &earlier);
+    if (!found && (!ok || recv_side)) {
+      found = take_wr(&s->recvs, c.wr_id, false, &op, &earlier);
+      for (auto it = srq_recvs_.begin(); !found && it != srq_recvs_.end(); ++it)
+        found = take_wr(&it->second, c.wr_id, false, &op, &earlier);
+      if (found) recv_side = true;
+    }
+  }
+  if (ok && (c.opcode & kWcRecv)) {
+    c.is_receive = true;
+    cnt.bytes[kOpRecv] += c.byte_len;
+    if (!found) cnt.ops[kOpRecv] += 1;  // receive WR not traced (lost, or posted before tracing)
+    if (s) {
+      ++s->recv_seq;
+      if (s->flows) c.flow_id = message_flow_id(*s->peer, *s->local, s->recv_seq), ++pc_.flows_in;
+    }
+  }
+  if (!ok) {
+    ++cnt.completion_errors;
+    ++pc_.errors;
+  }
+  if (found) {
+    if (recv_side && op.qp_id == kNone) op.qp_id = c.qp_id;  // SRQ receive: now we know the QP
+    if (recv_side && s) op.peer_process_id = s->peer_process;
+    if (recv_side && ok) op.bytes = c.byte_len;
+    if (recv_side) cnt.ops[kOpRecv] += 1;
+    op.dur_ns = ts - op.ts_ns;
+    op.status = static_cast<int64_t>(c.status);
+    if (c.is_receive) op.flow_id = c.flow_id;
+    c.op_id = static_cast<int64_t>(op.op_id);
+    for (OpRecord& e : earlier) {
+      e.dur_ns = ts - e.ts_ns;
+      e.status = 0;  // unsignaled, completed before this one (ordering), successfully if this one did
+      if (!ok) e.status = -1;
+      finish_op(e);
+    }
+    finish_op(op);
+  } else {
+    ++pc_.unmatched_completions;
+  }
+  if (sink_) {
+    sink_->completion(c);
+    if (!ok) {
+      ErrorRecord e{next_id(&errors_), ts, p_.process_id, thread, "ibv", "completion", wc_status_name(c.status), c.wr_id,
+                    static_cast<int64_t>(c.vendor_err), c.qp_id};
+      sink_->error(e);
+    }
+  }
+}
+
+void FileAssociation::post_call(int64_t thread, int64_t ts, const format::DecodedEvent& ev, bool send) {
+  const uint64_t* v = ev.values;
+  // post_send: qp_num wr_count bytes opcode_mask result; post_recv: qp_num wr_count bytes result;
+  // post_srq_recv: srq wr_count bytes result.
+  bool srq = ev.type == static_cast<uint16_t>(EventType::ibv_post_srq_recv);
+  int64_t result = ev.as_i64(send ? 4 : 3);
+  int64_t qp = srq ? kNone : qp_of(v[0], ev.tsc);
+  const char* name = send ? "ibv_post_send" : srq ? "ibv_post_srq_recv" : "ibv_post_recv";
+  if (sink_) sink_->call(CallRecord{ts, 0, p_.process_id, thread, name, qp, v[2], v[1], result});
+  // A failed call is counted once, from its ibv_call_error record (written in every mode).
+  if (p_.full_mode) return;  // operations come from the WR events
+  QpState* s = state(qp);
+  OpRecord op;
+  op.op_id = next_id(&ops_);
+  op.ts_ns = ts;
+  op.dur_ns = 0;
+  op.process_id = p_.process_id;
+  op.thread_id = thread;
+  op.qp_id = qp;
+  op.op_class = send ? op_class_of_mask(v[3]) : static_cast<unsigned>(kOpRecv);
+  op.bytes = v[2];
+  op.wr_count = static_cast<uint32_t>(v[1]);
+  op.peer_process_id = s ? s->peer_process : kNone;
+  op.status = result;
+  op.is_call = true;
+  OpCounters& c = counters(qp);
+  c.ops[op.op_class] += v[1];
+  c.bytes[op.op_class] += v[2];
+  c.calls += 1;
+  if (sink_) {
+    sink_->work_request(op);
+    sink_->op(op);
+  }
+}
+
+void FileAssociation::control_call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result) {
+  if (sink_) sink_->call(CallRecord{ts, 0, p_.process_id, thread, name, qp, 0, 0, result});
+}
+
+void FileAssociation::call_error(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
+  ++pc_.errors;
+  if (!sink_) return;
+  const uint64_t* v = ev.values;  // call object error
+  int64_t qp = kNone;
+  auto call = static_cast<format::IbvCall>(v[0]);
+  if (call == format::IbvCall::post_send || call == format::IbvCall::post_recv || call == format::IbvCall::modify_qp ||
+      call == format::IbvCall::destroy_qp)
+    qp = m_.qp_at(p_.process_id, v[1], ev.tsc);
+  ErrorRecord e{next_id(&errors_), ts, p_.process_id, thread, "ibv", "call", ibv_call_name(v[0]), v[1], ev.as_i64(2), qp};
+  sink_->error(e);
+}
+
+}  // namespace
+
+FilePassStats associate_file(const ExperimentModel& model, uint32_t process_id, FileSink* sink, Aggregates* aggregates,
+                             std::atomic<uint64_t>* bytes_done) {
+  FileAssociation fa(model, process_id, sink, aggregates);
+  return fa.run(bytes_done);
+}
+
+}  // namespace sigmatrace::analysis

@@ -1,0 +1,36 @@
+// Second pass over one file (association): streams its events chunk by chunk, maps every timestamp
+// to the shared timeline, and associates
+//   - work requests with their completions (per QP, in posting order; an unsignaled WR completes
+//     with the next signaled one, as RC guarantees),
+//   - sends that consume a receive (SEND*, WRITE_WITH_IMM) with the peer's receive completion, by
+//     per-connection sequence number: the k-th such send on a QP and the k-th successful receive
+//     completion on its peer QP get the same flow id, derived from both QPs' hardware addresses and
+//     k, so each side computes it alone (no events are exchanged between files),
+//   - one-sided operations (WRITE, READ, atomics) with the target endpoint (the peer QP's process).
+// It fills the file's counters in Aggregates and hands records to the sink (exports).
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#include "analysis/aggregates.h"
+#include "analysis/experiment_model.h"
+#include "analysis/records.h"
+
+namespace sigmatrace::analysis {
+
+struct FilePassStats {
+  uint64_t events = 0;
+  uint64_t chunks = 0;
+  uint64_t undecodable_chunks = 0;
+  uint64_t skipped_events = 0;  // known types whose layout in this file is older than ours
+};
+
+// Flow id of the k-th matched message from QP `from` to QP `to` (both ends' hardware addresses).
+uint64_t message_flow_id(const HwEndpoint& from, const HwEndpoint& to, uint64_t seq);
+
+// Analyses process_id's file. sink may be null (aggregates only). Thread-safe across different
+// processes: writes only the counters of this process and its QPs.
+FilePassStats associate_file(const ExperimentModel& model, uint32_t process_id, FileSink* sink, Aggregates* aggregates,
+                             std::atomic<uint64_t>* bytes_done);
+
+}  // namespace sigmatrace::analysis

@@ -1,0 +1,283 @@
+// See experiment_model.h.
+#include "analysis/experiment_model.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "analysis/qp_topology.h"
+#include "format/event_types.h"
+#include "format/experiment_layout.h"
+
+namespace sigmatrace::analysis {
+
+using format::EventType;
+
+const PortRow* DeviceRow::port(uint64_t n) const {
+  for (const PortRow& p : ports)
+    if (p.port == n) return &p;
+  return ports.empty() ? nullptr : &ports.front();
+}
+
+uint64_t hw_endpoint_hash(const HwEndpoint& e) {
+  // FNV-1a over the words that identify the endpoint; GID wins over LID when present (RoCE has LID 0).
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
+  };
+  if (e.has_gid()) mix(e.gid_prefix), mix(e.gid_iface);
+  else mix(e.lid);
+  mix(e.qp_num);
+  return h;
+}
+
+std::string gid_text(uint64_t prefix, uint64_t iface) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%04x:%04x:%04x:%04x:%04x:%04x:%04x:%04x", unsigned(prefix >> 48) & 0xffff,
+                unsigned(prefix >> 32) & 0xffff, unsigned(prefix >> 16) & 0xffff, unsigned(prefix) & 0xffff,
+                unsigned(iface >> 48) & 0xffff, unsigned(iface >> 32) & 0xffff, unsigned(iface >> 16) & 0xffff,
+                unsigned(iface) & 0xffff);
+  return buf;
+}
+
+int64_t ExperimentModel::qp_at(uint32_t process_id, uint64_t qp_num, uint64_t tsc) const {
+  const auto& m = processes[process_id].qps_by_num;
+  auto it = m.find(static_cast<uint32_t>(qp_num));
+  if (it == m.end()) return kNone;
+  const std::vector<uint32_t>& ids = it->second;
+  for (size_t i = ids.size(); i-- > 1;)
+    if (qps[ids[i]].create_tsc <= tsc) return ids[i];
+  return ids.front();
+}
+
+namespace {
+
+// The control-plane events of one file, kept (few) and applied in time order after the scan.
+struct ControlEvent {
+  uint64_t tsc;
+  uint16_t type;
+  uint64_t v[11];
+  std::string name;
+};
+
+bool is_control(uint16_t type) {
+  switch (static_cast<EventType>(type)) {
+    case EventType::ibv_device_open: case EventType::ibv_port_info: case EventType::ibv_qp_create:
+    case EventType::ibv_qp_destroy: case EventType::ibv_qp_modify: case EventType::ibv_mr_reg:
+    case EventType::ibv_mr_dereg:
+      return true;
+    default: return false;
+  }
+}
+
+// Fields are read by position: types only ever gain trailing fields, so a file whose type has at
+// least the built-in fields can be read with the built-in layout.
+bool layout_ok(const format::DecodedEvent& ev) {
+  const format::EventSpec* spec = format::find_builtin_spec(ev.type);
+  return spec && ev.field_count >= spec->field_count;
+}
+
+struct FileControl {
+  std::vector<ControlEvent> events;
+};
+
+long to_long(const std::string& s, long dflt) {
+  try {
+    return s.empty() ? dflt : std::stol(s);
+  } catch (...) {
+    return dflt;
+  }
+}
+
+}  // namespace
+
+ExperimentModel build_experiment_model(const std::string& dir, unsigned threads, std::atomic<uint64_t>* bytes_done) {
+  ExperimentModel m;
+  m.dir = dir;
+  std::vector<std::string> files = format::list_trace_files(dir);
+  m.scan.dir = dir;
+  m.scan.files.resize(files.size());
+  std::vector<FileControl> control(files.size());
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(1, files.size())));
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (unsigned i = 0; i < threads; ++i)
+    pool.emplace_back([&] {
+      for (size_t k; (k = next.fetch_add(1)) < files.size();) {
+        FileControl& fc = control[k];
+        ScanHooks hooks;
+        hooks.bytes_done = bytes_done;
+        hooks.on_thread_event = [&fc](uint32_t, const format::DecodedEvent& ev) {
+          if (!is_control(ev.type) || !layout_ok(ev)) return;
+          ControlEvent ce{ev.tsc, ev.type, {}, {}};
+          for (int f = 0; f < ev.field_count && f < 11; ++f) ce.v[f] = ev.values[f];
+          if (ev.type == static_cast<uint16_t>(EventType::ibv_device_open)) ce.name = std::string(ev.bytes[2]);
+          fc.events.push_back(std::move(ce));
+        };
+        m.scan.files[k] = scan_trace_file(files[k], &hooks);
+      }
+    });
+  for (std::thread& t : pool) t.join();
+  for (const FileSummary& f : m.scan.files)
+    if (!f.usable) m.scan.skipped.push_back(f.error);
+
+  // Processes: usable files, ordered by rank (unknown ranks last), host, pid.
+  std::vector<size_t> order;
+  for (size_t k = 0; k < files.size(); ++k)
+    if (m.scan.files[k].usable) order.push_back(k);
+  auto key = [&](size_t k) {
+    const FileSummary& f = m.scan.files[k];
+    long rank = to_long(f.meta_value("rank"), -1);
+    return std::make_tuple(rank < 0, rank, f.meta_value("host"), to_long(f.meta_value("pid"), 0), f.path);
+  };
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+
+  std::vector<const FileSummary*> ordered;
+  for (size_t k : order) ordered.push_back(&m.scan.files[k]);
+  std::vector<ClockModel> clocks = normalize_clocks(ordered);
+  std::set<std::string> hosts;
+  for (const FileSummary* f : ordered) hosts.insert(f->meta_value("host"));
+  m.hosts.assign(hosts.begin(), hosts.end());
+
+  bool have_span = false;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const FileSummary& f = m.scan.files[order[i]];
+    ProcessRow p;
+    p.process_id = static_cast<uint32_t>(i);
+    p.file = &f;
+    p.host = f.meta_value("host");
+    p.host_id = static_cast<uint32_t>(std::lower_bound(m.hosts.begin(), m.hosts.end(), p.host) - m.hosts.begin());
+    p.pid = to_long(f.meta_value("pid"), 0);
+    p.rank = to_long(f.meta_value("rank"), -1);
+    p.mode = f.meta_value("mode");
+    auto has = [&f](const char* t) {
+      auto it = f.events_by_type.find(t);
+      return it != f.events_by_type.end() && it->second > 0;
+    };
+    p.full_mode = has("ibv_send_wr") || has("ibv_recv_wr") || has("ibv_completion");
+    p.clock = clocks[i];
+    if (f.first_tsc) {
+      p.first_ns = p.clock.to_ns(f.first_tsc);
+      p.last_ns = p.clock.to_ns(f.last_tsc);
+      if (!have_span || p.first_ns < m.start_ns) m.start_ns = p.first_ns;
+      if (!have_span || p.last_ns > m.end_ns) m.end_ns = p.last_ns;
+      have_span = true;
+    }
+    for (const auto& [tid, t] : f.threads) {
+      if (tid == 0) continue;
+      ThreadRow row{static_cast<uint32_t>(m.threads.size()), p.process_id, tid, t.name, t.events_in_file};
+      p.thread_of_tid[tid] = row.thread_id;
+      m.threads.push_back(std::move(row));
+    }
+
+    // Verbs objects, in time order.
+    std::vector<ControlEvent>& ev = control[order[i]].events;
+    std::stable_sort(ev.begin(), ev.end(), [](const ControlEvent& a, const ControlEvent& b) { return a.tsc < b.tsc; });
+    std::unordered_map<uint64_t, uint32_t> device_of_context, mr_of_handle;
+    std::unordered_map<uint32_t, uint32_t> live_qp;  // qp_num -> qp_id while not destroyed
+    auto device_for = [&](uint64_t context) -> DeviceRow& {
+      auto it = device_of_context.find(context);
+      if (it != device_of_context.end()) return m.devices[it->second];
+      DeviceRow d;  // ports reported without an open (or an open lost to damage)
+      d.device_id = static_cast<uint32_t>(m.devices.size());
+      d.process_id = p.process_id;
+      d.context = context;
+      device_of_context[context] = d.device_id;
+      m.devices.push_back(d);
+      return m.devices.back();
+    };
+    for (const ControlEvent& c : ev) {
+      int64_t ns = p.clock.to_ns(c.tsc);
+      switch (static_cast<EventType>(c.type)) {
+        case EventType::ibv_device_open: {
+          DeviceRow& d = device_for(c.v[0]);
+          d.node_guid = c.v[1];
+          d.name = c.name;
+          d.open_ns = ns;
+          break;
+        }
+        case EventType::ibv_port_info: {
+          DeviceRow& d = device_for(c.v[0]);
+          PortRow pr{c.v[1], c.v[2], c.v[3], c.v[4], c.v[5]};
+          auto it = std::find_if(d.ports.begin(), d.ports.end(), [&](const PortRow& x) { return x.port == pr.port; });
+          if (it != d.ports.end()) *it = pr;
+          else d.ports.push_back(pr);
+          break;
+        }
+        case EventType::ibv_qp_create: {
+          QpRow q;
+          q.qp_id = static_cast<uint32_t>(m.qps.size());
+          q.process_id = p.process_id;
+          q.context = c.v[0];
+          q.handle = c.v[2];
+          q.qp_num = static_cast<uint32_t>(c.v[3]);
+          q.qp_type = c.v[4];
+          q.create_tsc = c.tsc;
+          q.create_ns = ns;
+          q.device_id = device_for(c.v[0]).device_id;
+          q.port = 1;
+          live_qp[q.qp_num] = q.qp_id;
+          p.qps_by_num[q.qp_num].push_back(q.qp_id);
+          m.qps.push_back(q);
+          break;
+        }
+        case EventType::ibv_qp_modify: {
+          auto it = live_qp.find(static_cast<uint32_t>(c.v[0]));
+          if (it == live_qp.end()) break;
+          QpRow& q = m.qps[it->second];
+          uint64_t mask = c.v[1];
+          constexpr uint64_t kState = 1, kPort = 1 << 5, kAv = 1 << 7, kDestQpn = 1 << 20;
+          if (mask & kState) q.state = c.v[2];
+          if ((mask & kPort) && c.v[3]) q.port = c.v[3];
+          // The remote address comes with the RTR transition (IBV_QP_AV | IBV_QP_DEST_QPN); a provider
+          // that leaves attr_mask 0 still gives dest_qp_num, so a non-zero one is taken too.
+          if ((mask & (kAv | kDestQpn)) || c.v[4]) {
+            q.has_remote = true;
+            q.dest_qp_num = c.v[4];
+            q.remote_lid = c.v[5];
+            q.remote_gid_prefix = c.v[6];
+            q.remote_gid_iface = c.v[7];
+          }
+          break;
+        }
+        case EventType::ibv_qp_destroy: {
+          auto it = live_qp.find(static_cast<uint32_t>(c.v[0]));
+          if (it == live_qp.end()) break;
+          m.qps[it->second].destroy_ns = ns;
+          live_qp.erase(it);
+          break;
+        }
+        case EventType::ibv_mr_reg: {
+          MrRow r;
+          r.mr_id = static_cast<uint32_t>(m.mrs.size());
+          r.process_id = p.process_id;
+          r.pd = c.v[0], r.handle = c.v[1], r.addr = c.v[2], r.length = c.v[3], r.access = c.v[4];
+          r.lkey = c.v[5], r.rkey = c.v[6], r.memory_kind = c.v[7];
+          r.gpu_ordinal = static_cast<int64_t>(c.v[8]);
+          r.reg_ns = ns;
+          mr_of_handle[r.handle] = r.mr_id;
+          m.mrs.push_back(r);
+          break;
+        }
+        case EventType::ibv_mr_dereg: {
+          auto it = mr_of_handle.find(c.v[0]);
+          if (it == mr_of_handle.end()) break;
+          m.mrs[it->second].dereg_ns = ns;
+          mr_of_handle.erase(it);
+          break;
+        }
+        default: break;
+      }
+    }
+    ev.clear();
+    ev.shrink_to_fit();
+    m.processes.push_back(std::move(p));
+  }
+  pair_queue_pairs(&m);
+  return m;
+}
+
+}  // namespace sigmatrace::analysis

@@ -1,0 +1,95 @@
+// The records the second pass produces while it streams a file, and the sink interface the
+// exporters (Perfetto, SQLite) implement. Records are handed over one at a time and not kept: an
+// exporter that needs them later must copy what it needs (SQLite batches rows, Perfetto encodes).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace sigmatrace::analysis {
+
+// One operation: a work request (Full mode) or a post call (Simple mode).
+struct OpRecord {
+  uint64_t op_id = 0;          // unique in the experiment: process_id << 40 | n
+  int64_t ts_ns = 0;           // post time, normalized
+  int64_t dur_ns = -1;         // until its completion (Full); -1: no completion seen or Simple mode
+  uint32_t process_id = 0;
+  int64_t thread_id = -1;
+  const char* layer = "ibv";
+  int64_t qp_id = -1;
+  unsigned op_class = 0;       // analysis::OpClass
+  uint64_t bytes = 0;
+  uint32_t wr_count = 1;       // WRs in the call (Simple), 1 (Full)
+  int64_t peer_process_id = -1;
+  int64_t status = -1;         // ibv_wc_status of its completion (Full), result of the call (Simple); -1 unknown
+  uint64_t wr_id = 0;
+  uint64_t flow_id = 0;        // non-zero when the peer matches it with a receive completion
+  bool is_call = false;
+};
+
+struct CompletionRecord {
+  uint64_t completion_id = 0;  // process_id << 40 | n
+  int64_t ts_ns = 0;
+  uint32_t process_id = 0;
+  int64_t thread_id = -1;
+  int64_t qp_id = -1;
+  uint64_t cq = 0, wr_id = 0, opcode = 0, status = 0, byte_len = 0, imm_data = 0, wc_flags = 0, src_qp = 0, vendor_err = 0;
+  int64_t op_id = -1;          // the work request it completes, when seen
+  uint64_t flow_id = 0;        // non-zero for a receive matched to the peer's send
+  bool is_receive = false;
+};
+
+// A traced call shown as a slice on its thread (control path and, in Simple mode, post calls).
+struct CallRecord {
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;          // 0: the schema records a single timestamp per call
+  uint32_t process_id = 0;
+  int64_t thread_id = -1;
+  const char* name = "";
+  int64_t qp_id = -1;
+  uint64_t bytes = 0;
+  uint64_t count = 0;          // WRs posted, completions polled, ...
+  int64_t result = 0;
+};
+
+struct ErrorRecord {
+  uint64_t error_id = 0;
+  int64_t ts_ns = 0;
+  uint32_t process_id = 0;
+  int64_t thread_id = -1;
+  const char* layer = "ibv";
+  std::string kind;            // "call", "completion", "async"
+  std::string what;            // the failed call, the completion status, the async event type
+  uint64_t object = 0;
+  int64_t error = 0;
+  int64_t qp_id = -1;
+};
+
+struct MarkRecord {
+  int64_t ts_ns = 0;
+  uint32_t process_id = 0;
+  int64_t thread_id = -1;
+  uint64_t id = 0, value = 0;
+};
+
+// One file's outputs. Called from the worker thread that analyses that file only.
+class FileSink {
+ public:
+  virtual ~FileSink() = default;
+  virtual void call(const CallRecord&) {}
+  virtual void work_request(const OpRecord&) {}  // at post time (dur unknown yet)
+  virtual void op(const OpRecord&) {}            // final (after its completion, or at the end)
+  virtual void completion(const CompletionRecord&) {}
+  virtual void error(const ErrorRecord&) {}
+  virtual void mark(const MarkRecord&) {}
+  virtual void finish() {}                       // the file is done
+};
+
+// An exporter: hands out one FileSink per analysed file (workers run in parallel).
+class ExperimentSink {
+ public:
+  virtual ~ExperimentSink() = default;
+  virtual std::unique_ptr<FileSink> open_file(uint32_t process_id) = 0;
+};
+
+}  // namespace sigmatrace::analysis

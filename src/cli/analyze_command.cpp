@@ -1,0 +1,115 @@
+// `sigmatrace analyze DIR`: the post-mortem analysis. Reads every trace file of the experiment in
+// parallel (streaming), writes DIR/trace.pftrace, DIR/trace.sqlite and DIR/aggregate.json, and
+// prints the summary (the same as `sigmatrace report`). A progress bar is drawn on a terminal only.
+// Damaged or unusable files are analysed as far as they are intact and reported; the exit status is
+// 1 only when nothing usable remains (or an output cannot be written), 2 for bad usage.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "cli/commands.h"
+#include "export/analysis_run.h"
+#include "export/text_report.h"
+#include "format/experiment_layout.h"
+
+namespace sigmatrace::cli {
+namespace {
+
+struct AnalyzeOptions {
+  std::string dir;
+  unsigned threads = 0;
+  bool no_perfetto = false, no_sqlite = false, quiet = false;
+  size_t top = 10;
+};
+
+// Draws "analyze: pass 2/2 [#####.....] 52%" on stderr until stopped.
+class ProgressBar {
+ public:
+  explicit ProgressBar(analysis::Progress* p) : p_(p) {
+    if (!isatty(STDERR_FILENO)) return;
+    t_ = std::thread([this] {
+      while (!stop_) {
+        draw();
+        for (int i = 0; i < 10 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      std::fprintf(stderr, "\r%70s\r", "");
+    });
+  }
+  ~ProgressBar() {
+    stop_ = true;
+    if (t_.joinable()) t_.join();
+  }
+
+ private:
+  void draw() {
+    int pass = p_->pass;
+    if (pass == 3) {
+      std::fprintf(stderr, "\ranalyze: writing outputs%40s", "");
+      return;
+    }
+    double f = p_->total_bytes ? static_cast<double>(p_->bytes_done) / static_cast<double>(p_->total_bytes) : 0;
+    f = std::min(1.0, f);
+    char bar[41];
+    int n = static_cast<int>(f * 40);
+    for (int i = 0; i < 40; ++i) bar[i] = i < n ? '#' : '.';
+    bar[40] = 0;
+    std::fprintf(stderr, "\ranalyze: pass %d/2 [%s] %3d%%", std::max(pass, 1), bar, static_cast<int>(f * 100));
+  }
+  analysis::Progress* p_;
+  std::atomic<bool> stop_{false};
+  std::thread t_;
+};
+
+int run_analyze(const AnalyzeOptions& o) {
+  struct stat st;
+  if (stat(o.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    print_error("analyze: " + o.dir + " is not an experiment directory (no such directory)");
+    return 2;
+  }
+  if (format::experiment_is_live(o.dir))
+    std::fprintf(stderr, "sigmatrace: analyze: %s is still being recorded; analysing what is written so far\n", o.dir.c_str());
+  analysis::Progress progress;
+  for (const std::string& f : format::list_trace_files(o.dir))
+    if (stat(f.c_str(), &st) == 0) progress.total_bytes += static_cast<uint64_t>(st.st_size);
+  exporter::AnalysisOptions ao;
+  ao.dir = o.dir;
+  ao.threads = o.threads;
+  ao.perfetto = !o.no_perfetto;
+  ao.sqlite = !o.no_sqlite;
+  ao.progress = &progress;
+  exporter::AnalysisRun run;
+  {
+    ProgressBar bar(&progress);
+    run = exporter::run_analysis(ao);
+  }
+  if (!run.ok) {
+    print_error("analyze: " + run.error);
+    return 1;
+  }
+  if (!o.quiet) std::fputs(exporter::render_text_report(run.aggregate_json, o.top).c_str(), stdout);
+  double total = run.first_pass_s + run.second_pass_s + run.outputs_s;
+  std::printf("\nwrote %s/%s%s%s%s in %.2f s (%zu files, %llu events)\n", o.dir.c_str(), exporter::kAggregateFile,
+              ao.sqlite ? ", trace.sqlite" : "", ao.perfetto ? ", trace.pftrace" : "", "", total, run.model->processes.size(),
+              static_cast<unsigned long long>(run.pass.events));
+  return 0;
+}
+
+}  // namespace
+
+CommandRunner add_analyze_command(CLI::App& app) {
+  auto o = std::make_shared<AnalyzeOptions>();
+  CLI::App* sub = app.add_subcommand("analyze", "analyse an experiment: trace.pftrace (Perfetto), trace.sqlite, aggregate.json");
+  sub->add_option("dir", o->dir, "experiment directory")->required();
+  sub->add_option("-j,--threads", o->threads, "worker threads (default: all cores)");
+  sub->add_flag("--no-perfetto", o->no_perfetto, "do not write trace.pftrace");
+  sub->add_flag("--no-sqlite", o->no_sqlite, "do not write trace.sqlite");
+  sub->add_flag("-q,--quiet", o->quiet, "do not print the summary");
+  sub->add_option("--top", o->top, "connections and QPs listed in the summary (default 10)");
+  return [o] { return run_analyze(*o); };
+}
+
+}  // namespace sigmatrace::cli

@@ -1,0 +1,71 @@
+// See analysis_run.h.
+#include "export/analysis_run.h"
+
+#include <chrono>
+
+#include "export/json_aggregates.h"
+#include "export/perfetto_writer.h"
+#include "export/sqlite_writer.h"
+
+namespace sigmatrace::exporter {
+
+using namespace sigmatrace::analysis;
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+}  // namespace
+
+AnalysisRun run_analysis(const AnalysisOptions& o) {
+  AnalysisRun run;
+  auto t0 = std::chrono::steady_clock::now();
+  if (o.progress) o.progress->pass = 1;
+  run.model = std::make_unique<ExperimentModel>(build_experiment_model(o.dir, o.threads, o.progress ? &o.progress->bytes_done : nullptr));
+  ExperimentModel& m = *run.model;
+  run.first_pass_s = seconds_since(t0);
+  if (m.scan.files.empty()) {
+    run.error = o.dir + " holds no trace files (*.sgt)";
+    return run;
+  }
+  if (m.processes.empty()) {
+    run.error = "none of the " + std::to_string(m.scan.files.size()) + " trace files in " + o.dir + " is usable";
+    if (!m.scan.skipped.empty()) run.error += " (" + m.scan.skipped.front() + ")";
+    return run;
+  }
+
+  auto t1 = std::chrono::steady_clock::now();
+  std::vector<ExperimentSink*> sinks;
+  std::unique_ptr<PerfettoExport> perfetto;
+  std::unique_ptr<SqliteExport> sqlite;
+  if (o.perfetto) {
+    perfetto = std::make_unique<PerfettoExport>();
+    if (!perfetto->open(o.dir + "/" + kPerfettoFile, m, &run.error)) return run;
+    sinks.push_back(perfetto.get());
+  }
+  if (o.sqlite) {
+    sqlite = std::make_unique<SqliteExport>();
+    if (!sqlite->open(o.dir + "/" + kSqliteFile, m, &run.error)) return run;
+    sinks.push_back(sqlite.get());
+  }
+  if (o.progress) {
+    o.progress->bytes_done = 0;
+    o.progress->pass = 2;
+  }
+  run.aggregates.init(m);
+  run.pass = run_second_pass(m, sinks, &run.aggregates, o.threads, o.progress);
+  run.aggregates.finish(m);
+  run.second_pass_s = seconds_since(t1);
+
+  auto t2 = std::chrono::steady_clock::now();
+  if (o.progress) o.progress->pass = 3;
+  run.aggregate_json = aggregates_to_json(m, run.aggregates, run.pass);
+  if (perfetto && !perfetto->finish(&run.error)) return run;
+  if (sqlite && !sqlite->finish(m, run.aggregates, &run.error)) return run;
+  if (o.json && !write_json_file(o.dir + "/" + kAggregateFile, run.aggregate_json, &run.error)) return run;
+  run.outputs_s = seconds_since(t2);
+  run.ok = true;
+  return run;
+}
+
+}  // namespace sigmatrace::exporter

@@ -1,0 +1,38 @@
+// One complete analysis of an experiment directory: both passes, the exports streamed during the
+// second pass (trace.pftrace, trace.sqlite) and aggregate.json at the end. Shared by
+// `sigmatrace analyze`, the tests and the throughput benchmark.
+#pragma once
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "analysis/aggregates.h"
+#include "analysis/experiment_model.h"
+#include "analysis/pipeline.h"
+
+namespace sigmatrace::exporter {
+
+inline constexpr const char* kPerfettoFile = "trace.pftrace";
+inline constexpr const char* kSqliteFile = "trace.sqlite";
+inline constexpr const char* kAggregateFile = "aggregate.json";
+
+struct AnalysisOptions {
+  std::string dir;
+  unsigned threads = 0;  // 0: all cores
+  bool perfetto = true, sqlite = true, json = true;
+  analysis::Progress* progress = nullptr;
+};
+
+struct AnalysisRun {
+  bool ok = false;           // false: nothing usable, or an output could not be written
+  std::string error;         // one line, when !ok
+  std::unique_ptr<analysis::ExperimentModel> model;
+  analysis::Aggregates aggregates;
+  analysis::SecondPassResult pass;
+  nlohmann::json aggregate_json;
+  double first_pass_s = 0, second_pass_s = 0, outputs_s = 0;
+};
+
+AnalysisRun run_analysis(const AnalysisOptions& o);
+
+}  // namespace sigmatrace::exporter

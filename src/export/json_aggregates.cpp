@@ -1,0 +1,191 @@
+// See json_aggregates.h.
+#include "export/json_aggregates.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "analysis/ibv_names.h"
+
+namespace sigmatrace::exporter {
+
+using namespace sigmatrace::analysis;
+using nlohmann::json;
+
+namespace {
+
+json counters_json(const OpCounters& c) {
+  json j;
+  j["ops"] = c.total_ops();
+  j["bytes_out"] = c.bytes_out();
+  j["bytes_read"] = c.bytes_read();
+  j["bytes_received"] = c.bytes[kOpRecv];
+  j["calls"] = c.calls;
+  j["completions"] = c.completions;
+  j["completion_errors"] = c.completion_errors;
+  json by = json::object();
+  for (unsigned i = 0; i < kOpClasses; ++i)
+    if (c.ops[i] || c.bytes[i]) by[op_class_name(i)] = {{"ops", c.ops[i]}, {"bytes", c.bytes[i]}};
+  j["by_opcode"] = by;
+  return j;
+}
+
+json matrix_json(const Matrix& m) {
+  return {{"labels", m.labels}, {"bytes", m.bytes}, {"ops", m.ops}};
+}
+
+json imbalance_json(const Imbalance& im) {
+  return {{"max_over_mean", im.max_over_mean}, {"max", im.max_label}, {"max_bytes", im.max_bytes}, {"mean_bytes", im.mean_bytes}};
+}
+
+}  // namespace
+
+json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const SecondPassResult& pass) {
+  json j;
+  j["format"] = "sigmatrace-aggregate";
+  j["version"] = 1;
+  j["experiment"] = m.dir;
+  j["start_ns"] = m.start_ns;
+  j["end_ns"] = m.end_ns;
+  j["events"] = pass.events;
+
+  uint64_t errors = 0, dropped = 0;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> coverage;  // provider -> (enabled, processes reporting)
+  json procs = json::array();
+  for (const ProcessRow& p : m.processes) {
+    const FileSummary& f = *p.file;
+    const ProcessCounters& pc = agg.process[p.process_id];
+    json o = counters_json(pc.ops);
+    o["process_id"] = p.process_id;
+    o["label"] = process_label(p);
+    o["host"] = p.host;
+    o["pid"] = p.pid;
+    o["rank"] = p.rank;
+    o["mode"] = p.mode;
+    o["file"] = f.path;
+    o["complete"] = f.has_file_end;
+    o["events"] = pc.events;
+    o["events_dropped"] = f.events_dropped();
+    o["errors"] = pc.errors;
+    o["unknown_qp_events"] = pc.unknown_qp;
+    o["unmatched_completions"] = pc.unmatched_completions;
+    o["flows_out"] = pc.flows_out;
+    o["flows_in"] = pc.flows_in;
+    o["clock"] = {{"source", clock_source_name(p.clock.source)},   {"samples", p.clock.samples},
+                  {"ns_per_tick", p.clock.ns_per_tick},           {"max_residual_ns", p.clock.max_residual_ns},
+                  {"rms_residual_ns", p.clock.rms_residual_ns}};
+    procs.push_back(o);
+    errors += pc.errors;
+    dropped += f.events_dropped();
+    for (const ProviderState& pr : f.providers) {
+      auto& c = coverage[pr.name];
+      c.first += pr.enabled, c.second += 1;
+    }
+  }
+  j["processes"] = procs;
+
+  json hosts = json::array();
+  for (size_t h = 0; h < m.hosts.size(); ++h) {
+    json o = counters_json(agg.host[h]);
+    o["host"] = m.hosts[h];
+    uint64_t n = 0;
+    for (const ProcessRow& p : m.processes) n += p.host_id == h;
+    o["processes"] = n;
+    hosts.push_back(o);
+  }
+  j["hosts"] = hosts;
+
+  json devices = json::array();
+  for (const DeviceRow& d : m.devices) {
+    json o = counters_json(agg.device[d.device_id]);
+    o["device_id"] = d.device_id;
+    o["process_id"] = d.process_id;
+    o["host"] = m.processes[d.process_id].host;
+    o["name"] = d.name;
+    devices.push_back(o);
+  }
+  j["devices"] = devices;
+
+  json qps = json::array();
+  for (const QpRow& q : m.qps) {
+    json o = counters_json(agg.qp[q.qp_id]);
+    o["qp_id"] = q.qp_id;
+    o["process_id"] = q.process_id;
+    o["qp_num"] = q.qp_num;
+    o["type"] = qp_type_name(q.qp_type);
+    o["device"] = q.device_id != kNone ? m.devices[static_cast<size_t>(q.device_id)].name : "";
+    o["remote_qp_id"] = q.remote_qp_id == kNone ? json(nullptr) : json(q.remote_qp_id);
+    o["peer_process_id"] = q.remote_qp_id == kNone ? json(nullptr) : json(m.qps[static_cast<size_t>(q.remote_qp_id)].process_id);
+    o["connection_id"] = q.connection_id == kNone ? json(nullptr) : json(q.connection_id);
+    qps.push_back(o);
+  }
+  j["qps"] = qps;
+
+  json conns = json::array();
+  for (const ConnectionRow& c : m.connections) {
+    const QpRow& a = m.qps[c.qp_a];
+    const QpRow& b = m.qps[c.qp_b];
+    uint64_t ab = agg.qp[c.qp_a].bytes_out() + agg.qp[c.qp_b].bytes_read();
+    uint64_t ba = agg.qp[c.qp_b].bytes_out() + agg.qp[c.qp_a].bytes_read();
+    conns.push_back({{"connection_id", c.connection_id},
+                     {"qp_a", c.qp_a},
+                     {"qp_b", c.qp_b},
+                     {"a", process_label(m.processes[a.process_id]) + " qp " + std::to_string(a.qp_num)},
+                     {"b", process_label(m.processes[b.process_id]) + " qp " + std::to_string(b.qp_num)},
+                     {"host_a", m.processes[a.process_id].host},
+                     {"host_b", m.processes[b.process_id].host},
+                     {"bytes_a_to_b", ab},
+                     {"bytes_b_to_a", ba},
+                     {"bytes", ab + ba}});
+  }
+  j["connections"] = conns;
+  j["matrices"] = {{"rank", matrix_json(agg.rank_matrix)}, {"host", matrix_json(agg.host_matrix)}};
+  j["imbalance"] = {{"host_egress", imbalance_json(agg.host_egress)},
+                    {"rank_egress", imbalance_json(agg.rank_egress)},
+                    {"heaviest_pair", agg.heaviest_pair},
+                    {"heaviest_pair_bytes", agg.heaviest_pair_bytes},
+                    {"mean_pair_bytes", agg.mean_pair_bytes},
+                    {"heaviest_over_mean_pair", agg.mean_pair_bytes > 0 ? agg.heaviest_pair_bytes / agg.mean_pair_bytes : 0.0}};
+  j["errors"] = errors;
+  j["events_dropped"] = dropped;
+
+  json damage = json::array();
+  for (const ProcessRow& p : m.processes) {
+    const FileSummary& f = *p.file;
+    uint64_t lost = 0;
+    for (const auto& l : f.losses) lost += l.bytes;
+    const FilePassStats& st = pass.files[p.process_id];
+    if (f.losses.empty() && !f.chunks_missing && !f.undecodable_chunks && !st.skipped_events && f.has_file_end) continue;
+    damage.push_back({{"file", f.path},
+                      {"complete", f.has_file_end},
+                      {"damaged_regions", f.losses.size()},
+                      {"bytes_skipped", lost},
+                      {"chunks_missing", f.chunks_missing},
+                      {"undecodable_chunks", f.undecodable_chunks},
+                      {"events_of_unreadable_layout", st.skipped_events}});
+  }
+  j["damage"] = damage;
+  j["skipped_files"] = m.scan.skipped;
+  json cov = json::object();
+  for (const auto& [name, c] : coverage) cov[name] = {{"enabled_in", c.first}, {"reported_by", c.second}};
+  j["coverage"] = cov;
+  return j;
+}
+
+bool write_json_file(const std::string& path, const json& j, std::string* error) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << j.dump(1) << "\n";
+    if (!out) {
+      *error = "cannot write " + tmp;
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    *error = "cannot rename " + tmp + " to " + path;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace sigmatrace::exporter

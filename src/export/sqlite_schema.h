@@ -1,0 +1,51 @@
+// The CREATE statements of trace.sqlite (docs/sql.md describes every column).
+#pragma once
+
+namespace sigmatrace::exporter {
+
+inline constexpr const char* kSqliteSchema = R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE host(host_id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE process(process_id INTEGER PRIMARY KEY, host TEXT, host_id INTEGER, pid INTEGER, rank INTEGER,
+  mode TEXT, executable TEXT, file TEXT, complete INTEGER, exit_reason TEXT, events INTEGER, events_dropped INTEGER,
+  clock_source TEXT, clock_samples INTEGER, clock_ns_per_tick REAL, clock_max_residual_ns REAL,
+  clock_rms_residual_ns REAL, first_ts_ns INTEGER, last_ts_ns INTEGER);
+CREATE TABLE thread(thread_id INTEGER PRIMARY KEY, process_id INTEGER, tid INTEGER, name TEXT, events INTEGER);
+CREATE TABLE device(device_id INTEGER PRIMARY KEY, process_id INTEGER, name TEXT, node_guid INTEGER, context INTEGER,
+  open_ts_ns INTEGER);
+CREATE TABLE port(device_id INTEGER, port INTEGER, lid INTEGER, gid TEXT, link_layer INTEGER);
+CREATE TABLE qp(qp_id INTEGER PRIMARY KEY, process_id INTEGER, device TEXT, device_id INTEGER, qp_num INTEGER,
+  type TEXT, state TEXT, port INTEGER, lid INTEGER, gid TEXT, remote_qp_num INTEGER, remote_lid INTEGER,
+  remote_gid TEXT, remote_qp_id INTEGER, connection_id INTEGER, create_ts_ns INTEGER, destroy_ts_ns INTEGER,
+  handle INTEGER);
+CREATE TABLE connection(connection_id INTEGER PRIMARY KEY, qp_a INTEGER, qp_b INTEGER, process_a INTEGER,
+  process_b INTEGER, host_a TEXT, host_b TEXT, type TEXT, ops_a_to_b INTEGER, bytes_a_to_b INTEGER,
+  ops_b_to_a INTEGER, bytes_b_to_a INTEGER);
+CREATE TABLE memory_region(mr_id INTEGER PRIMARY KEY, process_id INTEGER, handle INTEGER, pd INTEGER, addr INTEGER,
+  length INTEGER, access INTEGER, lkey INTEGER, rkey INTEGER, memory_kind TEXT, gpu_ordinal INTEGER,
+  reg_ts_ns INTEGER, dereg_ts_ns INTEGER);
+CREATE TABLE op(op_id INTEGER PRIMARY KEY, ts_ns INTEGER, dur_ns INTEGER, process_id INTEGER, thread_id INTEGER,
+  layer TEXT, qp_id INTEGER, opcode TEXT, bytes INTEGER, peer_process_id INTEGER, status INTEGER, wr_id INTEGER,
+  wr_count INTEGER, flow_id INTEGER, is_call INTEGER);
+CREATE TABLE completion(completion_id INTEGER PRIMARY KEY, ts_ns INTEGER, process_id INTEGER, thread_id INTEGER,
+  qp_id INTEGER, cq INTEGER, wr_id INTEGER, opcode TEXT, status TEXT, byte_len INTEGER, imm_data INTEGER,
+  src_qp INTEGER, vendor_err INTEGER, op_id INTEGER, flow_id INTEGER);
+CREATE TABLE error(error_id INTEGER PRIMARY KEY, ts_ns INTEGER, process_id INTEGER, thread_id INTEGER, layer TEXT,
+  kind TEXT, what TEXT, object INTEGER, error INTEGER, qp_id INTEGER);
+CREATE TABLE drops(process_id INTEGER, thread_id INTEGER, tid INTEGER, events_recorded INTEGER,
+  events_dropped INTEGER, aggregate_overflow INTEGER);
+CREATE TABLE damage(process_id INTEGER, file TEXT, offset INTEGER, bytes INTEGER, reason TEXT);
+CREATE TABLE skipped_file(reason TEXT);
+CREATE TABLE provider(process_id INTEGER, name TEXT, enabled INTEGER, detail TEXT);
+CREATE TABLE qp_stats(qp_id INTEGER, opcode TEXT, ops INTEGER, bytes INTEGER, PRIMARY KEY(qp_id, opcode));
+)sql";
+
+inline constexpr const char* kSqliteIndexes = R"sql(
+CREATE INDEX op_by_process ON op(process_id, ts_ns);
+CREATE INDEX op_by_qp ON op(qp_id, ts_ns);
+CREATE INDEX op_by_flow ON op(flow_id) WHERE flow_id IS NOT NULL;
+CREATE INDEX completion_by_qp ON completion(qp_id, ts_ns);
+CREATE INDEX completion_by_flow ON completion(flow_id) WHERE flow_id IS NOT NULL;
+)sql";
+
+}  // namespace sigmatrace::exporter

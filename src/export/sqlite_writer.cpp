@@ -1,0 +1,258 @@
+// See sqlite_writer.h.
+#include "export/sqlite_writer.h"
+
+#include <sqlite3.h>
+
+#include <cstdio>
+
+#include "analysis/ibv_names.h"
+#include "export/sqlite_schema.h"
+
+namespace sigmatrace::exporter {
+
+using namespace sigmatrace::analysis;
+
+namespace {
+
+constexpr size_t kBatchRows = 8192;
+
+// Binds a statement's parameters in order; -1 in an id column means NULL.
+class Binder {
+ public:
+  explicit Binder(sqlite3_stmt* s) : s_(s) { sqlite3_reset(s_); }
+  Binder& i(int64_t v) { sqlite3_bind_int64(s_, ++n_, v); return *this; }
+  Binder& id(int64_t v) { if (v < 0) sqlite3_bind_null(s_, ++n_); else sqlite3_bind_int64(s_, ++n_, v); return *this; }
+  Binder& u(uint64_t v) { sqlite3_bind_int64(s_, ++n_, static_cast<int64_t>(v)); return *this; }
+  Binder& d(double v) { sqlite3_bind_double(s_, ++n_, v); return *this; }
+  Binder& t(const std::string& v) { sqlite3_bind_text(s_, ++n_, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); return *this; }
+  Binder& t(const char* v) { sqlite3_bind_text(s_, ++n_, v, -1, SQLITE_STATIC); return *this; }
+  Binder& null() { sqlite3_bind_null(s_, ++n_); return *this; }
+  bool step() { return sqlite3_step(s_) == SQLITE_DONE; }
+
+ private:
+  sqlite3_stmt* s_;
+  int n_ = 0;
+};
+
+class SqlFileSink : public FileSink {
+ public:
+  explicit SqlFileSink(SqliteExport* db) : db_(db) {}
+  ~SqlFileSink() override { flush(); }
+  void op(const OpRecord& r) override {
+    ops_.push_back(r);
+    if (ops_.size() >= kBatchRows) flush();
+  }
+  void completion(const CompletionRecord& r) override {
+    completions_.push_back(r);
+    if (completions_.size() >= kBatchRows) flush();
+  }
+  void error(const ErrorRecord& r) override {
+    errors_.push_back(r);
+    if (errors_.size() >= kBatchRows) flush();
+  }
+  void finish() override { flush(); }
+
+ private:
+  void flush() {
+    if (ops_.empty() && completions_.empty() && errors_.empty()) return;
+    std::lock_guard<std::mutex> g(db_->lock());
+    db_->insert_ops(ops_);
+    db_->insert_completions(completions_);
+    db_->insert_errors(errors_);
+    ops_.clear(), completions_.clear(), errors_.clear();
+  }
+  SqliteExport* db_;
+  std::vector<OpRecord> ops_;
+  std::vector<CompletionRecord> completions_;
+  std::vector<ErrorRecord> errors_;
+};
+
+const char* memory_kind_name(uint64_t k) { return k == 0 ? "host" : k == 1 ? "gpu" : "unknown"; }
+
+}  // namespace
+
+SqliteExport::~SqliteExport() {
+  for (sqlite3_stmt* s : {op_, completion_, error_})
+    if (s) sqlite3_finalize(s);
+  if (db_) sqlite3_close(db_);
+}
+
+bool SqliteExport::exec(const char* sql, std::string* error) {
+  char* msg = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) == SQLITE_OK) return true;
+  *error = std::string("sqlite: ") + (msg ? msg : "error");
+  sqlite3_free(msg);
+  return false;
+}
+
+bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::string* error) {
+  path_ = path;
+  tmp_path_ = path + ".tmp";
+  std::remove(tmp_path_.c_str());
+  if (sqlite3_open(tmp_path_.c_str(), &db_) != SQLITE_OK) {
+    *error = "cannot create " + tmp_path_ + ": " + sqlite3_errmsg(db_);
+    return false;
+  }
+  // The file is rebuilt from the traces on failure: no journal, no syncing.
+  if (!exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA page_size=65536;", error) ||
+      !exec(kSqliteSchema, error) || !exec("BEGIN", error))
+    return false;
+  auto prepare = [&](const char* sql, sqlite3_stmt** s) {
+    if (sqlite3_prepare_v2(db_, sql, -1, s, nullptr) == SQLITE_OK) return true;
+    *error = std::string("sqlite: ") + sqlite3_errmsg(db_);
+    return false;
+  };
+  if (!prepare("INSERT INTO op VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &op_) ||
+      !prepare("INSERT INTO completion VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &completion_) ||
+      !prepare("INSERT INTO error VALUES(?,?,?,?,?,?,?,?,?,?)", &error_))
+    return false;
+
+  sqlite3_stmt* s = nullptr;
+  auto stmt = [&](const char* sql) {
+    if (s) sqlite3_finalize(s);
+    s = nullptr;
+    sqlite3_prepare_v2(db_, sql, -1, &s, nullptr);
+    return s;
+  };
+  stmt("INSERT INTO meta VALUES(?,?)");
+  Binder(s).t("experiment").t(m.dir).step();
+  Binder(s).t("start_ns").t(std::to_string(m.start_ns)).step();
+  Binder(s).t("end_ns").t(std::to_string(m.end_ns)).step();
+  Binder(s).t("schema_version").t("1").step();
+  stmt("INSERT INTO host VALUES(?,?)");
+  for (size_t h = 0; h < m.hosts.size(); ++h) Binder(s).i(static_cast<int64_t>(h)).t(m.hosts[h]).step();
+  stmt("INSERT INTO process VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  for (const ProcessRow& p : m.processes) {
+    const FileSummary& f = *p.file;
+    Binder(s).i(p.process_id).t(p.host).i(p.host_id).i(p.pid).id(p.rank).t(p.mode).t(f.meta_value("executable")).t(f.path)
+        .i(f.has_file_end).t(f.has_file_end ? exit_reason_name(f.end_exit_reason) : "none").u(f.events)
+        .u(f.events_dropped()).t(clock_source_name(p.clock.source)).u(p.clock.samples).d(p.clock.ns_per_tick)
+        .d(p.clock.max_residual_ns).d(p.clock.rms_residual_ns).i(p.first_ns).i(p.last_ns).step();
+  }
+  stmt("INSERT INTO thread VALUES(?,?,?,?,?)");
+  for (const ThreadRow& t : m.threads) Binder(s).i(t.thread_id).i(t.process_id).i(t.tid).t(t.name).u(t.events).step();
+  stmt("INSERT INTO device VALUES(?,?,?,?,?,?)");
+  for (const DeviceRow& d : m.devices) Binder(s).i(d.device_id).i(d.process_id).t(d.name).u(d.node_guid).u(d.context).i(d.open_ns).step();
+  stmt("INSERT INTO port VALUES(?,?,?,?,?)");
+  for (const DeviceRow& d : m.devices)
+    for (const PortRow& p : d.ports) Binder(s).i(d.device_id).u(p.port).u(p.lid).t(gid_text(p.gid_prefix, p.gid_iface)).u(p.link_layer).step();
+  stmt("INSERT INTO qp VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  for (const QpRow& q : m.qps) {
+    Binder b(s);
+    b.i(q.qp_id).i(q.process_id);
+    if (q.device_id != kNone) b.t(m.devices[static_cast<size_t>(q.device_id)].name); else b.null();
+    b.id(q.device_id).u(q.qp_num).t(qp_type_name(q.qp_type)).t(qp_state_name(q.state)).u(q.port).u(q.local.lid)
+        .t(gid_text(q.local.gid_prefix, q.local.gid_iface));
+    if (q.has_remote) b.u(q.dest_qp_num).u(q.remote_lid).t(gid_text(q.remote_gid_prefix, q.remote_gid_iface));
+    else b.null().null().null();
+    b.id(q.remote_qp_id).id(q.connection_id).i(q.create_ns);
+    if (q.destroy_ns) b.i(q.destroy_ns); else b.null();
+    b.u(q.handle).step();
+  }
+  stmt("INSERT INTO memory_region VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  for (const MrRow& r : m.mrs) {
+    Binder b(s);
+    b.i(r.mr_id).i(r.process_id).u(r.handle).u(r.pd).u(r.addr).u(r.length).u(r.access).u(r.lkey).u(r.rkey)
+        .t(memory_kind_name(r.memory_kind)).id(r.gpu_ordinal).i(r.reg_ns);
+    if (r.dereg_ns) b.i(r.dereg_ns); else b.null();
+    b.step();
+  }
+  stmt("INSERT INTO drops VALUES(?,?,?,?,?,?)");
+  for (const ProcessRow& p : m.processes)
+    for (const auto& [tid, t] : p.file->threads) {
+      if (!t.events_dropped && !t.aggregate_overflow) continue;
+      auto it = p.thread_of_tid.find(tid);
+      Binder(s).i(p.process_id).id(it == p.thread_of_tid.end() ? -1 : it->second).i(tid).u(t.events_recorded)
+          .u(t.events_dropped).u(t.aggregate_overflow).step();
+    }
+  stmt("INSERT INTO damage VALUES(?,?,?,?,?)");
+  for (const ProcessRow& p : m.processes) {
+    for (const auto& l : p.file->losses) Binder(s).i(p.process_id).t(p.file->path).u(l.offset).u(l.bytes).t(l.reason).step();
+    if (p.file->chunks_missing)
+      Binder(s).i(p.process_id).t(p.file->path).null().null().t(std::to_string(p.file->chunks_missing) + " chunks missing").step();
+    if (p.file->undecodable_chunks)
+      Binder(s).i(p.process_id).t(p.file->path).null().null()
+          .t(std::to_string(p.file->undecodable_chunks) + " chunks partly undecodable").step();
+  }
+  stmt("INSERT INTO skipped_file VALUES(?)");
+  for (const std::string& r : m.scan.skipped) Binder(s).t(r).step();
+  stmt("INSERT INTO provider VALUES(?,?,?,?)");
+  for (const ProcessRow& p : m.processes)
+    for (const ProviderState& pr : p.file->providers) Binder(s).i(p.process_id).t(pr.name).i(pr.enabled).t(pr.detail).step();
+  if (s) sqlite3_finalize(s);
+  return true;
+}
+
+std::unique_ptr<FileSink> SqliteExport::open_file(uint32_t) { return std::make_unique<SqlFileSink>(this); }
+
+void SqliteExport::insert_ops(const std::vector<OpRecord>& rows) {
+  for (const OpRecord& r : rows) {
+    Binder b(op_);
+    b.u(r.op_id).i(r.ts_ns);
+    if (r.dur_ns >= 0) b.i(r.dur_ns); else b.null();
+    b.i(r.process_id).id(r.thread_id).t(r.layer).id(r.qp_id).t(op_class_name(r.op_class)).u(r.bytes).id(r.peer_process_id);
+    if (r.status != -1 || r.is_call) b.i(r.status); else b.null();
+    b.u(r.wr_id).i(r.wr_count);
+    if (r.flow_id) b.u(r.flow_id); else b.null();
+    b.i(r.is_call).step();
+  }
+}
+
+void SqliteExport::insert_completions(const std::vector<CompletionRecord>& rows) {
+  for (const CompletionRecord& r : rows) {
+    Binder b(completion_);
+    b.u(r.completion_id).i(r.ts_ns).i(r.process_id).id(r.thread_id).id(r.qp_id).u(r.cq).u(r.wr_id)
+        .t(r.status == 0 ? wc_opcode_name(r.opcode) : std::string("UNDEFINED")).t(wc_status_name(r.status)).u(r.byte_len)
+        .u(r.imm_data).u(r.src_qp).u(r.vendor_err).id(r.op_id);
+    if (r.flow_id) b.u(r.flow_id); else b.null();
+    b.step();
+  }
+}
+
+void SqliteExport::insert_errors(const std::vector<ErrorRecord>& rows) {
+  for (const ErrorRecord& r : rows)
+    Binder(error_).u(r.error_id).i(r.ts_ns).i(r.process_id).id(r.thread_id).t(r.layer).t(r.kind).t(r.what).u(r.object)
+        .i(r.error).id(r.qp_id).step();
+}
+
+bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::string* error) {
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(db_, "INSERT INTO connection VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1, &s, nullptr);
+  for (const ConnectionRow& c : m.connections) {
+    const QpRow& a = m.qps[c.qp_a];
+    const QpRow& b = m.qps[c.qp_b];
+    const OpCounters& ca = agg.qp[c.qp_a];
+    const OpCounters& cb = agg.qp[c.qp_b];
+    auto out_ops = [](const OpCounters& x) {
+      uint64_t n = 0;
+      for (unsigned i = 0; i < kOpClasses; ++i)
+        if (op_moves_bytes_out(i)) n += x.ops[i];
+      return n;
+    };
+    // a -> b: what a wrote/sent plus what b read from a.
+    Binder(s).i(c.connection_id).i(c.qp_a).i(c.qp_b).i(a.process_id).i(b.process_id).t(m.processes[a.process_id].host)
+        .t(m.processes[b.process_id].host).t(qp_type_name(a.qp_type)).u(out_ops(ca) + cb.ops[kOpRead])
+        .u(ca.bytes_out() + cb.bytes_read()).u(out_ops(cb) + ca.ops[kOpRead]).u(cb.bytes_out() + ca.bytes_read()).step();
+  }
+  sqlite3_finalize(s);
+  sqlite3_prepare_v2(db_, "INSERT INTO qp_stats VALUES(?,?,?,?)", -1, &s, nullptr);
+  for (const QpRow& q : m.qps)
+    for (unsigned i = 0; i < kOpClasses; ++i)
+      if (agg.qp[q.qp_id].ops[i] || agg.qp[q.qp_id].bytes[i])
+        Binder(s).i(q.qp_id).t(op_class_name(i)).u(agg.qp[q.qp_id].ops[i]).u(agg.qp[q.qp_id].bytes[i]).step();
+  sqlite3_finalize(s);
+  for (sqlite3_stmt** st : {&op_, &completion_, &error_}) {
+    sqlite3_finalize(*st);
+    *st = nullptr;
+  }
+  if (!exec(kSqliteIndexes, error) || !exec("COMMIT", error)) return false;
+  sqlite3_close(db_);
+  db_ = nullptr;
+  if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
+    *error = "cannot rename " + tmp_path_ + " to " + path_;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace sigmatrace::exporter

@@ -1,0 +1,116 @@
+// See text_report.h.
+#include "export/text_report.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+
+namespace sigmatrace::exporter {
+
+using nlohmann::json;
+
+namespace {
+
+void add(std::string* out, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  *out += buf;
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+  return buf;
+}
+
+uint64_t u(const json& j, const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<uint64_t>() : 0; }
+double d(const json& j, const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : 0.0; }
+std::string s(const json& j, const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : ""; }
+
+}  // namespace
+
+std::string render_text_report(const json& a, size_t top) {
+  std::string out;
+  const json& procs = a["processes"];
+  uint64_t ops = 0, bytes = 0;
+  for (const json& p : procs) ops += u(p, "ops"), bytes += u(p, "bytes_out") + u(p, "bytes_read");
+  double span_s = static_cast<double>(a.value("end_ns", int64_t{0}) - a.value("start_ns", int64_t{0})) / 1e9;
+  add(&out, "experiment %s: %zu processes on %zu hosts, %" PRIu64 " events, %" PRIu64 " operations, %s moved in %.3f s\n",
+      s(a, "experiment").c_str(), procs.size(), a["hosts"].size(), u(a, "events"), ops, human_bytes(double(bytes)).c_str(), span_s);
+
+  // Top connections and QPs by bytes.
+  std::vector<json> conns(a["connections"].begin(), a["connections"].end());
+  std::sort(conns.begin(), conns.end(), [](const json& x, const json& y) { return u(x, "bytes") > u(y, "bytes"); });
+  add(&out, "\ntop connections by bytes:\n");
+  if (conns.empty()) add(&out, "  (no connection with both ends in the trace)\n");
+  for (size_t i = 0; i < std::min(top, conns.size()); ++i)
+    add(&out, "  %-28s <-> %-28s %12s  (a->b %s, b->a %s)\n", s(conns[i], "a").c_str(), s(conns[i], "b").c_str(),
+        human_bytes(double(u(conns[i], "bytes"))).c_str(), human_bytes(double(u(conns[i], "bytes_a_to_b"))).c_str(),
+        human_bytes(double(u(conns[i], "bytes_b_to_a"))).c_str());
+  std::vector<json> qps(a["qps"].begin(), a["qps"].end());
+  auto qbytes = [](const json& q) { return u(q, "bytes_out") + u(q, "bytes_read"); };
+  std::sort(qps.begin(), qps.end(), [&](const json& x, const json& y) { return qbytes(x) > qbytes(y); });
+  add(&out, "\ntop QPs by bytes (out + read):\n");
+  for (size_t i = 0; i < std::min(top, qps.size()); ++i) {
+    const json& q = qps[i];
+    std::string owner = procs[u(q, "process_id")].value("label", "");
+    std::string peer = q["peer_process_id"].is_null() ? "?" : procs[u(q, "peer_process_id")].value("label", "");
+    add(&out, "  %-10s qp %-8" PRIu64 " %-3s %-10s -> %-10s %12s %10" PRIu64 " ops\n", owner.c_str(), u(q, "qp_num"),
+        s(q, "type").c_str(), s(q, "device").c_str(), peer.c_str(), human_bytes(double(qbytes(q))).c_str(), u(q, "ops"));
+  }
+
+  // Host matrix.
+  const json& hm = a["matrices"]["host"];
+  add(&out, "\nhost matrix (bytes, row: source, column: destination):\n  %-16s", "");
+  for (const json& l : hm["labels"]) add(&out, " %12.12s", l.get<std::string>().c_str());
+  add(&out, "\n");
+  for (size_t r = 0; r < hm["labels"].size(); ++r) {
+    add(&out, "  %-16.16s", hm["labels"][r].get<std::string>().c_str());
+    for (const json& v : hm["bytes"][r]) add(&out, " %12s", human_bytes(double(v.get<uint64_t>())).c_str());
+    add(&out, "\n");
+  }
+
+  const json& im = a["imbalance"];
+  add(&out, "\nimbalance:\n");
+  add(&out, "  egress per host: max/mean %.2f (max %s: %s, mean %s)\n", d(im["host_egress"], "max_over_mean"),
+      s(im["host_egress"], "max").c_str(), human_bytes(double(u(im["host_egress"], "max_bytes"))).c_str(),
+      human_bytes(d(im["host_egress"], "mean_bytes")).c_str());
+  add(&out, "  egress per rank: max/mean %.2f (max %s: %s, mean %s)\n", d(im["rank_egress"], "max_over_mean"),
+      s(im["rank_egress"], "max").c_str(), human_bytes(double(u(im["rank_egress"], "max_bytes"))).c_str(),
+      human_bytes(d(im["rank_egress"], "mean_bytes")).c_str());
+  add(&out, "  heaviest pair %s: %s, %.2f x the mean pair (%s)\n", s(im, "heaviest_pair").c_str(),
+      human_bytes(double(u(im, "heaviest_pair_bytes"))).c_str(), d(im, "heaviest_over_mean_pair"),
+      human_bytes(d(im, "mean_pair_bytes")).c_str());
+
+  add(&out, "\nerrors: %" PRIu64 "\n", u(a, "errors"));
+  for (const json& p : procs)
+    if (u(p, "errors")) add(&out, "  %-12s %" PRIu64 " (failed completions %" PRIu64 ")\n", s(p, "label").c_str(), u(p, "errors"), u(p, "completion_errors"));
+  add(&out, "dropped events: %" PRIu64 "\n", u(a, "events_dropped"));
+  for (const json& p : procs)
+    if (u(p, "events_dropped")) add(&out, "  %-12s %" PRIu64 "\n", s(p, "label").c_str(), u(p, "events_dropped"));
+  if (!a["damage"].empty()) {
+    add(&out, "damaged or incomplete files (intact parts analysed):\n");
+    for (const json& dmg : a["damage"])
+      add(&out, "  %s: %s, %" PRIu64 " damaged regions (%s skipped), %" PRIu64 " chunks missing, %" PRIu64 " undecodable\n",
+          s(dmg, "file").c_str(), dmg.value("complete", false) ? "complete" : "no end record", u(dmg, "damaged_regions"),
+          human_bytes(double(u(dmg, "bytes_skipped"))).c_str(), u(dmg, "chunks_missing"), u(dmg, "undecodable_chunks"));
+  }
+  if (!a["skipped_files"].empty()) {
+    add(&out, "skipped files (unusable):\n");
+    for (const json& r : a["skipped_files"]) add(&out, "  %s\n", r.get<std::string>().c_str());
+  }
+  add(&out, "coverage (providers enabled / processes reporting):");
+  if (a["coverage"].empty()) add(&out, " none reported");
+  for (const auto& [name, c] : a["coverage"].items()) add(&out, " %s %" PRIu64 "/%" PRIu64, name.c_str(), u(c, "enabled_in"), u(c, "reported_by"));
+  add(&out, "\n");
+  return out;
+}
+
+}  // namespace sigmatrace::exporter

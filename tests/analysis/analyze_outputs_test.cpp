@@ -1,0 +1,192 @@
+// End-to-end analysis of synthetic multi-process experiments (4 processes on 2 hosts, QP pairs in
+// a ring): the topology, exact byte counts in aggregate.json and trace.sqlite, WR <-> completion
+// association and send -> receive flows between the right processes.
+#include <gtest/gtest.h>
+
+#include "analysis/synthetic_experiment.h"
+#include "analysis_test_util.h"
+#include "support/temp_dir.h"
+
+namespace sigmatrace::test {
+namespace {
+
+using analysis::SyntheticSpec;
+using analysis::SyntheticTruth;
+
+SyntheticSpec ring_spec(bool full) {
+  SyntheticSpec s;
+  s.processes = 4;
+  s.hosts = 2;
+  s.threads_per_process = 2;
+  s.qps_per_pair = 2;
+  s.messages_per_qp = 12;
+  s.opcodes = {2 /*SEND*/, 0 /*WRITE*/, 1 /*WRITE_IMM*/, 4 /*READ*/, 6 /*ATOMIC_FA*/, 3 /*SEND_IMM*/};
+  s.full_mode = full;
+  return s;
+}
+
+class AnalyzeFull : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    spec = ring_spec(true);
+    truth = analysis::write_synthetic_experiment(dir.path(), spec);
+    ASSERT_EQ(truth.files.size(), 4u);
+    run = analyze_dir(dir.path());
+    ASSERT_TRUE(run.ok) << run.error;
+    db = dir / "trace.sqlite";
+  }
+  TempDir dir;
+  SyntheticSpec spec;
+  SyntheticTruth truth;
+  exporter::AnalysisRun run;
+  std::string db;
+};
+
+TEST_F(AnalyzeFull, WritesAllThreeOutputs) {
+  for (const char* f : {"trace.sqlite", "trace.pftrace", "aggregate.json"}) EXPECT_FALSE(read_file(dir / f).empty()) << f;
+  EXPECT_TRUE(read_file(dir / "trace.sqlite.tmp").empty());
+}
+
+TEST_F(AnalyzeFull, ProcessesThreadsAndHosts) {
+  EXPECT_EQ(sql_rows(db, "SELECT process_id, host, pid, rank FROM process ORDER BY process_id"),
+            (std::vector<std::string>{"0|node0|1000|0", "1|node1|1001|1", "2|node0|1002|2", "3|node1|1003|3"}));
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM thread"), 8);
+  EXPECT_EQ(sql_rows(db, "SELECT tid, name FROM thread WHERE process_id = 1 ORDER BY tid"),
+            (std::vector<std::string>{"10010|main", "10011|worker"}));
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM host"), 2);
+}
+
+TEST_F(AnalyzeFull, QpTopologyPairsEveryQpWithItsPeer) {
+  // Ring of 4: each process has 2 peers x 2 QPs; 8 connections, all between the two hosts.
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM qp"), 16);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM connection"), 8);
+  EXPECT_EQ(static_cast<uint64_t>(sql_int(db, "SELECT COUNT(*) FROM connection")), truth.connections);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM connection WHERE host_a != host_b"), 8);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM qp a JOIN qp b ON a.remote_qp_id = b.qp_id WHERE b.remote_qp_id = a.qp_id"), 16);
+  // Each QP's peer is the process and QP number the generator connected it to.
+  for (int r = 0; r < 4; ++r)
+    for (int p : {(r + 1) % 4, (r + 3) % 4})
+      for (int i = 0; i < 2; ++i) {
+        uint32_t local = analysis::synthetic_qp_num(spec, r, p, i), remote = analysis::synthetic_qp_num(spec, p, r, i);
+        EXPECT_EQ(sql_rows(db, "SELECT p.rank, b.qp_num FROM qp a JOIN qp b ON a.remote_qp_id = b.qp_id JOIN process p ON "
+                               "p.process_id = b.process_id WHERE a.process_id = " + std::to_string(r) +
+                               " AND a.qp_num = " + std::to_string(local)),
+                  (std::vector<std::string>{std::to_string(p) + "|" + std::to_string(remote)}))
+            << "rank " << r << " qp " << local;
+      }
+  EXPECT_EQ(sql_rows(db, "SELECT DISTINCT type, state, device FROM qp"), (std::vector<std::string>{"RC|RTS|mlx5_0"}));
+}
+
+TEST_F(AnalyzeFull, RankMatrixHasExactBytes) {
+  const nlohmann::json& m = run.aggregate_json["matrices"]["rank"];
+  ASSERT_EQ(m["labels"].size(), 5u);
+  EXPECT_EQ(m["labels"][0], "rank 0");
+  EXPECT_EQ(m["labels"][4], "unknown");
+  for (int s = 0; s < 4; ++s) {
+    for (int d = 0; d < 4; ++d) EXPECT_EQ(m["bytes"][s][d].get<uint64_t>(), truth.bytes[s][d]) << s << "->" << d;
+    EXPECT_EQ(m["bytes"][s][4].get<uint64_t>(), 0u);
+  }
+  // Some pairs are really non-zero and the diagonal is empty.
+  EXPECT_GT(truth.bytes[0][1], 0u);
+  EXPECT_EQ(truth.bytes[0][2], 0u);
+  // Host matrix: ranks 0,2 on node0 and 1,3 on node1; all traffic crosses.
+  const nlohmann::json& h = run.aggregate_json["matrices"]["host"];
+  uint64_t n0_to_n1 = truth.bytes[0][1] + truth.bytes[0][3] + truth.bytes[2][1] + truth.bytes[2][3];
+  uint64_t n1_to_n0 = truth.bytes[1][0] + truth.bytes[1][2] + truth.bytes[3][0] + truth.bytes[3][2];
+  EXPECT_EQ(h["bytes"][0][1].get<uint64_t>(), n0_to_n1);
+  EXPECT_EQ(h["bytes"][1][0].get<uint64_t>(), n1_to_n0);
+  EXPECT_EQ(h["bytes"][0][0].get<uint64_t>(), 0u);
+}
+
+TEST_F(AnalyzeFull, SqlByteCountsMatchTheMatrix) {
+  // Initiator -> target bytes of the operations that move data out; READs the other way.
+  for (int s = 0; s < 4; ++s)
+    for (int d = 0; d < 4; ++d) {
+      if (s == d) continue;
+      std::string q = "SELECT COALESCE(SUM(bytes), 0) FROM op WHERE ((process_id = " + std::to_string(s) + " AND peer_process_id = " +
+                      std::to_string(d) + " AND opcode NOT IN ('READ', 'RECV')) OR (process_id = " + std::to_string(d) +
+                      " AND peer_process_id = " + std::to_string(s) + " AND opcode = 'READ'))";
+      EXPECT_EQ(static_cast<uint64_t>(sql_int(db, q)), truth.bytes[s][d]) << s << "->" << d;
+    }
+  // One op row per WR: 16 QPs x 12 sends, plus one per receive WR (SEND, WRITE_IMM, SEND_IMM: 6 of 12).
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM op WHERE opcode != 'RECV'"), 16 * 12);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM op WHERE opcode = 'RECV'"), 16 * 6);
+  EXPECT_EQ(sql_rows(db, "SELECT opcode, COUNT(*) FROM op GROUP BY opcode ORDER BY opcode"),
+            (std::vector<std::string>{"ATOMIC_FA|32", "READ|32", "RECV|96", "SEND|32", "SEND_IMM|32", "WRITE|32", "WRITE_IMM|32"}));
+  EXPECT_EQ(sql_int(db, "SELECT SUM(bytes) FROM op WHERE opcode = 'ATOMIC_FA'"), 32 * 8);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(DISTINCT layer) FROM op"), 1);
+  EXPECT_EQ(sql_rows(db, "SELECT DISTINCT layer FROM op"), (std::vector<std::string>{"ibv"}));
+}
+
+TEST_F(AnalyzeFull, WorkRequestsAreAssociatedWithTheirCompletions) {
+  // Every signaled send completes 3000 ns after its post; receives complete with their message's length.
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM op WHERE opcode != 'RECV' AND (dur_ns != 3000 OR status != 0)"), 0);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM completion WHERE op_id IS NULL"), 0);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM completion c JOIN op o ON o.op_id = c.op_id WHERE o.wr_id != c.wr_id"), 0);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM op WHERE opcode = 'RECV' AND dur_ns IS NULL"), 0);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM completion"), 16 * 12 + 16 * 6);
+}
+
+TEST_F(AnalyzeFull, FlowsConnectEachSendToTheReceiveOfTheRightProcess) {
+  EXPECT_EQ(static_cast<uint64_t>(sql_int(db, "SELECT COUNT(*) FROM op WHERE flow_id IS NOT NULL AND opcode != 'RECV'")), truth.flows);
+  EXPECT_EQ(static_cast<uint64_t>(sql_int(db, "SELECT COUNT(*) FROM completion WHERE flow_id IS NOT NULL")), truth.flows);
+  // Each send's flow id is found exactly once, at a receive completion in its peer process, on the
+  // QP paired with the sender's, carrying the sent length, after the send.
+  EXPECT_EQ(static_cast<uint64_t>(sql_int(db,
+                "SELECT COUNT(*) FROM op s JOIN completion c ON c.flow_id = s.flow_id JOIN qp q ON q.qp_id = s.qp_id "
+                "WHERE s.opcode != 'RECV' AND c.process_id = s.peer_process_id AND c.qp_id = q.remote_qp_id "
+                "AND c.byte_len = s.bytes AND c.ts_ns - s.ts_ns BETWEEN 1998 AND 2002")),
+            truth.flows);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM (SELECT flow_id FROM completion WHERE flow_id IS NOT NULL GROUP BY flow_id HAVING COUNT(*) > 1)"), 0);
+  EXPECT_EQ(sql_rows(db, "SELECT opcode, COUNT(*) FROM completion WHERE flow_id IS NOT NULL GROUP BY opcode ORDER BY opcode"),
+            (std::vector<std::string>{"RECV|64", "RECV_RDMA_WITH_IMM|32"}));
+}
+
+TEST_F(AnalyzeFull, NormalizedTimesAreTheTrueTimes) {
+  // The first send of every process was posted at start + period on each process's own skewed clock.
+  for (int r = 0; r < 4; ++r)
+    EXPECT_NEAR(static_cast<double>(sql_int(db, "SELECT MIN(ts_ns) FROM op WHERE opcode != 'RECV' AND process_id = " + std::to_string(r))),
+                static_cast<double>(spec.start_ns + spec.message_period_ns), 2.0)
+        << "rank " << r;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM process WHERE clock_source = 'fit' AND clock_samples = 5 AND clock_max_residual_ns < 2"), 4);
+}
+
+TEST_F(AnalyzeFull, AggregatesPerQpProcessDeviceHost) {
+  const nlohmann::json& a = run.aggregate_json;
+  ASSERT_EQ(a["qps"].size(), 16u);
+  ASSERT_EQ(a["processes"].size(), 4u);
+  ASSERT_EQ(a["devices"].size(), 4u);
+  ASSERT_EQ(a["hosts"].size(), 2u);
+  uint64_t out = 0;
+  for (int s = 0; s < 4; ++s)
+    for (int d = 0; d < 4; ++d) out += truth.bytes[s][d];
+  uint64_t host_out = 0, qp_out = 0;
+  for (const auto& h : a["hosts"]) host_out += h["bytes_out"].get<uint64_t>() + h["bytes_read"].get<uint64_t>();
+  for (const auto& q : a["qps"]) qp_out += q["bytes_out"].get<uint64_t>() + q["bytes_read"].get<uint64_t>();
+  EXPECT_EQ(host_out, out);
+  EXPECT_EQ(qp_out, out);
+  EXPECT_EQ(a["qps"][0]["by_opcode"]["SEND"]["ops"].get<uint64_t>(), 2u);
+  EXPECT_EQ(a["processes"][0]["ops"].get<uint64_t>(), 4u * 12 + 4u * 6);  // 4 QPs: 12 WRs + 6 receives each
+  EXPECT_EQ(a["processes"][0]["flows_out"].get<uint64_t>(), 4u * 6);
+  EXPECT_EQ(a["events_dropped"].get<uint64_t>(), 0u);
+  EXPECT_EQ(a["coverage"]["ibverbs"]["enabled_in"].get<uint64_t>(), 4u);
+}
+
+TEST(AnalyzeSimple, OneOpPerCallAndExactBytes) {
+  TempDir dir;
+  SyntheticSpec spec = ring_spec(false);
+  SyntheticTruth truth = analysis::write_synthetic_experiment(dir.path(), spec);
+  exporter::AnalysisRun run = analyze_dir(dir.path());
+  ASSERT_TRUE(run.ok) << run.error;
+  std::string db = dir / "trace.sqlite";
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM op WHERE opcode != 'RECV' AND wr_count = 1 AND dur_ns = 0"), 16 * 12);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM completion"), 0);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM op WHERE flow_id IS NOT NULL"), 0);  // no per-message events to match
+  for (int s = 0; s < 4; ++s)
+    for (int d = 0; d < 4; ++d)
+      EXPECT_EQ(run.aggregate_json["matrices"]["rank"]["bytes"][s][d].get<uint64_t>(), truth.bytes[s][d]) << s << "->" << d;
+  EXPECT_EQ(sql_rows(db, "SELECT DISTINCT mode FROM process"), (std::vector<std::string>{"simple"}));
+}
+
+}  // namespace
+}  // namespace sigmatrace::test
