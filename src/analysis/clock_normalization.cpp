@@ -34,7 +34,10 @@ ClockModel fit_clock_model(std::vector<ClockSamplePoint> samples) {
   m.max_residual_ns = f.max_residual_ns;
   double sq = 0;
   for (const ClockSamplePoint& s : samples) {
-    double e = static_cast<double>(m.to_ns(s.tsc) - static_cast<int64_t>(s.realtime_ns));
+    // In double, before rounding to whole ns, like the fit's own max residual.
+    double t = static_cast<double>(static_cast<int64_t>(s.tsc - m.anchor_tsc));
+    double r = static_cast<double>(static_cast<int64_t>(s.realtime_ns) - m.anchor_ns);
+    double e = m.intercept_ns + m.ns_per_tick * t - r;
     sq += e * e;
   }
   m.rms_residual_ns = std::sqrt(sq / static_cast<double>(samples.size()));
