@@ -1,0 +1,62 @@
+// See verbs_trace.h.
+#include "verbs_trace.h"
+
+#include "format/experiment_layout.h"
+#include "format/trace_reader.h"
+
+namespace sigmatrace::test {
+
+std::vector<const VerbsEvent*> ProcessEvents::of(format::EventType t) const {
+  std::vector<const VerbsEvent*> r;
+  for (const VerbsEvent& e : events)
+    if (e.type == static_cast<uint16_t>(t)) r.push_back(&e);
+  return r;
+}
+
+bool read_experiment(const std::string& dir, std::vector<ProcessEvents>* out, std::string* error) {
+  for (const std::string& path : format::list_trace_files(dir)) {
+    format::TraceFileReader r;
+    if (!r.open(path, error)) return false;
+    ProcessEvents p;
+    p.path = path;
+    if (const std::string* exe = format::find_meta(r.metadata(), "executable")) p.executable = *exe;
+    format::Chunk c;
+    format::DecodedEvent ev;
+    while (r.next_chunk(&c)) {
+      format::ChunkEventDecoder d(c.payload.data(), c.payload.size(), c.header.first_tsc, &r.schema());
+      while (d.next(&ev)) {
+        VerbsEvent e;
+        e.type = ev.type;
+        e.tsc = ev.tsc;
+        e.v.assign(ev.values, ev.values + ev.field_count);
+        for (int i = 0; i < ev.field_count; ++i)
+          if (!ev.bytes[i].empty()) {
+            e.bytes = std::string(ev.bytes[i]);
+            break;
+          }
+        p.events.push_back(std::move(e));
+      }
+      if (d.failed()) {
+        *error = path + ": a malformed chunk";
+        return false;
+      }
+    }
+    if (!r.losses().empty()) {
+      *error = path + ": damaged";
+      return false;
+    }
+    out->push_back(std::move(p));
+  }
+  return true;
+}
+
+std::vector<const ProcessEvents*> processes_named(const std::vector<ProcessEvents>& all, const std::string& name) {
+  std::vector<const ProcessEvents*> r;
+  for (const ProcessEvents& p : all)
+    if (p.executable.size() >= name.size() && p.executable.compare(p.executable.size() - name.size(), name.size(), name) == 0 &&
+        (p.executable.size() == name.size() || p.executable[p.executable.size() - name.size() - 1] == '/'))
+      r.push_back(&p);
+  return r;
+}
+
+}  // namespace sigmatrace::test
