@@ -851,12 +851,11 @@ void Engine::run() {
   uint64_t last_work = now_ns();
   while (running_.load(std::memory_order_relaxed)) {
     bool did = false;
+    // If an application thread holds the lock it is progressing the engine itself; never
+    // spin against it (as SCHED_FIFO that would starve the lock holder).
     if (mu.try_lock()) {
       did = progress();
       mu.unlock();
-    } else if (realtime_) {
-      // An application thread holds the lock and is progressing; do not spin against it.
-      std::this_thread::yield();
     }
     uint64_t now = now_ns();
     if (did) {

@@ -415,6 +415,60 @@ void scenario_state_machine(Side& s) {
   CHECK(ibv_reg_dmabuf_mr(s.pd, 0, 4096, 0, 3, IBV_ACCESS_LOCAL_WRITE) == nullptr && errno == EOPNOTSUPP);
 }
 
+// An SRQ armed with a limit raises IBV_EVENT_SRQ_LIMIT_REACHED through the blocking
+// ibv_get_async_event once receives drain below it.
+void scenario_srq_limit_event(Side& s, bool a) {
+  ibv_srq* srq = nullptr;
+  if (!a) {
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 16;
+    sa.attr.max_sge = 1;
+    srq = ibv_create_srq(s.pd, &sa);
+    CHECK(srq);
+    for (int i = 0; i < 4; ++i) {
+      ibv_sge g = s.sge(size_t(i) * 256, 256);
+      ibv_recv_wr wr{}, *bad;
+      wr.wr_id = 50 + i;
+      wr.sg_list = &g;
+      wr.num_sge = 1;
+      CHECK(ibv_post_srq_recv(srq, &wr, &bad) == 0);
+    }
+    ibv_srq_attr la{};
+    la.srq_limit = 2;
+    CHECK(ibv_modify_srq(srq, &la, IBV_SRQ_LIMIT) == 0);
+    ibv_qp_init_attr qa{};
+    qa.send_cq = qa.recv_cq = s.cq;
+    qa.srq = srq;
+    qa.cap.max_send_wr = 8;
+    qa.cap.max_send_sge = 1;
+    qa.qp_type = IBV_QPT_RC;
+    s.qp = ibv_create_qp(s.pd, &qa);
+    CHECK(s.qp);
+    CHECK(ibv_destroy_srq(srq) == EBUSY);  // a QP still uses it
+  } else {
+    s.make_qp(false);
+  }
+  s.connect();
+  if (a) {
+    for (int i = 0; i < 3; ++i) CHECK(s.post(IBV_WR_SEND, 60 + i, {s.sge(0, 100)}, 0, 0) == 0);
+    for (int i = 0; i < 3; ++i) CHECK(s.wait_wc().status == IBV_WC_SUCCESS);
+  } else {
+    for (int i = 0; i < 3; ++i) {
+      ibv_wc wc = s.wait_wc();
+      CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == uint64_t(50 + i) && wc.byte_len == 100);
+    }
+    ibv_async_event ev;
+    CHECK(ibv_get_async_event(s.ctx, &ev) == 0);
+    CHECK(ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == srq);
+    ibv_ack_async_event(&ev);
+    ibv_srq_attr qa{};
+    CHECK(ibv_query_srq(srq, &qa) == 0 && qa.srq_limit == 0);  // the limit is one-shot
+  }
+  barrier();
+  s.destroy_qp();
+  if (srq) CHECK(ibv_destroy_srq(srq) == 0);
+}
+
 // B dies without cleaning up; A's next SEND completes with RETRY_EXC_ERR.
 void scenario_dead_peer(Side& s, bool a) {
   s.make_qp(false);
@@ -452,6 +506,7 @@ int main() {
       {"write-with-imm, send-with-imm, inline, unsignaled", scenario_imm_inline},
       {"remote access errors and flush", scenario_remote_access},
       {"RNR retry", scenario_rnr},
+      {"SRQ limit async event", scenario_srq_limit_event},
       {"state machine", [](Side& x, bool y) {
          if (y) scenario_state_machine(x);
          barrier();
