@@ -12,7 +12,7 @@ struct Config {
   std::string host;             // SOFTNIC_HOST: emulated host id (default: host name)
   std::string fabric;           // SOFTNIC_FABRIC: shared-memory namespace (default: per uid)
   Identity identity = Identity::ConnectX6;  // SOFTNIC_IDENTITY=classic|cx6
-  uint32_t spin_us = 50;        // SOFTNIC_SPIN_US: engine busy-poll time before sleeping
+  uint32_t spin_us = 5;         // SOFTNIC_SPIN_US: engine busy-poll time before sleeping
   bool debug = false;           // SOFTNIC_DEBUG=1: trace to stderr
 };
 
