@@ -1,0 +1,541 @@
+// devx over softnic without a GPU: SQs, CQs and doorbell records in host memory, driven by a CPU
+// thread through the same path a GPU thread takes (WQE stores, doorbell record, one 8-byte
+// doorbell store to the UAR page). Checks PRM decoding, WQE execution (WRITE, inline WRITE,
+// READ, CAS, FA, NOP), CQ_UPDATE, collapsed and ring CQs (owner parity, wrap), error CQEs with
+// syndromes and flushes, and the src/mlx5 layouts against <infiniband/mlx5dv.h>.
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "mlx5/prm.hpp"
+#include "mlx5/wqe.hpp"
+
+namespace m5 = sigmatrace::mlx5;
+namespace prm = sigmatrace::mlx5::prm;
+
+static int g_failures = 0;
+#define CHECK(c)                                                             \
+  do {                                                                       \
+    if (!(c)) {                                                              \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
+      g_failures++;                                                          \
+    }                                                                        \
+  } while (0)
+#define REQUIRE(c)                                                                    \
+  do {                                                                                \
+    if (!(c)) {                                                                       \
+      fprintf(stderr, "%s:%d: REQUIRE failed: %s (errno %d)\n", __FILE__, __LINE__, #c, \
+              errno);                                                                 \
+      exit(1);                                                                        \
+    }                                                                                 \
+  } while (0)
+
+// ---- src/mlx5 against the system header -------------------------------------------------------
+static void check_layouts() {
+  static_assert(sizeof(m5::CtrlSeg) == sizeof(mlx5_wqe_ctrl_seg));
+  static_assert(offsetof(m5::CtrlSeg, qpn_ds) == offsetof(mlx5_wqe_ctrl_seg, qpn_ds));
+  static_assert(offsetof(m5::CtrlSeg, fm_ce_se) == offsetof(mlx5_wqe_ctrl_seg, fm_ce_se));
+  static_assert(offsetof(m5::CtrlSeg, imm) == offsetof(mlx5_wqe_ctrl_seg, imm));
+  static_assert(sizeof(m5::RaddrSeg) == sizeof(mlx5_wqe_raddr_seg));
+  static_assert(offsetof(m5::RaddrSeg, rkey) == offsetof(mlx5_wqe_raddr_seg, rkey));
+  static_assert(sizeof(m5::DataSeg) == sizeof(mlx5_wqe_data_seg));
+  static_assert(offsetof(m5::DataSeg, lkey) == offsetof(mlx5_wqe_data_seg, lkey));
+  static_assert(offsetof(m5::DataSeg, addr) == offsetof(mlx5_wqe_data_seg, addr));
+  static_assert(sizeof(m5::AtomicSeg) == sizeof(mlx5_wqe_atomic_seg));
+  static_assert(offsetof(m5::AtomicSeg, compare) == offsetof(mlx5_wqe_atomic_seg, compare));
+  static_assert(m5::kCqeWqeCounter == offsetof(mlx5_cqe64, wqe_counter));
+  static_assert(m5::kCqeOpOwn == offsetof(mlx5_cqe64, op_own));
+  static_assert(m5::kCqeByteCnt == offsetof(mlx5_cqe64, byte_cnt));
+  static_assert(m5::kCqeSopDropQpn == offsetof(mlx5_cqe64, sop_drop_qpn));
+  static_assert(m5::kCqeSyndrome == offsetof(mlx5_err_cqe, syndrome));
+  static_assert(m5::kCqeVendorErrSynd == offsetof(mlx5_err_cqe, vendor_err_synd));
+  static_assert(m5::kCtrlCqUpdate == MLX5_WQE_CTRL_CQ_UPDATE);
+  static_assert(m5::kInlineFlag == MLX5_INLINE_SEG);
+  static_assert(int(m5::kOpRdmaRead) == int(MLX5_OPCODE_RDMA_READ) && int(m5::kOpAtomicFa) == int(MLX5_OPCODE_ATOMIC_FA) &&
+                int(m5::kOpAtomicMaskedCs) == int(MLX5_OPCODE_ATOMIC_MASKED_CS));
+  static_assert(int(m5::kSyndRemoteAccessErr) == int(MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR) &&
+                int(m5::kSyndWrFlushErr) == int(MLX5_CQE_SYNDROME_WR_FLUSH_ERR));
+  static_assert(m5::kDbrSendIndex == MLX5_SND_DBR);
+  static_assert(int(m5::kCqeReqErr) == int(MLX5_CQE_REQ_ERR) && int(m5::kCqeInvalid) == int(MLX5_CQE_INVALID));
+  // Doorbell bytes: byte1..2 = index, bytes 4..6 = QPN.
+  uint64_t v = m5::doorbell_value(0x1234, 0xabcdef);
+  uint8_t b[8];
+  memcpy(b, &v, 8);
+  CHECK(b[0] == 0 && b[1] == 0x12 && b[2] == 0x34 && b[3] == 0);
+  CHECK(b[4] == 0xab && b[5] == 0xcd && b[6] == 0xef && b[7] == 0);
+  m5::Doorbell d = m5::decode_doorbell(v);
+  CHECK(d.pi == 0x1234 && d.qpn == 0xabcdef);
+  // PRM bit fields: qpc.st is byte 25 of create_qp_in; log_sq_size dw8 [14:11].
+  uint8_t cmd[prm::kCreateQpInSize] = {};
+  prm::set(cmd, prm::qp::st, 0x5);
+  CHECK(cmd[25] == 0x05);
+  prm::set(cmd, prm::qp::log_sq_size, 0xa);
+  CHECK(cmd[34] == 0x50 && cmd[35] == 0x00);
+  CHECK(prm::get(cmd, prm::qp::log_sq_size) == 0xa);
+  prm::set(cmd, prm::qp::dbr_umem_valid, 1);
+  CHECK(cmd[232] == 0x10);
+  prm::set64(cmd, prm::qp::wq_umem_offset, 0x0102030405060708ull);
+  CHECK(cmd[256] == 0x01 && cmd[263] == 0x08);
+  CHECK(prm::get64(cmd, prm::qp::wq_umem_offset) == 0x0102030405060708ull);
+  prm::set(cmd, prm::kInOpcode, prm::kCreateQp);
+  CHECK(cmd[0] == 0x05 && cmd[1] == 0x00);
+  // CQE tail word as one little-endian load.
+  m5::Cqe cqe;
+  m5::make_cqe(&cqe, m5::kCqeReqErr, 0xbeef, 0x123456, 8, m5::kOpRdmaWrite, 0x13, 1);
+  uint32_t tail;
+  memcpy(&tail, cqe.bytes + 60, 4);
+  m5::CqeTail t = m5::decode_cqe_tail(tail);
+  CHECK(t.wqe_counter == 0xbeef && t.opcode == m5::kCqeReqErr && t.owner == 1);
+  CHECK(cqe.bytes[55] == 0x13 && cqe.bytes[56] == m5::kOpRdmaWrite && cqe.bytes[57] == 0x12);
+}
+
+// ---- a devx endpoint in host memory -----------------------------------------------------------
+struct Endpoint {
+  uint32_t log_sq = 6;
+  uint32_t log_cq = 4;
+  bool collapsed;
+  uint8_t* buf = nullptr;  // [SQ][CQ][QP DBR 8][CQ DBR 8]
+  size_t sq_bytes, cq_bytes;
+  mlx5dv_devx_umem* umem = nullptr;
+  mlx5dv_devx_uar* cq_uar = nullptr;
+  mlx5dv_devx_uar* uar = nullptr;
+  mlx5dv_devx_obj* cq = nullptr;
+  mlx5dv_devx_obj* qp = nullptr;
+  uint32_t cqn = 0, qpn = 0;
+  uint64_t prod = 0;  // WQEBBs posted
+  uint64_t ci = 0;    // ring CQ: CQEs consumed
+  uint8_t* sq() { return buf; }
+  uint8_t* cqbuf() { return buf + sq_bytes; }
+  uint32_t* dbr() { return reinterpret_cast<uint32_t*>(buf + sq_bytes + cq_bytes); }
+};
+
+static ibv_context* g_ctx;
+static uint32_t g_pdn;
+static uint16_t g_lid;
+
+static void create_endpoint(Endpoint& e, bool collapsed) {
+  e.collapsed = collapsed;
+  e.sq_bytes = size_t(m5::kWqeBbSize) << e.log_sq;
+  e.cq_bytes = collapsed ? m5::kCqeSize : (size_t(m5::kCqeSize) << e.log_cq);
+  size_t total = e.sq_bytes + e.cq_bytes + 16;
+  e.buf = static_cast<uint8_t*>(aligned_alloc(4096, (total + 4095) & ~size_t(4095)));
+  memset(e.buf, 0, total);
+  memset(e.cqbuf(), 0xff, e.cq_bytes);
+  e.umem = mlx5dv_devx_umem_reg(g_ctx, e.buf, total, IBV_ACCESS_LOCAL_WRITE);
+  REQUIRE(e.umem);
+  uint32_t eqn = 0;
+  REQUIRE(mlx5dv_devx_query_eqn(g_ctx, 0, &eqn) == 0);
+  e.cq_uar = mlx5dv_devx_alloc_uar(g_ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+  REQUIRE(e.cq_uar);
+  uint8_t in[prm::kCreateCqInSize] = {}, out[prm::kCreateCqOutSize] = {};
+  prm::set(in, prm::kInOpcode, prm::kCreateCq);
+  prm::set(in, prm::cq::cq_umem_valid, 1);
+  prm::set(in, prm::cq::cq_umem_id, e.umem->umem_id);
+  prm::set64(in, prm::cq::cq_umem_offset, e.sq_bytes);
+  prm::set(in, prm::cq::dbr_umem_valid, 1);
+  prm::set(in, prm::cq::dbr_umem_id, e.umem->umem_id);
+  prm::set64(in, prm::cq::dbr_addr, e.sq_bytes + e.cq_bytes + 8);
+  prm::set(in, prm::cq::cc, collapsed);
+  prm::set(in, prm::cq::oi, 1);
+  prm::set(in, prm::cq::log_cq_size, e.log_cq);
+  prm::set(in, prm::cq::uar_page, e.cq_uar->page_id);
+  prm::set(in, prm::cq::c_eqn, eqn);
+  e.cq = mlx5dv_devx_obj_create(g_ctx, in, sizeof in, out, sizeof out);
+  REQUIRE(e.cq);
+  CHECK(prm::get(out, prm::kOutStatus) == 0);
+  e.cqn = prm::get(out, prm::cq::out_cqn);
+
+  e.uar = mlx5dv_devx_alloc_uar(g_ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+  REQUIRE(e.uar);
+  CHECK(reinterpret_cast<uintptr_t>(e.uar->reg_addr) - reinterpret_cast<uintptr_t>(e.uar->base_addr) ==
+        m5::kUarDoorbellOffset);
+  uint8_t qin[prm::kCreateQpInSize] = {}, qout[prm::kCreateQpOutSize] = {};
+  namespace q = prm::qp;
+  prm::set(qin, prm::kInOpcode, prm::kCreateQp);
+  prm::set(qin, q::st, prm::kQpStRc);
+  prm::set(qin, q::pm_state, prm::kPmStateMigrated);
+  prm::set(qin, q::pd, g_pdn);
+  prm::set(qin, q::uar_page, e.uar->page_id);
+  prm::set(qin, q::rq_type, prm::kRqTypeZero);
+  prm::set(qin, q::cqn_snd, e.cqn);
+  prm::set(qin, q::cqn_rcv, e.cqn);
+  prm::set(qin, q::log_sq_size, e.log_sq);
+  prm::set(qin, q::dbr_umem_valid, 1);
+  prm::set(qin, q::dbr_umem_id, e.umem->umem_id);
+  prm::set64(qin, q::dbr_addr, e.sq_bytes + e.cq_bytes);
+  prm::set(qin, q::wq_umem_valid, 1);
+  prm::set(qin, q::wq_umem_id, e.umem->umem_id);
+  prm::set64(qin, q::wq_umem_offset, 0);
+  e.qp = mlx5dv_devx_obj_create(g_ctx, qin, sizeof qin, qout, sizeof qout);
+  REQUIRE(e.qp);
+  e.qpn = prm::get(qout, q::out_qpn);
+  CHECK(e.qpn != 0);
+}
+
+static void modify(Endpoint& e, uint16_t op, uint32_t remote_qpn) {
+  namespace q = prm::qp;
+  uint8_t in[prm::kModifyQpInSize] = {}, out[prm::kModifyQpOutSize] = {};
+  prm::set(in, prm::kInOpcode, op);
+  prm::set(in, q::in_qpn, e.qpn);
+  if (op == prm::kRst2Init) {
+    prm::set(in, q::rwe, 1);
+    prm::set(in, q::rre, 1);
+    prm::set(in, q::rae, 1);
+    prm::set(in, q::atomic_mode, 3);
+    prm::set(in, q::vhca_port_num, 1);
+    prm::set(in, q::pm_state, prm::kPmStateMigrated);
+  } else if (op == prm::kInit2Rtr) {
+    prm::set(in, q::mtu, IBV_MTU_4096);
+    prm::set(in, q::log_msg_max, 30);
+    prm::set(in, q::remote_qpn, remote_qpn);
+    prm::set(in, q::min_rnr_nak, 12);
+    prm::set(in, q::log_rra_max, 4);
+    prm::set(in, q::rlid, g_lid);
+  } else if (op == prm::kRtr2Rts) {
+    prm::set(in, q::log_sra_max, 4);
+    prm::set(in, q::retry_count, 7);
+    prm::set(in, q::rnr_retry, 7);
+    prm::set(in, q::ack_timeout, 20);
+  }
+  int rc = mlx5dv_devx_obj_modify(e.qp, in, sizeof in, out, sizeof out);
+  CHECK(rc == 0 && prm::get(out, prm::kOutStatus) == 0);
+}
+
+static uint32_t query_state(Endpoint& e) {
+  uint8_t in[16] = {}, out[prm::kQueryQpOutSize] = {};
+  prm::set(in, prm::kInOpcode, prm::kQueryQp);
+  prm::set(in, prm::qp::in_qpn, e.qpn);
+  CHECK(mlx5dv_devx_obj_query(e.qp, in, sizeof in, out, sizeof out) == 0);
+  return prm::get(out, prm::qp::state);
+}
+
+// ---- WQE building (what a GPU thread does) ----------------------------------------------------
+static uint8_t* wqe_at(Endpoint& e, uint64_t idx) {
+  return e.sq() + ((idx & ((1u << e.log_sq) - 1)) << 6);
+}
+
+static uint16_t post_rdma(Endpoint& e, uint8_t opcode, uint64_t laddr, uint32_t lkey, uint32_t len,
+                          uint64_t raddr, uint32_t rkey, bool signal) {
+  uint16_t idx = uint16_t(e.prod);
+  uint8_t* w = wqe_at(e, e.prod);
+  memset(w, 0, 64);
+  m5::CtrlSeg c{};
+  c.opmod_idx_opcode = m5::ctrl_opmod_idx_opcode(0, idx, opcode);
+  c.qpn_ds = m5::ctrl_qpn_ds(e.qpn, 3);
+  c.fm_ce_se = signal ? m5::kCtrlCqUpdate : 0;
+  m5::RaddrSeg r{m5::be64(raddr), m5::be32(rkey), 0};
+  m5::DataSeg d{m5::be32(len), m5::be32(lkey), m5::be64(laddr)};
+  memcpy(w, &c, 16);
+  memcpy(w + 16, &r, 16);
+  memcpy(w + 32, &d, 16);
+  e.prod++;
+  return idx;
+}
+
+static uint16_t post_write_inline(Endpoint& e, const void* data, uint32_t len, uint64_t raddr,
+                                  uint32_t rkey, bool signal) {
+  uint16_t idx = uint16_t(e.prod);
+  uint32_t ds = (32 + 4 + len + 15) / 16;
+  uint32_t nbb = (ds * 16 + 63) / 64;
+  uint8_t tmp[256] = {};
+  m5::CtrlSeg c{};
+  c.opmod_idx_opcode = m5::ctrl_opmod_idx_opcode(0, idx, m5::kOpRdmaWrite);
+  c.qpn_ds = m5::ctrl_qpn_ds(e.qpn, ds);
+  c.fm_ce_se = signal ? m5::kCtrlCqUpdate : 0;
+  m5::RaddrSeg r{m5::be64(raddr), m5::be32(rkey), 0};
+  uint32_t hdr = m5::be32(len | m5::kInlineFlag);
+  memcpy(tmp, &c, 16);
+  memcpy(tmp + 16, &r, 16);
+  memcpy(tmp + 32, &hdr, 4);
+  memcpy(tmp + 36, data, len);
+  for (uint32_t i = 0; i < nbb; ++i) memcpy(wqe_at(e, e.prod + i), tmp + 64 * i, 64);  // wrap-safe
+  e.prod += nbb;
+  return idx;
+}
+
+static uint16_t post_atomic(Endpoint& e, uint8_t opcode, uint64_t swap_add, uint64_t compare,
+                            uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey) {
+  uint16_t idx = uint16_t(e.prod);
+  uint8_t* w = wqe_at(e, e.prod);
+  m5::CtrlSeg c{};
+  c.opmod_idx_opcode = m5::ctrl_opmod_idx_opcode(0, idx, opcode);
+  c.qpn_ds = m5::ctrl_qpn_ds(e.qpn, 4);
+  c.fm_ce_se = m5::kCtrlCqUpdate;
+  m5::RaddrSeg r{m5::be64(raddr), m5::be32(rkey), 0};
+  m5::AtomicSeg a{m5::be64(swap_add), m5::be64(compare)};
+  m5::DataSeg d{m5::be32(8), m5::be32(lkey), m5::be64(laddr)};
+  memcpy(w, &c, 16);
+  memcpy(w + 16, &r, 16);
+  memcpy(w + 32, &a, 16);
+  memcpy(w + 48, &d, 16);
+  e.prod++;
+  return idx;
+}
+
+static uint16_t post_nop(Endpoint& e, bool signal) {
+  uint16_t idx = uint16_t(e.prod);
+  uint8_t* w = wqe_at(e, e.prod);
+  memset(w, 0, 64);
+  m5::CtrlSeg c{};
+  c.opmod_idx_opcode = m5::ctrl_opmod_idx_opcode(0, idx, m5::kOpNop);
+  c.qpn_ds = m5::ctrl_qpn_ds(e.qpn, 1);
+  c.fm_ce_se = signal ? m5::kCtrlCqUpdate : 0;
+  memcpy(w, &c, 16);
+  e.prod++;
+  return idx;
+}
+
+// Doorbell record, fence, one 8-byte doorbell store (update_dbr = false: the record lags).
+static void ring(Endpoint& e, bool update_dbr = true) {
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  if (update_dbr)
+    __atomic_store_n(&e.dbr()[m5::kDbrSendIndex], m5::be32(uint32_t(e.prod) & 0xffff), __ATOMIC_RELEASE);
+  __atomic_store_n(reinterpret_cast<uint64_t*>(e.uar->reg_addr),
+                   m5::doorbell_value(uint16_t(e.prod), e.qpn), __ATOMIC_RELEASE);
+}
+
+struct Seen {
+  bool ok;
+  m5::CqeTail tail;
+  uint8_t syndrome;
+};
+
+// Collapsed CQ: wait until entry 0 names wqe_counter `idx`.
+static Seen wait_collapsed(Endpoint& e, uint16_t idx) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    uint32_t w = __atomic_load_n(reinterpret_cast<uint32_t*>(e.cqbuf() + 60), __ATOMIC_ACQUIRE);
+    m5::CqeTail t = m5::decode_cqe_tail(w);
+    if (t.opcode != m5::kCqeInvalid && t.wqe_counter == idx) return {true, t, e.cqbuf()[m5::kCqeSyndrome]};
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) return {false, t, 0};
+  }
+}
+
+// Ring CQ: the next CQE is valid when its owner bit equals the lap parity.
+static Seen wait_ring(Endpoint& e) {
+  auto t0 = std::chrono::steady_clock::now();
+  uint8_t* cqe = e.cqbuf() + ((e.ci & ((1u << e.log_cq) - 1)) * m5::kCqeSize);
+  uint8_t parity = uint8_t((e.ci >> e.log_cq) & 1);
+  for (;;) {
+    uint32_t w = __atomic_load_n(reinterpret_cast<uint32_t*>(cqe + 60), __ATOMIC_ACQUIRE);
+    m5::CqeTail t = m5::decode_cqe_tail(w);
+    if (t.opcode != m5::kCqeInvalid && t.owner == parity) {
+      e.ci++;
+      return {true, t, cqe[m5::kCqeSyndrome]};
+    }
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) return {false, t, 0};
+  }
+}
+
+int main() {
+  check_layouts();
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  REQUIRE(list && n > 0);
+  CHECK(mlx5dv_is_supported(list[0]));
+  g_ctx = ibv_open_device(list[0]);
+  REQUIRE(g_ctx);
+  ibv_port_attr pa{};
+  REQUIRE(ibv_query_port(g_ctx, 1, &pa) == 0);
+  g_lid = pa.lid;
+  ibv_pd* pd = ibv_alloc_pd(g_ctx);
+  REQUIRE(pd);
+  mlx5dv_pd dvpd{};
+  mlx5dv_obj obj{};
+  obj.pd.in = pd;
+  obj.pd.out = &dvpd;
+  REQUIRE(mlx5dv_init_obj(&obj, MLX5DV_OBJ_PD) == 0);
+  g_pdn = dvpd.pdn;
+
+  // QUERY_HCA_CAP: general and atomic subsets.
+  {
+    uint8_t in[prm::kQueryHcaCapInSize] = {};
+    std::vector<uint8_t> out(prm::kQueryHcaCapOutSize);
+    prm::set(in, prm::kInOpcode, prm::kQueryHcaCap);
+    prm::set(in, prm::kInOpMod, (prm::kCapGeneral << 1) | 1);
+    REQUIRE(mlx5dv_devx_general_cmd(g_ctx, in, sizeof in, out.data(), out.size()) == 0);
+    CHECK(prm::get(out.data(), prm::cap::cqe_version) == 1);
+    CHECK(prm::get(out.data(), prm::cap::rc) == 1);
+    CHECK(prm::get(out.data(), prm::cap::log_max_qp_sz) >= 10);
+    prm::set(in, prm::kInOpMod, (prm::kCapAtomic << 1) | 1);
+    REQUIRE(mlx5dv_devx_general_cmd(g_ctx, in, sizeof in, out.data(), out.size()) == 0);
+    uint32_t ops = prm::get(out.data(), prm::cap::atomic_operations);
+    CHECK((ops & (prm::kAtomicOpCas | prm::kAtomicOpFa)) == (prm::kAtomicOpCas | prm::kAtomicOpFa));
+    CHECK(prm::get(out.data(), prm::cap::atomic_size_qp) & prm::kAtomicSize8);
+  }
+  // A command naming an unknown PD fails like firmware: status, syndrome, EREMOTEIO.
+  {
+    uint8_t in[prm::kCreateQpInSize] = {}, out[prm::kCreateQpOutSize] = {};
+    prm::set(in, prm::kInOpcode, prm::kCreateQp);
+    prm::set(in, prm::qp::pd, 0xfffff);
+    errno = 0;
+    CHECK(mlx5dv_devx_obj_create(g_ctx, in, sizeof in, out, sizeof out) == nullptr);
+    CHECK(errno == EREMOTEIO);
+    CHECK(prm::get(out, prm::kOutStatus) == prm::kStatusBadParam);
+  }
+
+  Endpoint a, b;
+  create_endpoint(a, /*collapsed=*/true);
+  b.log_sq = 5;  // 32 WQEBBs: the ring test below wraps it
+  create_endpoint(b, /*collapsed=*/false);
+  CHECK(query_state(a) == prm::kQpsRst);
+  for (Endpoint* e : {&a, &b}) modify(*e, prm::kRst2Init, 0);
+  CHECK(query_state(a) == prm::kQpsInit);
+  modify(a, prm::kInit2Rtr, b.qpn);
+  modify(b, prm::kInit2Rtr, a.qpn);
+  for (Endpoint* e : {&a, &b}) modify(*e, prm::kRtr2Rts, 0);
+  CHECK(query_state(a) == prm::kQpsRts && query_state(b) == prm::kQpsRts);
+
+  const size_t kMem = 1 << 16;
+  auto* mem = static_cast<uint8_t*>(aligned_alloc(4096, kMem));
+  memset(mem, 0, kMem);
+  ibv_mr* mr = ibv_reg_mr(pd, mem, kMem,
+                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                              IBV_ACCESS_REMOTE_ATOMIC);
+  REQUIRE(mr);
+  uint8_t* src = mem;             // local source / destination area
+  uint8_t* dst = mem + 0x8000;    // "remote" area (same process, reached through the wire)
+  uint64_t raddr = reinterpret_cast<uint64_t>(dst);
+
+  // 1. Inline WRITE, signalled: collapsed CQE with its index; DBR left stale on purpose.
+  {
+    uint64_t v = 0x1122334455667788ull;
+    uint16_t idx = post_write_inline(a, &v, 8, raddr, mr->rkey, true);
+    ring(a, /*update_dbr=*/false);
+    Seen s = wait_collapsed(a, idx);
+    CHECK(s.ok && s.tail.opcode == m5::kCqeReq);
+    uint64_t got;
+    memcpy(&got, dst, 8);
+    CHECK(got == v);
+    printf("inline write: ok=%d\n", s.ok);
+  }
+  // 2. Unsignalled 4 KiB WRITE + signalled NOP in one doorbell: one CQE, naming the NOP.
+  {
+    for (int i = 0; i < 4096; ++i) src[i] = uint8_t(i * 7 + 1);
+    post_rdma(a, m5::kOpRdmaWrite, reinterpret_cast<uint64_t>(src), mr->lkey, 4096, raddr + 64,
+              mr->rkey, false);
+    uint16_t nop = post_nop(a, true);
+    ring(a);
+    Seen s = wait_collapsed(a, nop);
+    CHECK(s.ok && s.tail.opcode == m5::kCqeReq);
+    CHECK(memcmp(src, dst + 64, 4096) == 0);
+    printf("write + nop: ok=%d\n", s.ok);
+  }
+  // 3. READ.
+  {
+    for (int i = 0; i < 256; ++i) dst[0x2000 + i] = uint8_t(255 - i);
+    uint16_t idx = post_rdma(a, m5::kOpRdmaRead, reinterpret_cast<uint64_t>(src + 0x1000), mr->lkey,
+                             256, raddr + 0x2000, mr->rkey, true);
+    ring(a);
+    Seen s = wait_collapsed(a, idx);
+    CHECK(s.ok && memcmp(src + 0x1000, dst + 0x2000, 256) == 0);
+    printf("read: ok=%d\n", s.ok);
+  }
+  // 4. FETCH_ADD sequence: exact previous values; 5. CAS hit and miss.
+  {
+    uint64_t* counter = reinterpret_cast<uint64_t*>(dst + 0x3000);
+    uint64_t* result = reinterpret_cast<uint64_t*>(src + 0x3000);
+    *counter = 0;
+    bool exact = true;
+    for (uint64_t i = 0; i < 50; ++i) {
+      uint16_t idx = post_atomic(a, m5::kOpAtomicFa, 1, 0, reinterpret_cast<uint64_t>(result), mr->lkey,
+                                 raddr + 0x3000, mr->rkey);
+      ring(a);
+      Seen s = wait_collapsed(a, idx);
+      exact &= s.ok && *result == i;
+    }
+    CHECK(exact && *counter == 50);
+    uint16_t idx = post_atomic(a, m5::kOpAtomicCs, 777, 50, reinterpret_cast<uint64_t>(result), mr->lkey,
+                               raddr + 0x3000, mr->rkey);
+    ring(a);
+    CHECK(wait_collapsed(a, idx).ok && *result == 50 && *counter == 777);
+    idx = post_atomic(a, m5::kOpAtomicCs, 1, 50, reinterpret_cast<uint64_t>(result), mr->lkey,
+                      raddr + 0x3000, mr->rkey);
+    ring(a);
+    CHECK(wait_collapsed(a, idx).ok && *result == 777 && *counter == 777);
+    printf("atomics: fetch-add exact=%d\n", exact);
+  }
+  // 6. Ring CQ on b: 100 signalled WRITEs in batches of 5 (SQ of 32 and CQ of 16 wrap several
+  //    times); owner parity and wqe_counter checked for every CQE.
+  {
+    bool good = true;
+    uint16_t expect = 0;
+    for (int batch = 0; batch < 20; ++batch) {
+      for (int k = 0; k < 5; ++k) {
+        uint64_t v = uint64_t(batch * 5 + k) << 8 | 0xab;
+        post_write_inline(b, &v, 8, reinterpret_cast<uint64_t>(src + 0x4000 + 8 * (batch * 5 + k)),
+                          mr->rkey, true);
+      }
+      ring(b);
+      for (int k = 0; k < 5; ++k) {
+        Seen s = wait_ring(b);
+        good &= s.ok && s.tail.opcode == m5::kCqeReq && s.tail.wqe_counter == expect;
+        expect++;
+      }
+    }
+    for (int i = 0; i < 100; ++i) {
+      uint64_t v;
+      memcpy(&v, src + 0x4000 + 8 * i, 8);
+      good &= v == (uint64_t(i) << 8 | 0xab);
+    }
+    CHECK(good);
+    printf("ring CQ with wrap: ok=%d\n", good);
+  }
+  // 7. Error: WRITE with a bad rkey -> error CQE (REMOTE_ACCESS_ERR); the next WQE is flushed.
+  {
+    uint16_t bad = post_rdma(a, m5::kOpRdmaWrite, reinterpret_cast<uint64_t>(src), mr->lkey, 8, raddr,
+                             mr->rkey ^ 0x5500, true);
+    ring(a);
+    Seen s = wait_collapsed(a, bad);
+    CHECK(s.ok && s.tail.opcode == m5::kCqeReqErr && s.syndrome == m5::kSyndRemoteAccessErr);
+    CHECK(a.cqbuf()[56] == m5::kOpRdmaWrite);
+    uint16_t nop = post_nop(a, true);
+    ring(a);
+    Seen f = wait_collapsed(a, nop);
+    CHECK(f.ok && f.tail.opcode == m5::kCqeReqErr && f.syndrome == m5::kSyndWrFlushErr);
+    printf("error CQE syndrome 0x%x, then flush 0x%x\n", s.syndrome, f.syndrome);
+  }
+  // 8. An unsupported opcode is rejected with LOCAL_QP_OP_ERR (on b, still healthy).
+  {
+    uint16_t idx = uint16_t(b.prod);
+    uint8_t* w = wqe_at(b, b.prod);
+    memset(w, 0, 64);
+    m5::CtrlSeg c{};
+    c.opmod_idx_opcode = m5::ctrl_opmod_idx_opcode(0, idx, 0x2a);
+    c.qpn_ds = m5::ctrl_qpn_ds(b.qpn, 1);
+    c.fm_ce_se = 0;  // errors complete even without CQ_UPDATE
+    memcpy(w, &c, 16);
+    b.prod++;
+    ring(b);
+    Seen s = wait_ring(b);
+    CHECK(s.ok && s.tail.opcode == m5::kCqeReqErr && s.syndrome == m5::kSyndLocalQpOpErr &&
+          s.tail.wqe_counter == idx);
+  }
+
+  for (Endpoint* e : {&a, &b}) {
+    CHECK(mlx5dv_devx_obj_destroy(e->qp) == 0);
+    CHECK(mlx5dv_devx_obj_destroy(e->cq) == 0);
+    mlx5dv_devx_free_uar(e->uar);
+    mlx5dv_devx_free_uar(e->cq_uar);
+    CHECK(mlx5dv_devx_umem_dereg(e->umem) == 0);
+    free(e->buf);
+  }
+  ibv_dereg_mr(mr);
+  ibv_dealloc_pd(pd);
+  ibv_close_device(g_ctx);
+  ibv_free_device_list(list);
+  free(mem);
+  if (g_failures) {
+    printf("devx host test: %d check(s) failed\n", g_failures);
+    return 1;
+  }
+  printf("devx host test: all checks passed\n");
+  return 0;
+}

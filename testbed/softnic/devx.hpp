@@ -1,0 +1,108 @@
+// devx emulation inside softnic's libmlx5: UAR doorbell pages, user memory (umem) registrations,
+// and CQ/QP objects created and moved through their states by PRM commands, exactly as a
+// GPU-initiated stack (NVSHMEM IBGDA, NCCL GIN) drives a ConnectX NIC.
+//
+// A devx QP is backed by an ordinary softnic RC QP (created through softnic's own verbs), so
+// transport, responder execution (into host or GPU memory) and errors are softnic's. What devx
+// adds is the mlx5 front end: an engine thread watches every UAR page for 8-byte doorbells,
+// reads the WQE basic blocks up to the doorbell's producer index from the SQ (GPU memory through
+// the CUDA driver, host memory directly), executes them as work requests, and writes mlx5 CQEs
+// into the CQ buffer in completion order. Formats: src/mlx5.
+#pragma once
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+namespace softnic::devx {
+
+struct Umem {
+  mlx5dv_devx_umem pub;  // must stay first
+  ibv_context* ctx;
+  uint64_t addr;
+  size_t size;
+  bool gpu = false;
+  void* cu_ctx = nullptr;
+  int refs = 0;
+};
+
+struct Uar {
+  mlx5dv_devx_uar pub;  // must stay first
+  ibv_context* ctx;
+  void* page;
+  uint64_t last = 0;    // last doorbell value seen
+  int refs = 0;
+};
+
+struct Cq {
+  uint32_t cqn;
+  ibv_context* ctx;
+  Umem* umem;
+  uint64_t off;
+  uint32_t log_size;
+  bool collapsed;
+  uint64_t produced = 0;  // CQEs written so far
+  int refs = 0;
+};
+
+// One WQE from the doorbell until its completion is retired (in SQ order).
+struct Pending {
+  uint64_t seq;
+  uint16_t idx;         // WQE index (WQEBB counter) reported as wqe_counter
+  uint8_t opcode;       // WQE opcode
+  bool signal;          // CQ_UPDATE
+  bool done = false;
+  uint8_t syndrome = 0; // 0: success
+  uint32_t byte_cnt = 0;
+};
+
+struct Qp {
+  uint32_t qpn = 0;
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_qp* qp = nullptr;    // the softnic RC QP doing the transport
+  ibv_cq* icq = nullptr;   // its completions (every WR is signalled internally)
+  Cq* scq = nullptr;
+  Umem* wq = nullptr;
+  uint64_t wq_off = 0;
+  uint32_t log_sq = 0;
+  Umem* dbr = nullptr;
+  uint64_t dbr_off = 0;
+  Uar* uar = nullptr;
+  uint32_t user_index = 0;
+  uint32_t state = 0;       // prm::QpState
+  uint32_t remote_qpn = 0;
+  uint16_t db_pi = 0;       // latest producer index rung
+  uint16_t consumed = 0;    // next WQEBB to execute
+  bool broken = false;      // a WQE failed: later WQEs are flushed
+  bool in_error = false;
+  uint64_t next_seq = 1;
+  std::deque<Pending> pending;
+  uint64_t doorbells = 0, wqes = 0;  // statistics
+};
+
+struct Obj;  // mlx5dv_devx_obj
+
+// Everything below is guarded by mu().
+std::mutex& mu();
+std::vector<Uar*>& uars();
+std::vector<Qp*>& qps();
+Qp* find_qp(uint32_t qpn);
+
+// Engine (devx_engine.cpp).
+void engine_start();            // starts the watcher thread if not running
+void engine_stop_if_idle();     // stops it when no UAR is left
+// One round of the engine: doorbells, WQE execution, completions. true if anything happened.
+// Caller holds mu(). Public so tests can drive it deterministically.
+bool engine_round();
+void qp_reset(Qp* q);           // forget queued work (2RST)
+
+// Debug logging (SOFTNIC_DEBUG=1).
+bool debug();
+void log(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+}  // namespace softnic::devx

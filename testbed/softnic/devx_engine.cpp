@@ -1,0 +1,423 @@
+// The devx engine: one thread per process that watches the UAR doorbell pages, executes the
+// mlx5 WQEs a doorbell announces, and writes CQEs. See devx.hpp.
+#include <immintrin.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "devx.hpp"
+#include "devx_cuda.hpp"
+#include "mlx5/wqe.hpp"
+
+namespace m5 = sigmatrace::mlx5;
+
+namespace softnic::devx {
+
+bool debug() {
+  static const bool d = [] {
+    const char* e = getenv("SOFTNIC_DEBUG");
+    return e && *e && *e != '0';
+  }();
+  return d;
+}
+
+void log(const char* fmt, ...) {
+  if (!debug()) return;
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "softnic devx: %s\n", buf);
+}
+
+namespace {
+
+// ---- memory access through a umem -------------------------------------------------------------
+bool umem_read(const Umem* u, uint64_t off, void* dst, size_t len) {
+  if (off > u->size || len > u->size - off) return false;
+  if (!u->gpu) {
+    memcpy(dst, reinterpret_cast<const void*>(u->addr + off), len);
+    return true;
+  }
+  return cuda_read(u->cu_ctx, dst, u->addr + off, len);
+}
+
+// A CQE is written so that its last 4 bytes (wqe_counter, op_own) land last.
+bool write_cqe(const Umem* u, uint64_t off, const m5::Cqe& cqe) {
+  if (off > u->size || m5::kCqeSize > u->size - off) return false;
+  if (u->gpu) return cuda_write(u->cu_ctx, u->addr + off, cqe.bytes, m5::kCqeSize);
+  auto* p = reinterpret_cast<uint8_t*>(u->addr + off);
+  memcpy(p, cqe.bytes, m5::kCqeSize - 4);
+  uint32_t tail;
+  memcpy(&tail, cqe.bytes + m5::kCqeSize - 4, 4);
+  __atomic_store_n(reinterpret_cast<uint32_t*>(p + m5::kCqeSize - 4), tail, __ATOMIC_RELEASE);
+  return true;
+}
+
+uint8_t syndrome_of(ibv_wc_status s) {
+  switch (s) {
+    case IBV_WC_SUCCESS: return 0;
+    case IBV_WC_LOC_LEN_ERR: return m5::kSyndLocalLengthErr;
+    case IBV_WC_LOC_QP_OP_ERR: return m5::kSyndLocalQpOpErr;
+    case IBV_WC_LOC_PROT_ERR: return m5::kSyndLocalProtErr;
+    case IBV_WC_WR_FLUSH_ERR: return m5::kSyndWrFlushErr;
+    case IBV_WC_MW_BIND_ERR: return m5::kSyndMwBindErr;
+    case IBV_WC_BAD_RESP_ERR: return m5::kSyndBadRespErr;
+    case IBV_WC_LOC_ACCESS_ERR: return m5::kSyndLocalAccessErr;
+    case IBV_WC_REM_INV_REQ_ERR: return m5::kSyndRemoteInvalReqErr;
+    case IBV_WC_REM_ACCESS_ERR: return m5::kSyndRemoteAccessErr;
+    case IBV_WC_REM_OP_ERR: return m5::kSyndRemoteOpErr;
+    case IBV_WC_RETRY_EXC_ERR: return m5::kSyndTransportRetryExcErr;
+    case IBV_WC_RNR_RETRY_EXC_ERR: return m5::kSyndRnrRetryExcErr;
+    case IBV_WC_REM_ABORT_ERR: return m5::kSyndRemoteAbortedErr;
+    default: return m5::kSyndLocalQpOpErr;
+  }
+}
+
+inline uint32_t ld_be32(const uint8_t* p) { uint32_t v; memcpy(&v, p, 4); return m5::be32(v); }
+inline uint64_t ld_be64(const uint8_t* p) { uint64_t v; memcpy(&v, p, 8); return m5::be64(v); }
+
+// Turns one WQE (linear bytes, `bytes` long) into a work request. Returns 0, or the syndrome of
+// a malformed/unsupported WQE. *post is false for WQEs that complete without transport (NOP).
+struct Decoded {
+  ibv_send_wr wr{};
+  ibv_sge sge[30]{};
+  bool post = false;
+  uint32_t byte_cnt = 0;
+};
+uint8_t decode_wqe(const uint8_t* w, uint32_t bytes, Decoded* d) {
+  m5::CtrlSeg ctrl;
+  memcpy(&ctrl, w, sizeof ctrl);
+  m5::CtrlFields c = m5::decode_ctrl(ctrl);
+  uint32_t len = uint32_t(c.ds) * m5::kDsUnit;
+  if (c.ds == 0 || len > bytes) return m5::kSyndLocalQpOpErr;
+  ibv_send_wr& wr = d->wr;
+  wr.sg_list = d->sge;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  if (c.fm_ce_se & m5::kCtrlSolicited) wr.send_flags |= IBV_SEND_SOLICITED;
+  if (c.fm_ce_se & m5::kCtrlFenceMask) wr.send_flags |= IBV_SEND_FENCE;
+  // Local data: a list of data segments or one inline segment, from byte `at` to `len`.
+  auto data_segs = [&](uint32_t at, bool allow_inline) -> uint8_t {
+    if (at >= len) return 0;  // zero-length
+    uint32_t bc = ld_be32(w + at);
+    if (bc & m5::kInlineFlag) {
+      if (!allow_inline) return m5::kSyndLocalQpOpErr;
+      uint32_t n = bc & ~m5::kInlineFlag;
+      if (at + 4 + n > len) return m5::kSyndLocalLengthErr;
+      d->sge[0].addr = reinterpret_cast<uint64_t>(w + at + 4);
+      d->sge[0].length = n;
+      wr.num_sge = 1;
+      wr.send_flags |= IBV_SEND_INLINE;
+      d->byte_cnt = n;
+      return 0;
+    }
+    int k = 0;
+    for (; at + 16 <= len; at += 16) {
+      if (k == 30) return m5::kSyndLocalLengthErr;
+      m5::DataSeg s;
+      memcpy(&s, w + at, sizeof s);
+      d->sge[k].length = m5::be32(s.byte_count);
+      d->sge[k].lkey = m5::be32(s.lkey);
+      d->sge[k].addr = m5::be64(s.addr);
+      d->byte_cnt += d->sge[k].length;
+      k++;
+    }
+    wr.num_sge = k;
+    return 0;
+  };
+  auto raddr = [&](uint32_t at) {
+    wr.wr.rdma.remote_addr = ld_be64(w + at);
+    wr.wr.rdma.rkey = ld_be32(w + at + 8);
+  };
+  switch (c.opcode) {
+    case m5::kOpNop:
+    case m5::kOpDump:  // a local flush: nothing to do in an emulator with coherent copies
+      return 0;
+    case m5::kOpRdmaWrite:
+    case m5::kOpRdmaWriteImm:
+      if (len < 32) return m5::kSyndLocalQpOpErr;
+      wr.opcode = c.opcode == m5::kOpRdmaWrite ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
+      wr.imm_data = ctrl.imm;
+      raddr(16);
+      d->post = true;
+      return data_segs(32, true);
+    case m5::kOpSend:
+    case m5::kOpSendImm:
+      wr.opcode = c.opcode == m5::kOpSend ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM;
+      wr.imm_data = ctrl.imm;
+      d->post = true;
+      return data_segs(16, true);
+    case m5::kOpRdmaRead:
+      if (len < 32) return m5::kSyndLocalQpOpErr;
+      wr.opcode = IBV_WR_RDMA_READ;
+      raddr(16);
+      d->post = true;
+      return data_segs(32, false);
+    case m5::kOpAtomicCs:
+    case m5::kOpAtomicFa:
+    case m5::kOpAtomicMaskedCs:
+    case m5::kOpAtomicMaskedFa: {
+      if (len < 64) return m5::kSyndLocalQpOpErr;
+      uint64_t a0 = ld_be64(w + 32), a1 = ld_be64(w + 40);
+      uint32_t data_at = 48;
+      bool cs;
+      if (c.opcode == m5::kOpAtomicCs || c.opcode == m5::kOpAtomicFa) {
+        if (c.opmod != 0) return m5::kSyndLocalQpOpErr;
+        cs = c.opcode == m5::kOpAtomicCs;
+      } else {
+        // Extended atomics: only the 8-byte forms that equal a plain CS/FA are executed.
+        if (c.opmod != m5::kOpmodExtAtomic8B) return m5::kSyndLocalQpOpErr;
+        if (c.opcode == m5::kOpAtomicMaskedFa) {
+          if (a1 != 0) return m5::kSyndLocalQpOpErr;  // field_boundary must be 0
+          cs = false;
+        } else {
+          if (len < 80) return m5::kSyndLocalQpOpErr;
+          uint64_t swap_mask = ld_be64(w + 48), cmp_mask = ld_be64(w + 56);
+          if (swap_mask != ~0ull || cmp_mask != ~0ull) return m5::kSyndLocalQpOpErr;
+          cs = true;
+          data_at = 64;
+        }
+      }
+      wr.opcode = cs ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD;
+      wr.wr.atomic.remote_addr = ld_be64(w + 16);
+      wr.wr.atomic.rkey = ld_be32(w + 24);
+      wr.wr.atomic.compare_add = cs ? a1 : a0;
+      wr.wr.atomic.swap = cs ? a0 : 0;
+      d->post = true;
+      uint8_t r = data_segs(data_at, false);
+      if (r == 0 && (wr.num_sge != 1 || d->sge[0].length != 8)) return m5::kSyndLocalLengthErr;
+      return r;
+    }
+    default:
+      return m5::kSyndLocalQpOpErr;
+  }
+}
+
+std::vector<uint8_t> g_stage;
+
+// Executes the WQEs between q->consumed and q->db_pi.
+bool execute(Qp* q) {
+  uint16_t n = uint16_t(q->db_pi - q->consumed);
+  if (n == 0) return false;
+  uint32_t size = 1u << q->log_sq;
+  if (n > size) {
+    log("qp 0x%x: doorbell pi %u is %u WQEBBs ahead of %u (SQ has %u): ignored", q->qpn, q->db_pi,
+        n, q->consumed, size);
+    q->db_pi = q->consumed;
+    return false;
+  }
+  g_stage.resize(size_t(n) * m5::kWqeBbSize);
+  uint32_t start = q->consumed & (size - 1);
+  uint32_t first = n < size - start ? n : size - start;
+  bool ok = umem_read(q->wq, q->wq_off + uint64_t(start) * m5::kWqeBbSize, g_stage.data(),
+                      size_t(first) * m5::kWqeBbSize);
+  if (ok && n > first)
+    ok = umem_read(q->wq, q->wq_off, g_stage.data() + size_t(first) * m5::kWqeBbSize,
+                   size_t(n - first) * m5::kWqeBbSize);
+  if (!ok) {
+    log("qp 0x%x: cannot read the SQ", q->qpn);
+    return false;
+  }
+  uint32_t pos = 0;
+  while (pos < n) {
+    const uint8_t* w = g_stage.data() + size_t(pos) * m5::kWqeBbSize;
+    m5::CtrlSeg ctrl;
+    memcpy(&ctrl, w, sizeof ctrl);
+    m5::CtrlFields c = m5::decode_ctrl(ctrl);
+    uint32_t nbb = c.ds ? (uint32_t(c.ds) * m5::kDsUnit + m5::kWqeBbSize - 1) / m5::kWqeBbSize : 1;
+    if (pos + nbb > n) break;  // the rest of this WQE comes with a later doorbell
+    Pending p{q->next_seq++, uint16_t(q->consumed + pos), c.opcode,
+              (c.fm_ce_se & m5::kCtrlCqUpdate) != 0};
+    q->wqes++;
+    if (q->broken) {
+      p.done = true;
+      p.syndrome = m5::kSyndWrFlushErr;
+    } else {
+      Decoded d;
+      uint8_t synd = decode_wqe(w, (n - pos) * m5::kWqeBbSize, &d);
+      p.byte_cnt = d.byte_cnt;
+      if (synd) {
+        log("qp 0x%x: WQE %u (opcode 0x%x, ds %u) rejected: syndrome 0x%x", q->qpn, p.idx, c.opcode,
+            c.ds, synd);
+        p.done = true;
+        p.syndrome = synd;
+        q->broken = true;
+      } else if (!d.post) {
+        p.done = true;
+      } else {
+        d.wr.wr_id = p.seq;
+        ibv_send_wr* bad = nullptr;
+        if (int err = ibv_post_send(q->qp, &d.wr, &bad)) {
+          log("qp 0x%x: WQE %u: post failed (%d)", q->qpn, p.idx, err);
+          p.done = true;
+          p.syndrome = err == ENOMEM ? m5::kSyndLocalLengthErr : m5::kSyndLocalQpOpErr;
+          q->broken = true;
+        }
+      }
+    }
+    q->pending.push_back(p);
+    pos += nbb;
+  }
+  q->consumed = uint16_t(q->consumed + pos);
+  return pos > 0;
+}
+
+struct Emitted {
+  Cq* cq;
+  uint64_t ci;  // CQE number: ring slot = ci mod size
+  m5::Cqe cqe;
+};
+
+void emit_cqe(Qp* q, const Pending& p, std::vector<Emitted>& out) {
+  Cq* cq = q->scq;
+  uint64_t ci = cq->produced++;
+  m5::Cqe cqe;
+  uint8_t owner = uint8_t((ci >> cq->log_size) & 1);
+  if (p.syndrome)
+    m5::make_cqe(&cqe, m5::kCqeReqErr, p.idx, q->qpn, 0, p.opcode, p.syndrome, owner);
+  else
+    m5::make_cqe(&cqe, m5::kCqeReq, p.idx, q->qpn, p.byte_cnt, 0, 0, owner);
+  if (cq->collapsed) {
+    for (auto& e : out)
+      if (e.cq == cq) {
+        e.cqe = cqe;  // only the newest one is visible at entry 0
+        return;
+      }
+  }
+  out.push_back(Emitted{cq, ci, cqe});
+}
+
+// Collects internal completions and retires finished WQEs in SQ order.
+bool complete(Qp* q, std::vector<Emitted>& out) {
+  if (q->pending.empty()) return false;
+  bool any = false;
+  ibv_wc wc[32];
+  int k;
+  while ((k = ibv_poll_cq(q->icq, 32, wc)) > 0) {
+    any = true;
+    for (int i = 0; i < k; ++i) {
+      uint64_t base = q->pending.front().seq;
+      if (wc[i].wr_id < base || wc[i].wr_id - base >= q->pending.size()) continue;
+      Pending& p = q->pending[wc[i].wr_id - base];
+      p.done = true;
+      p.syndrome = syndrome_of(wc[i].status);
+      if (p.syndrome) log("qp 0x%x: WQE %u failed: %s", q->qpn, p.idx, ibv_wc_status_str(wc[i].status));
+    }
+    if (k < 32) break;
+  }
+  while (!q->pending.empty() && q->pending.front().done) {
+    Pending p = q->pending.front();
+    q->pending.pop_front();
+    if (p.syndrome && !q->in_error) {
+      q->in_error = true;
+      q->broken = true;
+      q->state = 6;  // ERR
+      ibv_qp_attr a{};
+      a.qp_state = IBV_QPS_ERR;
+      ibv_modify_qp(q->qp, &a, IBV_QP_STATE);  // flushes what is still queued
+    } else if (q->in_error && !p.syndrome) {
+      p.syndrome = m5::kSyndWrFlushErr;
+    }
+    if (p.syndrome || p.signal) emit_cqe(q, p, out);
+    any = true;
+  }
+  return any;
+}
+
+std::atomic<bool> g_running{false};
+std::thread g_thread;
+// A process that exits with UARs still allocated: stop the thread before its std::thread dies.
+struct StopAtExit {
+  ~StopAtExit() {
+    if (g_running.exchange(false) && g_thread.joinable()) g_thread.join();
+  }
+} g_stop_at_exit;
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+void run() {
+  const char* e = getenv("SOFTNIC_DEVX_SPIN_US");
+  uint64_t spin_ns = uint64_t(e ? strtoull(e, nullptr, 10) : 2000) * 1000;
+  uint64_t last_busy = now_ns();
+  while (g_running.load(std::memory_order_relaxed)) {
+    bool busy;
+    {
+      std::lock_guard<std::mutex> g(mu());
+      busy = engine_round();
+    }
+    if (busy) {
+      last_busy = now_ns();
+    } else if (now_ns() - last_busy > spin_ns) {
+      timespec ts{0, 50000};  // idle: poll every 50 us
+      nanosleep(&ts, nullptr);
+    } else {
+      _mm_pause();
+    }
+  }
+  cuda_release();
+}
+
+}  // namespace
+
+bool engine_round() {
+  bool busy = false;
+  // Doorbells: the newest 8-byte value of each page names the QP and its producer index.
+  for (Uar* u : uars()) {
+    uint64_t v = __atomic_load_n(reinterpret_cast<uint64_t*>(u->pub.reg_addr), __ATOMIC_ACQUIRE);
+    if (v == u->last) continue;
+    u->last = v;
+    m5::Doorbell db = m5::decode_doorbell(v);
+    Qp* q = find_qp(db.qpn);
+    if (!q) {
+      log("doorbell for unknown QP 0x%x (pi %u) ignored", db.qpn, db.pi);
+      continue;
+    }
+    q->db_pi = db.pi;
+    q->doorbells++;
+    busy = true;
+  }
+  std::vector<Emitted> cqes;
+  for (Qp* q : qps()) {
+    if (q->state == 3 /* RTS */ || q->broken) busy |= execute(q);
+    busy |= complete(q, cqes);
+  }
+  for (const Emitted& e : cqes) {
+    uint64_t slot = e.cq->collapsed ? 0 : (e.ci & ((1ull << e.cq->log_size) - 1));
+    if (!write_cqe(e.cq->umem, e.cq->off + slot * m5::kCqeSize, e.cqe))
+      log("cq 0x%x: cannot write CQE %llu", e.cq->cqn, (unsigned long long)e.ci);
+  }
+  return busy;
+}
+
+void qp_reset(Qp* q) {
+  q->pending.clear();
+  q->consumed = q->db_pi = 0;
+  q->broken = q->in_error = false;
+}
+
+void engine_start() {
+  if (g_running.load()) return;
+  g_running = true;
+  g_thread = std::thread(run);
+}
+
+void engine_stop_if_idle() {
+  if (!uars().empty() || !g_running.load()) return;
+  g_running = false;
+  // The engine thread takes mu() every round; the caller holds it.
+  mu().unlock();
+  g_thread.join();
+  mu().lock();
+}
+
+}  // namespace softnic::devx
