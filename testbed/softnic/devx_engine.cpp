@@ -1,6 +1,6 @@
 // The devx engine: one thread per process that watches the UAR doorbell pages, executes the
 // mlx5 WQEs a doorbell announces, and writes CQEs. See devx.hpp.
-#include <immintrin.h>
+#include <sched.h>
 #include <time.h>
 
 #include <atomic>
@@ -361,7 +361,7 @@ void run() {
       timespec ts{0, 50000};  // idle: poll every 50 us
       nanosleep(&ts, nullptr);
     } else {
-      _mm_pause();
+      sched_yield();  // spinning, but never starving the threads that produce our work
     }
   }
   cuda_release();

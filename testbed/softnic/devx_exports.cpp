@@ -408,6 +408,10 @@ SOFTNIC_EXPORT void mlx5dv_devx_free_uar(mlx5dv_devx_uar* pub) {
   if (!pub) return;
   auto* u = reinterpret_cast<Uar*>(pub);
   std::lock_guard<std::mutex> g(mu());
+  if (u->refs) {
+    log("UAR page %u freed while QPs still use it: kept", u->pub.page_id);
+    return;
+  }
   auto& v = uars();
   v.erase(std::remove(v.begin(), v.end(), u), v.end());
   engine_stop_if_idle();

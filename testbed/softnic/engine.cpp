@@ -187,12 +187,11 @@ bool Engine::transmit(Qp* qp) {
     const Sge* sges = op.inlined ? nullptr : sq.sge(sq.send);
     if (!op.validated) {
       if (!op.inlined && !sges_valid(qp->pd, sges, op.num_sge, is_read_like(op.kind))) {
-        // The requester's own buffer is bad: local protection error, QP to ERR.
-        op.msn = qp->next_msn;
-        sq.send++;
-        qp->acked_msn = op.msn - 1;
-        retire(qp);
+        // The requester's own buffer is bad: local protection error, QP to ERR. Completions
+        // stay in order, so first let the WRs already on the wire finish.
+        if (sq.head != sq.send) return did;
         complete_send(qp, op, IBV_WC_LOC_PROT_ERR);
+        sq.send++;
         sq.head++;
         move_to_error(qp);
         return true;

@@ -35,22 +35,34 @@ bool pid_alive(int32_t pid) {
   return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-// Serialises join/leave of all processes of one fabric.
+// Serialises join/leave of all processes of one fabric. The last process to leave removes
+// the lock file, so a waiter re-checks after locking that it holds the file that is still
+// linked under the name, and retries otherwise.
 class FabricLock {
  public:
   explicit FabricLock(const std::string& fabric) {
-    char path[128];
-    snprintf(path, sizeof(path), "/dev/shm/softnic-%s.lock", fabric.c_str());
-    fd_ = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ >= 0) flock(fd_, LOCK_EX);
+    snprintf(path_, sizeof(path_), "/dev/shm/softnic-%s.lock", fabric.c_str());
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      fd_ = open(path_, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+      if (fd_ < 0) return;
+      flock(fd_, LOCK_EX);
+      struct stat held, named;
+      if (fstat(fd_, &held) == 0 && stat(path_, &named) == 0 && held.st_ino == named.st_ino &&
+          held.st_dev == named.st_dev)
+        return;
+      close(fd_);
+      fd_ = -1;
+    }
   }
   ~FabricLock() {
     if (fd_ >= 0) close(fd_);  // releases the flock
   }
   bool ok() const { return fd_ >= 0; }
+  void remove_file() { unlink(path_); }  // only while holding the lock
 
  private:
   int fd_ = -1;
+  char path_[128];
 };
 }  // namespace
 
@@ -195,6 +207,7 @@ void Wire::leave() {
   if (!anyone) {
     snprintf(name, sizeof(name), "/softnic-%s", cfg.fabric.c_str());
     shm_unlink(name);
+    lock.remove_file();
   }
 }
 

@@ -323,10 +323,18 @@ void scenario_imm_inline(Side& s, bool a) {
 
 // Bad rkey and out-of-bounds access: REM_ACCESS_ERR at the requester, QP to ERR, flushes.
 void scenario_remote_access(Side& s, bool a) {
-  for (int round = 0; round < 2; ++round) {
+  for (int round = 0; round < 3; ++round) {
     s.make_qp(false);
     Wire peer = s.connect();
-    if (a) {
+    if (a && round == 2) {
+      // A bad local key is the requester's own protection error.
+      ibv_sge bad = s.sge(0, 64);
+      bad.lkey += 1;
+      CHECK(s.post(IBV_WR_RDMA_WRITE, 4, {bad}, peer.addr, peer.rkey) == 0);
+      ibv_wc wc = s.wait_wc();
+      CHECK(wc.wr_id == 4 && wc.status == IBV_WC_LOC_PROT_ERR);
+      CHECK(s.state() == IBV_QPS_ERR);
+    } else if (a) {
       uint64_t addr = round == 0 ? peer.addr : peer.addr + kBuf - 16;
       uint32_t rkey = round == 0 ? peer.rkey + 1 : peer.rkey;
       CHECK(s.post(IBV_WR_RDMA_WRITE, 1, {s.sge(0, 64)}, addr, rkey) == 0);
