@@ -12,8 +12,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
+#include "gda/device.cuh"
 #include "mlx5/prm.hpp"
 #include "mlx5/wqe.hpp"
 
@@ -519,7 +521,87 @@ int main() {
           s.tail.wqe_counter == idx);
   }
 
-  for (Endpoint* e : {&a, &b}) {
+  // 9. gda's own device-side code (gda/device.cuh compiled for the host) on two "PEs" in two CPU
+  //    threads: put8 + quiet, get, fetch_add, barrier and a ping-pong, over collapsed CQs.
+  Endpoint c, d;
+  create_endpoint(c, true);
+  create_endpoint(d, true);
+  for (Endpoint* e : {&c, &d}) modify(*e, prm::kRst2Init, 0);
+  modify(c, prm::kInit2Rtr, d.qpn);
+  modify(d, prm::kInit2Rtr, c.qpn);
+  for (Endpoint* e : {&c, &d}) modify(*e, prm::kRtr2Rts, 0);
+  {
+    const size_t kHeap = 1 << 16;
+    uint8_t* heap[2];
+    ibv_mr* hmr[2];
+    for (int i = 0; i < 2; ++i) {
+      heap[i] = static_cast<uint8_t*>(aligned_alloc(4096, kHeap));
+      memset(heap[i], 0, kHeap);
+      hmr[i] = ibv_reg_mr(pd, heap[i], kHeap,
+                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                              IBV_ACCESS_REMOTE_ATOMIC);
+      REQUIRE(hmr[i]);
+    }
+    gda::DeviceState st[2]{};
+    Endpoint* eps[2] = {&c, &d};
+    for (int i = 0; i < 2; ++i) {
+      int peer = 1 - i;
+      st[i].pe = i;
+      st[i].npes = 2;
+      st[i].heap = heap[i];
+      st[i].heap_bytes = kHeap;
+      st[i].lkey = hmr[i]->lkey;
+      st[i].remote_heap[peer] = reinterpret_cast<uint64_t>(heap[peer]);
+      st[i].rkey[peer] = hmr[peer]->rkey;
+      st[i].timeout_ns = 10000000000ull;
+      gda::QpDev& q = st[i].qp[peer];
+      q.sq = eps[i]->sq();
+      q.nwqes = 1u << eps[i]->log_sq;
+      q.qpn = eps[i]->qpn;
+      q.dbrec = eps[i]->dbr() + m5::kDbrSendIndex;
+      q.bf = static_cast<uint64_t*>(eps[i]->uar->reg_addr);
+      q.cqe = eps[i]->cqbuf();
+    }
+    namespace dev = gda::dev;
+    const uint64_t kData = gda::kHeapReserved;
+    // put8 + quiet, 200 times (the 64-WQEBB SQ wraps), then get each value back.
+    bool ok = true;
+    for (uint64_t i = 0; i < 200; ++i) ok &= dev::put8(&st[0], 1, kData + 8 * (i % 32), i * 3 + 1) && dev::quiet(&st[0], 1);
+    for (uint64_t j = 0; j < 32; ++j) {
+      ok &= dev::get(&st[0], 1, kData + 1024, kData + 8 * j, 8);
+      uint64_t v;
+      memcpy(&v, heap[0] + kData + 1024, 8);
+      uint64_t last = j + ((199 - j) / 32) * 32;
+      ok &= v == last * 3 + 1;
+    }
+    CHECK(ok);
+    // fetch_add: exact sequence.
+    bool exact = true;
+    for (uint64_t i = 0; i < 100; ++i) {
+      uint64_t old = ~0ull;
+      exact &= dev::fetch_add(&st[0], 1, kData + 2048, 5, &old) && old == 5 * i;
+    }
+    CHECK(exact && st[0].qp[1].error == 0);
+    // Barrier + ping-pong between two threads.
+    bool r0 = true, r1 = true;
+    std::thread t1([&] {
+      r1 &= dev::barrier(&st[1]);
+      for (uint64_t i = 1; i <= 300; ++i) r1 &= dev::wait_eq(&st[1], kData + 4096, i) && dev::put8(&st[1], 0, kData + 4096, i);
+      r1 &= dev::quiet(&st[1], 0) && dev::barrier(&st[1]);
+    });
+    r0 &= dev::barrier(&st[0]);
+    for (uint64_t i = 1; i <= 300; ++i) r0 &= dev::put8(&st[0], 1, kData + 4096, i) && dev::wait_eq(&st[0], kData + 4096, i);
+    r0 &= dev::quiet(&st[0], 1) && dev::barrier(&st[0]);
+    t1.join();
+    CHECK(r0 && r1);
+    printf("gda device code on CPU: put/get %d, fetch-add exact %d, barrier + ping-pong %d/%d\n", ok, exact, r0, r1);
+    for (int i = 0; i < 2; ++i) {
+      ibv_dereg_mr(hmr[i]);
+      free(heap[i]);
+    }
+  }
+
+  for (Endpoint* e : {&a, &b, &c, &d}) {
     CHECK(mlx5dv_devx_obj_destroy(e->qp) == 0);
     CHECK(mlx5dv_devx_obj_destroy(e->cq) == 0);
     mlx5dv_devx_free_uar(e->uar);

@@ -1,0 +1,242 @@
+// Fig. 4-style microbenchmarks of GPU-initiated RDMA between PEs (processes) on one GPU:
+//   put   Put+Quiet   (8-byte inline RDMA WRITE, then wait for its CQE)
+//   get   Get         (blocking 8-byte RDMA READ)
+//   fadd  Atomic FetchAdd (blocking, 8-byte)
+//   pingpong  round trip: PE 0 puts, PE 1 spins on the flag and puts back
+// One GPU thread per PE issues and times every iteration with %globaltimer. Every result is
+// verified (gets return what was written, fetch-add returns exactly 0,1,2,..., ping-pong
+// values match). Usage: gda_bench --pe N --npes 2 --dir DIR [--test all|put|get|fadd|pingpong]
+//   [--warmup 1000] [--iters 5000] [--json FILE] [--verbose]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gda/device.cuh"
+#include "gda/gda.hpp"
+
+using namespace gda;
+
+constexpr uint64_t kSlots = 1024;                     // distinct 8-byte targets
+constexpr uint64_t kPutOff = kHeapReserved;           // put targets
+constexpr uint64_t kGetOff = kPutOff + 8 * kSlots;    // get sources (pattern written by the owner)
+constexpr uint64_t kGetDst = kGetOff + 8 * kSlots;    // local get destination
+constexpr uint64_t kCounterOff = kGetDst + 64;        // fetch-add counter
+constexpr uint64_t kPingOff = kCounterOff + 64;       // ping-pong flag
+
+__host__ __device__ inline uint64_t put_pattern(uint64_t i) { return 0x5100000000000000ull ^ (i * 0x9e3779b97f4a7c15ull); }
+__host__ __device__ inline uint64_t get_pattern(uint64_t j) { return 0x6700000000000000ull | (j * 2654435761ull); }
+
+struct Result {
+  unsigned long long errors;
+  unsigned long long first_bad;
+  unsigned int qp_error;
+};
+
+__device__ void finish(DeviceState* s, int peer, Result* r) {
+  r->qp_error = s->qp[peer].error;
+}
+
+__global__ void k_barrier(DeviceState* s, Result* r) {
+  if (!dev::barrier(s)) r->errors++;
+}
+
+__global__ void k_put(DeviceState* s, int peer, int warm, int iters, uint64_t* t, Result* r) {
+  for (int i = 0; i < warm + iters; ++i) {
+    uint64_t t0 = dev::globaltimer();
+    bool ok = dev::put8(s, peer, kPutOff + 8 * (uint64_t(i) % kSlots), put_pattern(i)) && dev::quiet(s, peer);
+    uint64_t t1 = dev::globaltimer();
+    if (!ok) { r->errors++; break; }
+    if (i >= warm) t[i - warm] = t1 - t0;
+  }
+  // Verify: read every slot back; each holds the last value put into it.
+  int n = warm + iters;
+  for (uint64_t j = 0; j < kSlots && j < uint64_t(n); ++j) {
+    uint64_t last = j + ((uint64_t(n) - 1 - j) / kSlots) * kSlots;
+    if (!dev::get(s, peer, kGetDst, kPutOff + 8 * j, 8)) { r->errors++; break; }
+    uint64_t v = *reinterpret_cast<volatile uint64_t*>(s->heap + kGetDst);
+    if (v != put_pattern(last)) { if (!r->errors) r->first_bad = j; r->errors++; }
+  }
+  finish(s, peer, r);
+}
+
+__global__ void k_get(DeviceState* s, int peer, int warm, int iters, uint64_t* t, Result* r) {
+  for (int i = 0; i < warm + iters; ++i) {
+    uint64_t j = uint64_t(i) % kSlots;
+    uint64_t t0 = dev::globaltimer();
+    bool ok = dev::get(s, peer, kGetDst, kGetOff + 8 * j, 8);
+    uint64_t t1 = dev::globaltimer();
+    if (!ok) { r->errors++; break; }
+    uint64_t v = *reinterpret_cast<volatile uint64_t*>(s->heap + kGetDst);
+    if (v != get_pattern(j)) { if (!r->errors) r->first_bad = i; r->errors++; }
+    if (i >= warm) t[i - warm] = t1 - t0;
+  }
+  finish(s, peer, r);
+}
+
+__global__ void k_fadd(DeviceState* s, int peer, int warm, int iters, uint64_t* t, Result* r) {
+  for (int i = 0; i < warm + iters; ++i) {
+    uint64_t old = ~0ull;
+    uint64_t t0 = dev::globaltimer();
+    bool ok = dev::fetch_add(s, peer, kCounterOff, 1, &old);
+    uint64_t t1 = dev::globaltimer();
+    if (!ok) { r->errors++; break; }
+    if (old != uint64_t(i)) { if (!r->errors) r->first_bad = i; r->errors++; }
+    if (i >= warm) t[i - warm] = t1 - t0;
+  }
+  uint64_t final_v = 0;
+  if (!dev::fetch_add(s, peer, kCounterOff, 0, &final_v) || final_v != uint64_t(warm + iters)) r->errors++;
+  finish(s, peer, r);
+}
+
+__global__ void k_ping(DeviceState* s, int peer, int warm, int iters, uint64_t* t, Result* r) {
+  for (int i = 0; i < warm + iters; ++i) {
+    uint64_t v = uint64_t(i) + 1;
+    uint64_t t0 = dev::globaltimer();
+    bool ok = dev::put8(s, peer, kPingOff, v) && dev::wait_eq(s, kPingOff, v);
+    uint64_t t1 = dev::globaltimer();
+    if (!ok) { r->errors++; r->first_bad = i; break; }
+    if (i >= warm) t[i - warm] = t1 - t0;
+  }
+  if (!dev::quiet(s, peer)) r->errors++;
+  finish(s, peer, r);
+}
+
+__global__ void k_pong(DeviceState* s, int peer, int warm, int iters, Result* r) {
+  for (int i = 0; i < warm + iters; ++i) {
+    uint64_t v = uint64_t(i) + 1;
+    if (!dev::wait_eq(s, kPingOff, v) || !dev::put8(s, peer, kPingOff, v)) { r->errors++; r->first_bad = i; break; }
+  }
+  if (!dev::quiet(s, peer)) r->errors++;
+  finish(s, peer, r);
+}
+
+static void usage() {
+  fprintf(stderr, "usage: gda_bench --pe N --npes 2 --dir DIR [--test all|put|get|fadd|pingpong] "
+                  "[--warmup N] [--iters N] [--json FILE] [--verbose]\n");
+  exit(2);
+}
+
+#define CK(call)                                                                        \
+  do {                                                                                  \
+    cudaError_t e_ = (call);                                                            \
+    if (e_ != cudaSuccess) {                                                            \
+      fprintf(stderr, "pe %d: %s failed: %s\n", pe, #call, cudaGetErrorString(e_));    \
+      exit(1);                                                                          \
+    }                                                                                   \
+  } while (0)
+
+int main(int argc, char** argv) {
+  int pe = -1, npes = 2, warm = 1000, iters = 5000;
+  std::string dir, test = "all", json;
+  bool verbose = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { if (i + 1 >= argc) usage(); return argv[++i]; };
+    if (a == "--pe") pe = std::stoi(next());
+    else if (a == "--npes") npes = std::stoi(next());
+    else if (a == "--dir") dir = next();
+    else if (a == "--test") test = next();
+    else if (a == "--warmup") warm = std::stoi(next());
+    else if (a == "--iters") iters = std::stoi(next());
+    else if (a == "--json") json = next();
+    else if (a == "--verbose") verbose = true;
+    else usage();
+  }
+  if (pe < 0 || dir.empty() || npes != 2 || iters < 1 || warm < 0) usage();
+  int peer = 1 - pe;
+
+  Options o;
+  o.pe = pe;
+  o.npes = npes;
+  o.dir = dir;
+  o.verbose = verbose;
+  Context ctx;
+  if (ctx.init(o)) {
+    fprintf(stderr, "gda_bench: setup failed: %s\n", ctx.error().c_str());
+    return 1;
+  }
+  DeviceState* s = ctx.device_state();
+  cudaStream_t st;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  uint64_t* d_t = nullptr;
+  Result* d_r = nullptr;
+  CK(cudaMalloc(&d_t, sizeof(uint64_t) * iters));
+  CK(cudaMalloc(&d_r, sizeof(Result)));
+
+  // Owner-side initial values: get pattern, zeroed counter and ping flag.
+  std::vector<uint64_t> pat(kSlots);
+  for (uint64_t j = 0; j < kSlots; ++j) pat[j] = get_pattern(j);
+  CK(cudaMemcpy(ctx.heap() + kGetOff, pat.data(), 8 * kSlots, cudaMemcpyHostToDevice));
+
+  std::vector<std::string> tests;
+  if (test == "all") tests = {"put", "get", "fadd", "pingpong"};
+  else tests = {test};
+
+  FILE* jf = json.empty() ? nullptr : fopen(json.c_str(), "w");
+  if (jf) fprintf(jf, "[\n");
+  int failures = 0;
+  bool first_json = true;
+  for (const std::string& name : tests) {
+    CK(cudaMemset(ctx.heap() + kCounterOff, 0, 64));
+    CK(cudaMemset(ctx.heap() + kPingOff, 0, 64));
+    CK(cudaMemset(d_r, 0, sizeof(Result)));
+    CK(cudaDeviceSynchronize());
+    k_barrier<<<1, 1, 0, st>>>(s, d_r);
+    bool timed = pe == 0;
+    if (pe == 0) {
+      if (name == "put") k_put<<<1, 1, 0, st>>>(s, peer, warm, iters, d_t, d_r);
+      else if (name == "get") k_get<<<1, 1, 0, st>>>(s, peer, warm, iters, d_t, d_r);
+      else if (name == "fadd") k_fadd<<<1, 1, 0, st>>>(s, peer, warm, iters, d_t, d_r);
+      else if (name == "pingpong") k_ping<<<1, 1, 0, st>>>(s, peer, warm, iters, d_t, d_r);
+      else usage();
+    } else if (name == "pingpong") {
+      k_pong<<<1, 1, 0, st>>>(s, peer, warm, iters, d_r);
+    }
+    k_barrier<<<1, 1, 0, st>>>(s, d_r);
+    CK(cudaStreamSynchronize(st));
+    CK(cudaGetLastError());
+    Result r{};
+    CK(cudaMemcpy(&r, d_r, sizeof r, cudaMemcpyDeviceToHost));
+    bool ok = r.errors == 0 && r.qp_error == 0;
+    if (!ok) failures++;
+    if (!timed) {
+      printf("pe %d: %-8s target side %s (errors %llu, qp error 0x%x)\n", pe, name.c_str(),
+             ok ? "ok" : "FAILED", r.errors, r.qp_error);
+      continue;
+    }
+    std::vector<uint64_t> t(iters);
+    CK(cudaMemcpy(t.data(), d_t, sizeof(uint64_t) * iters, cudaMemcpyDeviceToHost));
+    std::sort(t.begin(), t.end());
+    double sum = 0;
+    for (uint64_t x : t) sum += double(x);
+    auto q = [&](double p) { return double(t[std::min<size_t>(t.size() - 1, size_t(p * (t.size() - 1) + 0.5))]) / 1000.0; };
+    const char* label = name == "put" ? "Put+Quiet" : name == "get" ? "Get" : name == "fadd" ? "Atomic FetchAdd" : "Ping-Pong RTT";
+    printf("pe %d: %-16s median %8.2f us  p99 %8.2f us  min %8.2f us  max %8.2f us  verified: %s (errors %llu, qp error 0x%x)\n",
+           pe, label, q(0.5), q(0.99), q(0.0), q(1.0), ok ? "yes" : "NO", r.errors, r.qp_error);
+    if (jf) {
+      fprintf(jf,
+              "%s  {\"benchmark\": \"%s\", \"label\": \"%s\", \"pes\": %d, \"size_bytes\": 8, \"warmup\": %d, "
+              "\"iterations\": %d, \"median_us\": %.3f, \"p99_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, "
+              "\"mean_us\": %.3f, \"verified\": %s, \"errors\": %llu, \"qp_error\": %u, \"timer\": \"globaltimer\"}",
+              first_json ? "" : ",\n", name.c_str(), label, npes, warm, iters, q(0.5), q(0.99), q(0.0), q(1.0),
+              sum / t.size() / 1000.0, ok ? "true" : "false", r.errors, r.qp_error);
+      first_json = false;
+    }
+  }
+  if (jf) {
+    fprintf(jf, "\n]\n");
+    fclose(jf);
+  }
+  ctx.host_barrier("done");
+  cudaFree(d_t);
+  cudaFree(d_r);
+  cudaStreamDestroy(st);
+  ctx.finalize();
+  printf("pe %d: %s\n", pe, failures ? "FAILED" : "all benchmarks verified");
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,84 @@
+// gda host API: brings up GPU-initiated RDMA the way NVSHMEM IBGDA does — devx UARs, umem
+// registration of GPU-resident SQ/CQ/doorbell-record buffers, devx CQ and RC QP creation and
+// RST2INIT/INIT2RTR/RTR2RTS, cuMemHostRegister + cuMemHostGetDevicePointer of the doorbell page —
+// and hands GPU threads a DeviceState (gda/state.hpp) for the device functions (gda/device.cuh).
+// PEs are processes; they exchange QP numbers and heap keys through files in a directory.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gda/state.hpp"
+
+struct ibv_context;
+struct ibv_pd;
+struct ibv_mr;
+struct mlx5dv_devx_uar;
+struct mlx5dv_devx_umem;
+struct mlx5dv_devx_obj;
+
+namespace gda {
+
+struct Options {
+  int pe = 0;
+  int npes = 2;
+  std::string dir;                 // bootstrap directory shared by the PEs
+  size_t heap_bytes = 1 << 20;     // symmetric heap per PE (GPU memory)
+  uint32_t log_sq = 10;            // WQEBBs per send queue: 2^log_sq
+  int cuda_device = 0;
+  bool verbose = false;            // print every setup step
+  double bootstrap_timeout_s = 60;
+  double device_timeout_s = 60;    // bound on every device-side wait (then an error, not a hang)
+};
+
+class Context {
+ public:
+  // 0 on success; -1 with error() set.
+  int init(const Options& o);
+  void finalize();
+  ~Context() { finalize(); }
+
+  DeviceState* device_state() const { return d_state_; }  // device pointer
+  uint8_t* heap() const { return heap_; }                 // device pointer
+  const DeviceState& host_state() const { return h_state_; }
+  const std::string& error() const { return err_; }
+  // Host-side barrier through the bootstrap directory (tag must be unique per use).
+  int host_barrier(const std::string& tag);
+
+ private:
+  struct Peer {
+    mlx5dv_devx_uar* cq_uar = nullptr;
+    mlx5dv_devx_uar* uar = nullptr;
+    void* uar_dev = nullptr;       // device pointer of the registered page
+    bool uar_registered = false;
+    uint8_t* ctrl = nullptr;       // GPU: [SQ][CQE][QP DBR][CQ DBR]
+    size_t ctrl_bytes = 0;
+    mlx5dv_devx_umem* umem = nullptr;
+    mlx5dv_devx_obj* cq = nullptr;
+    mlx5dv_devx_obj* qp = nullptr;
+    uint32_t cqn = 0, qpn = 0, remote_qpn = 0;
+  };
+  int fail(const std::string& what);
+  void step(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+  int query_caps();
+  int create_peer(int pe);
+  int connect_peer(int pe, uint16_t rlid);
+  int publish_and_collect(std::vector<std::vector<uint64_t>>& all);
+
+  Options o_;
+  std::string err_;
+  ibv_context* ctx_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  uint32_t pdn_ = 0;
+  uint16_t lid_ = 0;
+  uint8_t active_mtu_ = 5;
+  uint8_t* heap_ = nullptr;
+  ibv_mr* mr_ = nullptr;
+  std::vector<Peer> peers_;
+  DeviceState h_state_{};
+  DeviceState* d_state_ = nullptr;
+  bool up_ = false;
+};
+
+}  // namespace gda

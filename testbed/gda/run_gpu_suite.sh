@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# GPU suite for gda + softnic devx, for a fresh GPU machine. Run from the repository root:
+#     testbed/gda/run_gpu_suite.sh
+# Results (JSON + logs) go to $OUT (default ./gpu-results). Steps:
+#   1. record the environment            -> $OUT/env.txt
+#   2. configure (root project; if that fails, testbed/gda standalone) -> $OUT/configure*.log
+#   3. build only softnic + gda targets (-j16)                          -> $OUT/build.log
+#   4. start MPS (two processes' kernels then run concurrently)         -> $OUT/mps.log
+#   5. ctest -L gpu, and the CPU devx test softnic.devx_host            -> $OUT/ctest-*.log
+#   6. the four microbenchmarks (1000 warm-up + 5000 measured each)     -> $OUT/gda_all_pe*.json, bench.log
+#   7. summary: every step PASS/FAIL/SKIP                               -> $OUT/summary.txt
+# Exit status: 0 when every step passed.
+set -u
+ROOT=$(pwd)
+if [ ! -f "$ROOT/testbed/gda/run_gpu_suite.sh" ]; then
+  echo "run me from the repository root (testbed/gda/run_gpu_suite.sh)"; exit 2
+fi
+OUT=${OUT:-$ROOT/gpu-results}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+exec > >(tee "$OUT/suite.log") 2>&1
+T0=$(date +%s)
+declare -a SUMMARY=()
+FAILED=0
+note() { echo; echo "=== [$(( $(date +%s) - T0 ))s] $*"; }
+record() {  # record STEP STATUS DETAIL
+  SUMMARY+=("$(printf '%-34s %-5s %s' "$1" "$2" "$3")")
+  [ "$2" = FAIL ] && FAILED=1
+  echo ">>> $1: $2 $3"
+}
+finish() {
+  if [ "${MPS_STARTED:-0}" = 1 ]; then echo quit | nvidia-cuda-mps-control >/dev/null 2>&1; fi
+  {
+    echo "gda GPU suite summary (total $(( $(date +%s) - T0 )) s, results in $OUT)"
+    printf '%s\n' "${SUMMARY[@]}"
+    [ $FAILED = 0 ] && echo "OVERALL: PASS" || echo "OVERALL: FAIL"
+  } | tee "$OUT/summary.txt"
+  exit $FAILED
+}
+trap finish EXIT
+
+note "1. environment"
+{
+  date -u; uname -a; id
+  nvidia-smi 2>&1 | head -20
+  nvcc --version 2>&1 | tail -2
+  cmake --version | head -1; g++ --version | head -1; nproc
+  git -C "$ROOT" log -1 --oneline 2>/dev/null
+} > "$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
+
+note "2. configure"
+B=$ROOT/build-gpu
+if timeout 300 cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=Release > "$OUT/configure.log" 2>&1; then
+  record configure PASS "root project in build-gpu"
+else
+  tail -15 "$OUT/configure.log"
+  echo "root project did not configure here (see configure.log); falling back to testbed/gda standalone"
+  B=$ROOT/build-gpu-gda
+  if timeout 300 cmake -S "$ROOT/testbed/gda" -B "$B" -DCMAKE_BUILD_TYPE=Release > "$OUT/configure-gda.log" 2>&1; then
+    record configure PASS "root FAILED (configure.log); testbed/gda standalone in build-gpu-gda"
+  else
+    tail -30 "$OUT/configure-gda.log"
+    record configure FAIL "see configure.log, configure-gda.log"
+    exit
+  fi
+fi
+grep -E "CUDA|gda" "$OUT"/configure*.log | tail -5
+
+note "3. build (softnic, gda_bench, gda_probe, gda_devx_host_test)"
+if timeout 420 cmake --build "$B" -j16 --target softnic gda_bench gda_probe gda_devx_host_test > "$OUT/build.log" 2>&1; then
+  record build PASS "$B"
+else
+  grep -E "error|Error" "$OUT/build.log" | head -30
+  record build FAIL "see build.log"
+  exit
+fi
+LIBDIR=$B/softnic
+BENCH=$(find "$B" -name gda_bench -type f -perm -u+x | head -1)
+PROBE=$(find "$B" -name gda_probe -type f -perm -u+x | head -1)
+
+note "4. MPS"
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/gda-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/gda-mps-log
+mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+MPS_STARTED=0
+SUDO=""
+[ "$(id -u)" != 0 ] && sudo -n true 2>/dev/null && SUDO="sudo -n -E"
+if command -v nvidia-cuda-mps-control >/dev/null && $SUDO nvidia-cuda-mps-control -d > "$OUT/mps.log" 2>&1; then
+  MPS_STARTED=1
+  sleep 1
+  record mps PASS "daemon started (pipe $CUDA_MPS_PIPE_DIRECTORY)"
+else
+  cat "$OUT/mps.log" 2>/dev/null
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  record mps FAIL "not started: processes time-slice the GPU (ms-scale latencies)"
+fi
+
+note "5. tests"
+timeout 120 ctest --test-dir "$B" -R '^softnic\.devx_host$' --output-on-failure > "$OUT/ctest-devx-host.log" 2>&1
+rc=$?; tail -5 "$OUT/ctest-devx-host.log"
+[ $rc = 0 ] && record "ctest softnic.devx_host (CPU)" PASS "" || record "ctest softnic.devx_host (CPU)" FAIL "see ctest-devx-host.log"
+timeout 400 ctest --test-dir "$B" -L gpu --output-on-failure > "$OUT/ctest-gpu.log" 2>&1
+rc=$?; tail -8 "$OUT/ctest-gpu.log"
+if grep -q "skipped: no CUDA device" "$OUT/ctest-gpu.log"; then record "ctest -L gpu" FAIL "skipped: no CUDA device"
+elif [ $rc = 0 ]; then record "ctest -L gpu" PASS "$(grep -E 'tests passed' "$OUT/ctest-gpu.log")"
+else record "ctest -L gpu" FAIL "see ctest-gpu.log"; fi
+
+note "6. microbenchmarks (2 PEs on one GPU; 1000 warm-up + 5000 measured iterations)"
+timeout 420 "$ROOT/testbed/gda/tests/run_gda_pair.sh" "$PROBE" "$BENCH" "$LIBDIR" all 1000 5000 "$OUT" > "$OUT/bench.log" 2>&1
+rc=$?; cat "$OUT/bench.log"
+if [ $rc = 0 ]; then record "benchmarks put/get/fadd/pingpong" PASS "verified; JSON gda_all_pe0.json"
+elif [ $rc = 77 ]; then record "benchmarks" FAIL "skipped: no CUDA device"
+else record "benchmarks put/get/fadd/pingpong" FAIL "rc $rc, see bench.log"; fi
+if [ -f "$OUT/gda_all_pe0.json" ]; then
+  echo "--- gda_all_pe0.json"; cat "$OUT/gda_all_pe0.json"
+  while read -r line; do SUMMARY+=("  $line"); done < <(grep -o '"label": "[^"]*".*"p99_us": [0-9.]*' "$OUT/gda_all_pe0.json" | sed 's/"size_bytes.*"median_us"/median_us/; s/"//g')
+fi
+# Also record the commands that produced the numbers.
+cat > "$OUT/commands.txt" <<CMDS
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release   (fallback: cmake -S testbed/gda -B build-gpu-gda ...)
+cmake --build $B -j16 --target softnic gda_bench gda_probe gda_devx_host_test
+CUDA_MPS_PIPE_DIRECTORY=/tmp/gda-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/gda-mps-log nvidia-cuda-mps-control -d
+ctest --test-dir $B -L gpu --output-on-failure
+testbed/gda/tests/run_gda_pair.sh $PROBE $BENCH $LIBDIR all 1000 5000 \$OUT
+  = LD_LIBRARY_PATH=$LIBDIR SOFTNIC_SPIN_US=200000 SOFTNIC_DEVX_SPIN_US=1000000 \\
+    gda_bench --pe {1,0} --npes 2 --dir <tmp> --test all --warmup 1000 --iters 5000 --json \$OUT/gda_all_pe{1,0}.json
+CMDS
