@@ -27,17 +27,18 @@ struct mlx5dv_devx_obj {
 
 namespace softnic::devx {
 
+// Never destroyed: the engine thread may still run while static destructors do (exit()).
 std::mutex& mu() {
-  static std::mutex m;
-  return m;
+  static auto* m = new std::mutex;
+  return *m;
 }
 std::vector<Uar*>& uars() {
-  static std::vector<Uar*> v;
-  return v;
+  static auto* v = new std::vector<Uar*>;
+  return *v;
 }
 std::vector<Qp*>& qps() {
-  static std::vector<Qp*> v;
-  return v;
+  static auto* v = new std::vector<Qp*>;
+  return *v;
 }
 Qp* find_qp(uint32_t qpn) {
   for (Qp* q : qps())

@@ -11,7 +11,7 @@
 #include "mlx5/wqe.hpp"
 
 #if defined(__CUDACC__)
-#define GDA_FN GDA_FN
+#define GDA_FN __device__ __forceinline__
 #else
 #include <sched.h>
 #include <time.h>
@@ -26,7 +26,7 @@ namespace gda::dev {
 namespace m5 = sigmatrace::mlx5;
 
 GDA_FN uint64_t globaltimer() {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDACC__)
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
@@ -38,13 +38,13 @@ GDA_FN uint64_t globaltimer() {
 }
 // Spin-loop body: nothing on the GPU; on a CPU let the engine threads run.
 GDA_FN void relax() {
-#if !defined(__CUDA_ARCH__)
+#if !defined(__CUDACC__)
   sched_yield();
 #endif
 }
 // Orders this thread's earlier stores (WQE, DBR) before later ones as seen by the NIC and host.
 GDA_FN void fence_system() {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDACC__)
   __threadfence_system();
 #else
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -87,7 +87,7 @@ GDA_FN uint8_t* wqebb(QpDev* q, uint64_t idx) {
 }
 
 GDA_FN void st16(uint8_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDACC__)
   *reinterpret_cast<uint4*>(p) = make_uint4(a, b, c, d);
 #else
   uint32_t v[4] = {a, b, c, d};
