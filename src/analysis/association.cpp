@@ -12,17 +12,21 @@ namespace sigmatrace::analysis {
 
 using format::EventType;
 
-uint64_t message_flow_id(const HwEndpoint& from, const HwEndpoint& to, uint64_t seq) {
+uint64_t message_flow_id(uint64_t from_hash, uint64_t to_hash, uint64_t seq) {
   // splitmix64 finaliser over the three inputs; never 0 (0 means "no flow").
   auto mix = [](uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   };
-  uint64_t h = mix(hw_endpoint_hash(from) + 0x9e3779b97f4a7c15ull);
-  h = mix(h ^ hw_endpoint_hash(to));
+  uint64_t h = mix(from_hash + 0x9e3779b97f4a7c15ull);
+  h = mix(h ^ to_hash);
   h = mix(h ^ seq);
   return h ? h : 1;
+}
+
+uint64_t message_flow_id(const HwEndpoint& from, const HwEndpoint& to, uint64_t seq) {
+  return message_flow_id(hw_endpoint_hash(from), hw_endpoint_hash(to), seq);
 }
 
 namespace {
@@ -37,9 +41,8 @@ struct QpState {
   std::deque<PendingWr> sends, recvs;
   uint64_t send_seq = 0, recv_seq = 0;
   int64_t peer_process = kNone;
-  const HwEndpoint* local = nullptr;
-  const HwEndpoint* peer = nullptr;  // the paired QP's own address (null: peer not traced)
-  bool flows = false;                // connected peer in the trace: messages get flow ids
+  uint64_t local_hash = 0, peer_hash = 0;  // hw_endpoint_hash of both ends (the peer's own address)
+  bool flows = false;                      // connected peer in the trace: messages get flow ids
 };
 
 class FileAssociation {
@@ -56,14 +59,16 @@ class FileAssociation {
     for (size_t i = 0; i < qps_.size(); ++i) {
       const QpRow& q = m.qps[first_qp_ + i];
       QpState& s = qps_[i];
-      s.local = &q.local;
+      s.local_hash = hw_endpoint_hash(q.local);
       if (q.remote_qp_id != kNone) {
         const QpRow& r = m.qps[static_cast<size_t>(q.remote_qp_id)];
         s.peer_process = r.process_id;
-        s.peer = &r.local;
+        s.peer_hash = hw_endpoint_hash(r.local);
         s.flows = q.connection_id != kNone;
       }
     }
+    for (const auto& [num, ids] : p_.qps_by_num)
+      if (ids.size() == 1) unique_qp_[num] = ids.front();
   }
 
   FilePassStats run(std::atomic<uint64_t>* bytes_done);
@@ -79,6 +84,15 @@ class FileAssociation {
   void finish_op(OpRecord& op);
   QpState* state(int64_t qp) { return qp == kNone ? nullptr : &qps_[static_cast<size_t>(qp) - first_qp_]; }
   int64_t qp_of(uint64_t qp_num, uint64_t tsc) {
+    // Fast path: a number used by one QP only (the common case) needs no lifetime check; a small
+    // direct-mapped cache in front of the map.
+    CacheSlot& c = qp_cache_[qp_num % kQpCache];
+    if (c.qp_num == qp_num && c.qp_id != kNone) return c.qp_id;
+    auto it = unique_qp_.find(static_cast<uint32_t>(qp_num));
+    if (it != unique_qp_.end()) {
+      c = {qp_num, it->second};
+      return it->second;
+    }
     int64_t q = m_.qp_at(p_.process_id, qp_num, tsc);
     if (q == kNone) ++pc_.unknown_qp;
     return q;
@@ -94,6 +108,13 @@ class FileAssociation {
   size_t first_qp_ = 0;
   std::vector<QpState> qps_;
   std::unordered_map<uint64_t, std::deque<PendingWr>> srq_recvs_;
+  struct CacheSlot {
+    uint64_t qp_num = ~0ull;
+    int64_t qp_id = kNone;
+  };
+  static constexpr size_t kQpCache = 256;
+  CacheSlot qp_cache_[kQpCache];
+  std::unordered_map<uint32_t, int64_t> unique_qp_;
   uint64_t ops_ = 0, completions_ = 0, errors_ = 0;
   FilePassStats stats_;
 };
@@ -216,7 +237,7 @@ void FileAssociation::post_send_wr(int64_t thread, int64_t ts, const format::Dec
     op.peer_process_id = s->peer_process;
     if (op_consumes_receive(op.op_class)) {
       ++s->send_seq;
-      if (s->flows) op.flow_id = message_flow_id(*s->local, *s->peer, s->send_seq), ++pc_.flows_out;
+      if (s->flows) op.flow_id = message_flow_id(s->local_hash, s->peer_hash, s->send_seq), ++pc_.flows_out;
     }
   }
   OpCounters& c = counters(qp);
@@ -320,7 +341,7 @@ void FileAssociation::completion(int64_t thread, int64_t ts, const format::Decod
     if (!found) cnt.ops[kOpRecv] += 1;  // receive WR not traced (lost, or posted before tracing)
     if (s) {
       ++s->recv_seq;
-      if (s->flows) c.flow_id = message_flow_id(*s->peer, *s->local, s->recv_seq), ++pc_.flows_in;
+      if (s->flows) c.flow_id = message_flow_id(s->peer_hash, s->local_hash, s->recv_seq), ++pc_.flows_in;
     }
   }
   if (!ok) {

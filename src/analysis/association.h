@@ -25,8 +25,10 @@ struct FilePassStats {
   uint64_t skipped_events = 0;  // known types whose layout in this file is older than ours
 };
 
-// Flow id of the k-th matched message from QP `from` to QP `to` (both ends' hardware addresses).
+// Flow id of the k-th matched message from QP `from` to QP `to` (both ends' hardware addresses);
+// the second form takes their hw_endpoint_hash() values.
 uint64_t message_flow_id(const HwEndpoint& from, const HwEndpoint& to, uint64_t seq);
+uint64_t message_flow_id(uint64_t from_hash, uint64_t to_hash, uint64_t seq);
 
 // Analyses process_id's file. sink may be null (aggregates only). Thread-safe across different
 // processes: writes only the counters of this process and its QPs.

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <atomic>
 #include <filesystem>
+#include <thread>
+#include <unordered_map>
 
 #include "format/event_types.h"
 #include "format/experiment_layout.h"
@@ -20,7 +23,7 @@ namespace {
 constexpr uint64_t kGidPrefix = 0xfe80000000000000ull;
 constexpr uint64_t kQpStateMask = 1, kQpPortMask = 1 << 5, kQpAvMask = 1 << 7, kQpDestQpnMask = 1 << 20;
 constexpr uint64_t kWcRecvOp = 128, kWcRecvImmOp = 129;
-constexpr int64_t kRecvDelay = 2000, kSendCompletionDelay = 3000, kRepostDelay = 100;
+constexpr int64_t kRecvDelay = 2000, kSendCompletionDelay = 3000, kRecvPostLead = 1500;
 
 struct Ev {
   int64_t ns;
@@ -83,7 +86,8 @@ SyntheticTruth write_synthetic_experiment(const std::string& dir, const Syntheti
   int64_t run_ns = s.message_period_ns * (s.messages_per_qp + 2);
   truth.end_ns = s.start_ns + run_ns + 1000000;
 
-  for (int r = 0; r < n; ++r) {
+  // One process's file; each writes into its own truth (merged below), so ranks run in parallel.
+  auto write_rank = [&](int r, SyntheticTruth& truth, std::string* file) -> bool {
     std::string host = synthetic_host(s, r);
     int h = r % std::max(1, s.hosts);
     long pid = 1000 + r;
@@ -126,18 +130,9 @@ SyntheticTruth write_synthetic_experiment(const std::string& dir, const Syntheti
       ++truth.qps;
       if (q.peer > r) ++truth.connections;
     }
-    // Receive WRs posted up front (Full), enough for every message the peer sends.
+    // Receive WRs are posted shortly before the peer's message arrives (as a ring of receives
+    // kept full would), so few are outstanding at any time; ids are handed out per QP in order.
     uint64_t recv_wr_id = 1u << 20;
-    std::vector<uint64_t> bytes_of_msg;
-    for (const LocalQp& q : qps) {
-      int recvs = 0;
-      for (int k = 0; k < s.messages_per_qp; ++k) recvs += consumes_receive(s.opcodes[static_cast<size_t>(k) % s.opcodes.size()]);
-      for (int k = 0; k < recvs; ++k) {
-        if (s.full_mode) add(t, q.tid, EventType::ibv_recv_wr, {q.qpn, recv_wr_id++, 1 << 20, 1, 0});
-        else add(t, q.tid, EventType::ibv_post_recv, {q.qpn, 1, 1 << 20, 0});
-      }
-      t += 10;
-    }
     int64_t data_start = s.start_ns + s.message_period_ns;
     // Messages: side r posts k-th message on QP j at data_start + k*period + slot(j).
     for (size_t j = 0; j < qps.size(); ++j) {
@@ -173,10 +168,15 @@ SyntheticTruth write_synthetic_experiment(const std::string& dir, const Syntheti
         if (consumes_receive(op)) ++truth.flows;
         // The peer's k-th message arrives on this QP: receive completion (and a repost), Full only.
         unsigned pop = op;  // both sides use the same opcode cycle
+        if (!s.full_mode && consumes_receive(pop)) {
+          int64_t peer_ts = data_start + k * s.message_period_ns + peer_slot;
+          add(peer_ts + kRecvDelay - kRecvPostLead, q.tid, EventType::ibv_post_recv, {q.qpn, 1, 1 << 20, 0});
+        }
         if (s.full_mode && consumes_receive(pop)) {
           int64_t peer_ts = data_start + k * s.message_period_ns + peer_slot;
           uint64_t pbytes = s.sizes[static_cast<size_t>(k) % s.sizes.size()];
           // Receive WRs complete in posting order; their ids were handed out per QP in that order.
+          add(peer_ts + kRecvDelay - kRecvPostLead, q.tid, EventType::ibv_recv_wr, {q.qpn, recv_wr_id++, 1 << 20, 1, 0});
           add(peer_ts + kRecvDelay, q.tid, EventType::ibv_completion,
               {context + 0x30, q.qpn, 0 /*filled below*/, 0, pop == 1 ? kWcRecvImmOp : kWcRecvOp, pbytes, pop == 1 ? 7u : 0u, 0, q.remote_qpn, 0});
         }
@@ -193,10 +193,11 @@ SyntheticTruth write_synthetic_experiment(const std::string& dir, const Syntheti
         for (int k = 0; k < s.messages_per_qp; ++k) recvs += consumes_receive(s.opcodes[static_cast<size_t>(k) % s.opcodes.size()]);
         id += static_cast<uint64_t>(recvs);
       }
+      std::unordered_map<uint64_t, size_t> index_of_qpn;
+      for (size_t j = 0; j < qps.size(); ++j) index_of_qpn[qps[j].qpn] = j;
       for (Ev& e : ev) {
         if (e.type != static_cast<uint16_t>(EventType::ibv_completion) || (e.v[4] != kWcRecvOp && e.v[4] != kWcRecvImmOp)) continue;
-        for (size_t j = 0; j < qps.size(); ++j)
-          if (qps[j].qpn == e.v[1]) e.v[2] = next_id[j]++;
+        e.v[2] = next_id[index_of_qpn.at(e.v[1])]++;
       }
     }
     int64_t end = data_start + s.messages_per_qp * s.message_period_ns + 10000;
@@ -214,7 +215,7 @@ SyntheticTruth write_synthetic_experiment(const std::string& dir, const Syntheti
         {"start_tsc", std::to_string(tsc(s.start_ns))}};
     std::string path = dir + "/" + format::trace_file_name(host, r, pid);
     format::TraceFileWriter w;
-    if (!w.open(path, meta, format::Codec::zstd, s.chunk_bytes)) return SyntheticTruth{};
+    if (!w.open(path, meta, format::Codec::zstd, s.chunk_bytes)) return false;
     // Process stream: clock samples over the run, thread names; the rest at the end.
     int samples = std::max(0, s.clock_samples);
     for (int i = 0; i < samples; ++i) {
@@ -233,8 +234,7 @@ SyntheticTruth write_synthetic_experiment(const std::string& dir, const Syntheti
       const format::EventSpec* spec = format::find_builtin_spec(e.type);
       while (fields.size() < spec->field_count) fields.emplace_back(uint64_t{0});
       w.add(e.tid, e.type, tsc(e.ns), fields);
-      for (size_t i = 0; i < tids.size(); ++i)
-        if (tids[i] == e.tid) ++per_thread[i];
+      ++per_thread[e.tid - tids[0]];  // tids are consecutive
     }
     uint64_t written = ev.size();
     for (size_t i = 0; i < tids.size(); ++i)
@@ -243,9 +243,33 @@ SyntheticTruth write_synthetic_experiment(const std::string& dir, const Syntheti
     uint64_t process_events = written + static_cast<uint64_t>(samples) + tids.size() * 2 + 2;
     w.add(0, EventType::file_end, tsc(end + 1000),
           {uint64_t{0}, process_events, s.events_dropped * tids.size(), uint64_t{0}});
-    if (!w.close()) return SyntheticTruth{};
+    if (!w.close()) return false;
     truth.events += process_events;
-    truth.files.push_back(path);
+    *file = path;
+    return true;
+  };
+
+  std::vector<SyntheticTruth> parts(static_cast<size_t>(n), truth);
+  std::vector<std::string> files(static_cast<size_t>(n));
+  std::atomic<int> next{0}, failed{0};
+  std::vector<std::thread> pool;
+  unsigned workers = std::max(1u, std::min<unsigned>(s.generator_threads, static_cast<unsigned>(n)));
+  for (unsigned t = 0; t < workers; ++t)
+    pool.emplace_back([&] {
+      for (int r; (r = next.fetch_add(1)) < n;)
+        if (!write_rank(r, parts[static_cast<size_t>(r)], &files[static_cast<size_t>(r)])) ++failed;
+    });
+  for (std::thread& t : pool) t.join();
+  if (failed) return SyntheticTruth{};
+  for (int r = 0; r < n; ++r) {
+    const SyntheticTruth& p = parts[static_cast<size_t>(r)];
+    for (int a = 0; a < n; ++a)
+      for (int b = 0; b < n; ++b) {
+        truth.bytes[static_cast<size_t>(a)][static_cast<size_t>(b)] += p.bytes[static_cast<size_t>(a)][static_cast<size_t>(b)];
+        truth.ops[static_cast<size_t>(a)][static_cast<size_t>(b)] += p.ops[static_cast<size_t>(a)][static_cast<size_t>(b)];
+      }
+    truth.flows += p.flows, truth.events += p.events, truth.qps += p.qps, truth.connections += p.connections;
+    truth.files.push_back(files[static_cast<size_t>(r)]);
   }
   return truth;
 }

@@ -35,6 +35,7 @@ struct SyntheticSpec {
   std::vector<SyntheticClock> clocks;  // per process (missing: default clock, skewed by rank)
   uint64_t events_dropped = 0;    // reported by thread_summary of each thread (loss accounting)
   size_t chunk_bytes = 64 * 1024;
+  unsigned generator_threads = 1;  // processes written in parallel
 };
 
 // What was written, for the tests to compare with.

@@ -106,7 +106,13 @@ size_t compress(Codec codec, int level, const uint8_t* in, size_t n, uint8_t* ou
 bool decompress(Codec codec, const uint8_t* in, size_t n, uint8_t* out, size_t expected) {
   switch (codec) {
     case Codec::zstd: {
-      size_t r = ZSTD_decompress(out, expected, in, n);
+      // One decompression context per thread, reused: creating one per chunk is costly.
+      struct DCtx {
+        ZSTD_DCtx* ctx = ZSTD_createDCtx();
+        ~DCtx() { ZSTD_freeDCtx(ctx); }
+      };
+      thread_local DCtx d;
+      size_t r = d.ctx ? ZSTD_decompressDCtx(d.ctx, out, expected, in, n) : ZSTD_decompress(out, expected, in, n);
       return !ZSTD_isError(r) && r == expected;
     }
     case Codec::lz4: {
@@ -131,22 +137,76 @@ const char* codec_name(Codec c) {
   return "unknown";
 }
 
+const ChunkEventDecoder::TypePlan* ChunkEventDecoder::lookup(uint64_t type) {
+  if (type > 0xffff) return nullptr;
+  TypePlan& slot = plans_[type % 64];
+  if (slot.desc && slot.desc->id == type) return &slot;
+  const TypeDesc* d = schema_->lookup(static_cast<uint16_t>(type));
+  if (!d || d->fields.size() > kMaxFields) return nullptr;
+  slot = TypePlan{d, 0, true};
+  for (size_t f = 0; f < d->fields.size(); ++f) {
+    if (d->fields[f].kind == FieldKind::i64) slot.i64_mask |= 1u << f;
+    if (d->fields[f].kind == FieldKind::bytes) slot.plain = false;
+  }
+  return &slot;
+}
+
+namespace {
+// Varint without end checks: the caller made sure 10 bytes per value are available.
+inline const uint8_t* varint_get_unchecked(const uint8_t* p, uint64_t* out) {
+  uint64_t b = *p++;
+  if (b < 0x80) {
+    *out = b;
+    return p;
+  }
+  uint64_t v = b & 0x7f;
+  for (int shift = 7; shift < 70; shift += 7) {
+    b = *p++;
+    v |= (b & 0x7f) << shift;
+    if (b < 0x80) {
+      *out = v;
+      return p;
+    }
+  }
+  return nullptr;
+}
+}  // namespace
+
 bool ChunkEventDecoder::next(DecodedEvent* ev) {
   if (failed_ || p_ >= end_) return false;
   uint64_t type, dtsc;
   const uint8_t* p = varint_get(p_, end_, &type);
   if (p) p = varint_get(p, end_, &dtsc);
-  const TypeDesc* desc = p && type <= 0xffff ? schema_->lookup(static_cast<uint16_t>(type)) : nullptr;
+  const TypePlan* plan = p ? lookup(type) : nullptr;
   // A type missing from the file's own schema cannot be sized: the rest of the chunk is lost.
-  if (!desc || desc->fields.size() > kMaxFields) {
+  if (!plan) {
     failed_ = true;
     return false;
   }
+  const TypeDesc* desc = plan->desc;
   ev->type = static_cast<uint16_t>(type);
   ev->desc = desc;
   tsc_ += static_cast<uint64_t>(zigzag_decode(dtsc));
   ev->tsc = tsc_;
-  ev->field_count = static_cast<int>(desc->fields.size());
+  int n = static_cast<int>(desc->fields.size());
+  ev->field_count = n;
+  if (!plan->plain || end_ - p < 10 * n) return decode_general(desc, p, ev);
+  for (int f = 0; f < n; ++f) {
+    ev->bytes[f] = {};
+    if (!(p = varint_get_unchecked(p, &ev->values[f]))) {
+      failed_ = true;
+      return false;
+    }
+  }
+  for (uint32_t m = plan->i64_mask; m; m &= m - 1) {
+    int f = __builtin_ctz(m);
+    ev->values[f] = static_cast<uint64_t>(zigzag_decode(ev->values[f]));
+  }
+  p_ = p;
+  return true;
+}
+
+bool ChunkEventDecoder::decode_general(const TypeDesc* desc, const uint8_t* p, DecodedEvent* ev) {
   for (int f = 0; f < ev->field_count; ++f) {
     uint64_t v = 0;
     if (!(p = varint_get(p, end_, &v))) {

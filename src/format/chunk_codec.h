@@ -52,11 +52,21 @@ class ChunkEventDecoder {
   size_t remaining_bytes() const { return static_cast<size_t>(end_ - p_); }
 
  private:
+  // How to decode one type, prepared once per chunk: Schema::lookup is a linear search and the
+  // per-field kind switch mispredicts; both were most of the analysis' decoding time.
+  struct TypePlan {
+    const TypeDesc* desc = nullptr;
+    uint32_t i64_mask = 0;  // fields to zigzag-decode
+    bool plain = false;     // no bytes field: the fast path applies
+  };
+  const TypePlan* lookup(uint64_t type);
+  bool decode_general(const TypeDesc* desc, const uint8_t* p, DecodedEvent* ev);
   const uint8_t* p_;
   const uint8_t* end_;
   uint64_t tsc_;
   const Schema* schema_;
   bool failed_ = false;
+  TypePlan plans_[64];  // direct-mapped by type id
 };
 
 }  // namespace sigmatrace::format

@@ -121,9 +121,9 @@ TEST(ClockNormalization, FileWithoutSamplesUsesItsHeaderAndTheHostSlope) {
   // No fit anywhere: the slope falls back to 1 ns/tick, anchored at the header's start pair.
   EXPECT_EQ(sql_rows(db, "SELECT clock_source, clock_samples FROM process ORDER BY rank"),
             (std::vector<std::string>{"header-only|0", "header-only|0"}));
-  // Both processes post their first receive WR 1110 ns after the start (setup 1000 + QP setup 110).
-  EXPECT_EQ(sql_int(db, "SELECT MIN(ts_ns) FROM op WHERE process_id = 0"), spec.start_ns + 1110);
-  EXPECT_EQ(sql_int(db, "SELECT MIN(ts_ns) FROM op WHERE process_id = 1"), spec.start_ns + 1110);
+  // Both processes post their first send one message period after the start.
+  EXPECT_EQ(sql_int(db, "SELECT MIN(ts_ns) FROM op WHERE process_id = 0"), spec.start_ns + spec.message_period_ns);
+  EXPECT_EQ(sql_int(db, "SELECT MIN(ts_ns) FROM op WHERE process_id = 1"), spec.start_ns + spec.message_period_ns);
 }
 
 }  // namespace
