@@ -490,6 +490,34 @@ int main() {
     CHECK(good);
     printf("ring CQ with wrap: ok=%d\n", good);
   }
+  // 6b. A 3-WQEBB inline WRITE (100 bytes) that wraps around the end of b's SQ, after 26
+  //     unsignalled NOPs; then an 8-byte masked FA (opmod 0x09, boundary 0) = fetch-add.
+  {
+    for (int k = 0; k < 26; ++k) post_nop(b, false);
+    CHECK((b.prod & 31) == 30);
+    uint8_t payload[100];
+    for (int i = 0; i < 100; ++i) payload[i] = uint8_t(0x40 + i);
+    uint16_t idx = post_write_inline(b, payload, 100, reinterpret_cast<uint64_t>(src + 0x6000), mr->rkey, true);
+    ring(b);
+    Seen s = wait_ring(b);
+    CHECK(s.ok && s.tail.opcode == m5::kCqeReq && s.tail.wqe_counter == idx);
+    CHECK(memcmp(src + 0x6000, payload, 100) == 0);
+    uint64_t* counter = reinterpret_cast<uint64_t*>(dst + 0x7000);
+    uint64_t* result = reinterpret_cast<uint64_t*>(src + 0x7000);
+    *counter = 40;
+    uint16_t fa = uint16_t(b.prod);
+    uint8_t* w = wqe_at(b, b.prod);
+    post_atomic(b, m5::kOpAtomicMaskedFa, 2, 0, reinterpret_cast<uint64_t>(result), mr->lkey,
+                raddr + 0x7000, mr->rkey);
+    m5::CtrlSeg c;
+    memcpy(&c, w, 16);
+    c.opmod_idx_opcode = m5::ctrl_opmod_idx_opcode(m5::kOpmodExtAtomic8B, fa, m5::kOpAtomicMaskedFa);
+    memcpy(w, &c, 16);
+    ring(b);
+    s = wait_ring(b);
+    CHECK(s.ok && s.tail.opcode == m5::kCqeReq && s.tail.wqe_counter == fa && *result == 40 && *counter == 42);
+    printf("wrapping 3-WQEBB inline write and masked FA: ok=%d\n", s.ok);
+  }
   // 7. Error: WRITE with a bad rkey -> error CQE (REMOTE_ACCESS_ERR); the next WQE is flushed.
   {
     uint16_t bad = post_rdma(a, m5::kOpRdmaWrite, reinterpret_cast<uint64_t>(src), mr->lkey, 8, raddr,
