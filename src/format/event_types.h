@@ -74,7 +74,57 @@ enum class FieldKind : uint8_t {
   X(118, ibv_async_event, "ibv_async_event",                                                      \
     F(u64, "context") F(u64, "event_type") F(u64, "element"))                                     \
   X(119, ibv_srq_create, "ibv_srq_create", F(u64, "pd") F(u64, "srq") F(u64, "max_wr"))           \
-  X(120, ibv_poll_cq, "ibv_poll_cq", F(u64, "cq") F(u64, "polled") F(i64, "result"))
+  X(120, ibv_poll_cq, "ibv_poll_cq", F(u64, "cq") F(u64, "polled") F(i64, "result"))             \
+  /* UCX (layer 'ucx'): UCP objects by address; ops carry the UCT interface and endpoint (lane) */ \
+  /* that carried them when the transport was used during the call (0: deferred to progress). */  \
+  X(300, ucx_worker_create, "ucx_worker_create", F(u64, "context") F(u64, "worker") F(bytes, "address")) \
+  X(301, ucx_ep_create, "ucx_ep_create",                                                          \
+    F(u64, "worker") F(u64, "ep") F(u64, "peer_kind") F(i64, "status") F(bytes, "peer"))            \
+  X(302, ucx_ep_close, "ucx_ep_close", F(u64, "ep"))                                              \
+  X(303, ucx_mem_map, "ucx_mem_map",                                                              \
+    F(u64, "memh") F(u64, "address") F(u64, "length") F(u64, "memory_type"))                       \
+  X(304, ucx_mem_unmap, "ucx_mem_unmap", F(u64, "memh"))                                          \
+  X(305, ucx_rkey_pack, "ucx_rkey_pack", F(u64, "memh") F(u64, "size"))                           \
+  X(306, ucx_rkey_unpack, "ucx_rkey_unpack", F(u64, "ep") F(u64, "rkey"))                         \
+  X(307, ucx_op, "ucx_op",                                                                        \
+    F(u64, "op") F(u64, "object") F(u64, "bytes") F(u64, "tag") F(u64, "tag_mask")                 \
+    F(u64, "remote_addr") F(u64, "request") F(i64, "status") F(u64, "iface") F(u64, "uct_ep"))     \
+  X(308, ucx_request_done, "ucx_request_done",                                                    \
+    F(u64, "request") F(i64, "status") F(u64, "tag") F(u64, "length"))                             \
+  X(309, ucx_am_recv, "ucx_am_recv",                                                              \
+    F(u64, "worker") F(u64, "id") F(u64, "header_length") F(u64, "length") F(u64, "reply_ep")      \
+    F(u64, "recv_attr"))                                                                          \
+  X(310, ucx_worker_progress, "ucx_worker_progress", F(u64, "worker") F(u64, "count"))            \
+  X(311, ucx_iface_open, "ucx_iface_open", F(u64, "iface") F(u64, "worker") F(bytes, "transport")) \
+  X(312, ucx_iface_close, "ucx_iface_close", F(u64, "iface"))                                     \
+  X(313, ucx_uct_ep_create, "ucx_uct_ep_create", F(u64, "iface") F(u64, "uct_ep"))                \
+  X(314, ucx_uct_op, "ucx_uct_op",                                                                \
+    F(u64, "iface") F(u64, "uct_ep") F(u64, "op") F(u64, "bytes") F(i64, "status"))                \
+  X(315, ucx_call_error, "ucx_call_error", F(u64, "call") F(u64, "object") F(i64, "status"))      \
+  X(316, ucx_worker_destroy, "ucx_worker_destroy", F(u64, "worker"))                              \
+  /* libfabric (layer 'ofi'): objects by fid address; peer = fi_addr_t (rdm) or 0 (connected). */  \
+  X(400, ofi_getinfo, "ofi_getinfo", F(i64, "result") F(u64, "count") F(bytes, "provider"))       \
+  X(401, ofi_fabric_open, "ofi_fabric_open", F(u64, "fabric") F(i64, "result") F(bytes, "provider")) \
+  X(402, ofi_domain_open, "ofi_domain_open", F(u64, "fabric") F(u64, "domain") F(bytes, "name"))  \
+  X(403, ofi_ep_open, "ofi_ep_open",                                                              \
+    F(u64, "domain") F(u64, "ep") F(u64, "ep_type") F(u64, "caps") F(bytes, "provider"))           \
+  X(404, ofi_object_open, "ofi_object_open",                                                      \
+    F(u64, "kind") F(u64, "parent") F(u64, "object") F(u64, "attr"))                               \
+  X(405, ofi_mr_reg, "ofi_mr_reg",                                                                \
+    F(u64, "domain") F(u64, "mr") F(u64, "addr") F(u64, "length") F(u64, "access") F(u64, "key"))  \
+  X(406, ofi_ep_address, "ofi_ep_address", F(u64, "ep") F(u64, "kind") F(bytes, "address"))       \
+  X(407, ofi_av_insert, "ofi_av_insert",                                                          \
+    F(u64, "av") F(u64, "index") F(u64, "fi_addr") F(bytes, "address"))                            \
+  X(408, ofi_op, "ofi_op",                                                                        \
+    F(u64, "op") F(u64, "ep") F(u64, "bytes") F(u64, "peer") F(u64, "tag") F(u64, "remote_addr")   \
+    F(u64, "context") F(i64, "result"))                                                           \
+  X(409, ofi_cq_read, "ofi_cq_read", F(u64, "cq") F(u64, "count"))                                \
+  X(410, ofi_completion, "ofi_completion",                                                        \
+    F(u64, "cq") F(u64, "context") F(u64, "flags") F(u64, "length") F(u64, "tag") F(u64, "source")) \
+  X(411, ofi_completion_error, "ofi_completion_error",                                            \
+    F(u64, "cq") F(u64, "context") F(u64, "flags") F(i64, "error") F(i64, "prov_errno"))           \
+  X(412, ofi_call_error, "ofi_call_error", F(u64, "call") F(u64, "object") F(i64, "error"))       \
+  X(413, ofi_eq_event, "ofi_eq_event", F(u64, "eq") F(u64, "event") F(u64, "fid"))
 
 enum class EventType : uint16_t {
 #define SIGMATRACE_ENUM_FIELD(kind, name)
@@ -92,7 +142,44 @@ enum class AggregateKey : uint64_t {
   user_mark = 1,       // a: mark id, b: 0; bytes: sum of values
   ibv_qp_opcode = 2,   // a: qp_num, b: ibv_wr_opcode (sends) or 0x100 + ibv_wc_opcode (receives completed)
   ibv_endpoint_pair = 3,  // a: local (lid << 32 | qp_num), b: remote (lid << 32 | qp_num), sends only
+  ucx_ep_op = 4,          // a: ucp_ep_h (or ucp_worker_h for worker-level ops), b: UcxOp
+  ucx_uct_op = 5,         // a: uct_iface_h, b: UctOp
+  ofi_ep_op = 6,          // a: fid_ep address, b: OfiOp
 };
+
+// ucx_op.op / ucx_call_error.call (calls >= 32 are control calls).
+enum class UcxOp : uint64_t {
+  put = 1, get, atomic_post, atomic_fetch, tag_send, tag_send_sync, tag_recv, tag_msg_recv, stream_send, stream_recv,
+  am_send, am_recv_data, ep_flush, worker_flush, worker_fence, ep_close, tag_probe,
+  worker_create = 32, ep_create, mem_map, rkey_pack, rkey_unpack, request, iface_open, uct_ep_create, mem_unmap, uct_op,
+};
+
+// ucx_uct_op.op: the UCT ops-table entry that was called.
+enum class UctOp : uint64_t {
+  put_short = 1, put_bcopy, put_zcopy, get_short, get_bcopy, get_zcopy, am_short, am_short_iov, am_bcopy, am_zcopy,
+  atomic_cswap64, atomic_cswap32, atomic32_post, atomic64_post, atomic32_fetch, atomic64_fetch, tag_eager_short,
+  tag_eager_bcopy, tag_eager_zcopy, tag_rndv_zcopy, ep_flush,
+};
+
+// ofi_op.op / ofi_call_error.call (calls >= 64 are control calls).
+enum class OfiOp : uint64_t {
+  send = 1, sendv, sendmsg, inject, senddata, injectdata, recv, recvv, recvmsg,
+  tsend, tsendv, tsendmsg, tinject, tsenddata, tinjectdata, trecv, trecvv, trecvmsg,
+  read, readv, readmsg, write, writev, writemsg, inject_write, writedata, inject_writedata,
+  atomic, atomicv, atomicmsg, inject_atomic, fetch_atomic, fetch_atomicv, fetch_atomicmsg, compare_atomic,
+  compare_atomicv, compare_atomicmsg,
+  getinfo = 64, fabric, domain, endpoint, cq_open, cntr_open, eq_open, av_open, mr_reg, av_insert, connect, accept,
+  listen, cq_read, cntr_read, eq_read, passive_ep, getname,
+};
+
+// ofi_object_open.kind
+enum class OfiObject : uint64_t { cq = 1, cntr, eq, av, passive_ep, scalable_ep };
+
+// ofi_ep_address.kind
+enum class OfiAddressKind : uint64_t { local = 1, peer_connect = 2, peer = 3 };
+
+// ucx_ep_create.peer_kind
+enum class UcxPeerKind : uint64_t { worker_address = 1, sockaddr = 2, conn_request = 3, unknown = 0 };
 
 // ibv_mr_reg.memory_kind
 enum class MemoryKind : uint64_t { host = 0, gpu = 1, unknown = 2 };

@@ -5,7 +5,8 @@
 #define SIGMATRACE_PROVIDER_LIST(X) \
   X("user", kUserMarksProvider)     \
   X("ibverbs", kIbverbsProvider)    \
-  X("mlx5", kMlx5Provider)
+  X("mlx5", kMlx5Provider)          \
+  X("ucx", kUcxProvider)
 
 namespace sigmatrace::profiler {
 // Provider names without linking the providers (the CLI validates --providers with these).

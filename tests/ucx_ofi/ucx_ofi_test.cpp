@@ -1,0 +1,300 @@
+// The ucx, ofi and mpi providers on real, unmodified programs: ucx_perftest pairs over UCX's tcp
+// (loopback) and shared-memory transports, fi_pingpong pairs over libfabric's tcp (msg, rdm) and
+// shm (rdm) providers, and an MPI program under Open MPI over UCX and over libfabric. Each traced
+// run sits next to an untraced one: the program's output (numbers masked, iteration counts kept)
+// must not change, and the records must match what the program did, counted exactly
+// (ucx_perftest -n N -w 0 issues exactly N operations per side; fi_pingpong -I N exchanges N
+// messages each way after its fixed warm-up). Skipped, with the reason, where a program is absent.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "support/process_runner.h"
+#include "support/temp_dir.h"
+#include "verbs_trace.h"
+
+using namespace sigmatrace::test;
+using sigmatrace::format::AggregateKey;
+using sigmatrace::format::EventType;
+using sigmatrace::format::OfiOp;
+using sigmatrace::format::UcxOp;
+
+namespace {
+
+bool exists(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0;
+}
+
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return exists(name) ? name : "";
+  const char* path = getenv("PATH");
+  std::stringstream ss(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(ss, dir, ':');)
+    if (exists(dir + "/" + name)) return dir + "/" + name;
+  return "";
+}
+
+#define REQUIRE_PROGRAM(program) \
+  if (find_program(program).empty()) GTEST_SKIP() << program << " is not installed"
+
+bool listening(int port) {
+  char want[16];
+  std::snprintf(want, sizeof want, ":%04X ", port);
+  for (const char* f : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(f);
+    for (std::string line; std::getline(in, line);) {
+      size_t at = line.find(want);
+      if (at != std::string::npos && at < 40 && line.find(" 0A ", at) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
+struct PairRun {
+  ProcessResult server;
+  ProcessResult client;
+  std::vector<ProcessEvents> server_procs;  // traced runs only
+  std::vector<ProcessEvents> client_procs;
+};
+
+// Runs server then client (each as argv), untraced (mode "") or under sigmatrace profile, each side
+// into its own experiment directory so the two are told apart. The server is up once `port` listens.
+PairRun run_pair(const std::vector<std::string>& server, const std::vector<std::string>& client, int port, const std::string& mode,
+                 const std::string& dir, std::map<std::string, std::string> env) {
+  ProcessOptions o;
+  o.set_env = std::move(env);
+  o.timeout_s = 60;
+  o.unset_env = {"SIGMATRACE_MODE", "SIGMATRACE_PROVIDERS", "LD_PRELOAD"};
+  auto wrap = [&](std::vector<std::string> argv, const std::string& sub) {
+    argv[0] = find_program(argv[0]);
+    if (mode.empty()) return argv;
+    std::vector<std::string> p = {build_path("bin/sigmatrace"), "profile", "--mode", mode, "-o", dir + "/" + sub, "--"};
+    p.insert(p.end(), argv.begin(), argv.end());
+    return p;
+  };
+  PairRun r;
+  BackgroundProcess bg = start_process(wrap(server, "server"), o);
+  for (int i = 0; i < 400 && !listening(port); ++i) usleep(25000);
+  r.client = run_process(wrap(client, "client"), o);
+  r.server = wait_process(bg, 60);
+  if (!mode.empty()) {
+    std::string err;
+    EXPECT_TRUE(read_experiment(dir + "/server", &r.server_procs, &err)) << err;
+    EXPECT_TRUE(read_experiment(dir + "/client", &r.client_procs, &err)) << err;
+    EXPECT_EQ(r.server_procs.size(), 1u);
+    EXPECT_EQ(r.client_procs.size(), 1u);
+  }
+  return r;
+}
+
+// Output with every number masked and blanks collapsed, progress lines ("[thread 0] ...", printed
+// on a timer) dropped: timings vary from run to run, the text around them must not.
+std::string shape(const std::string& text) {
+  static const std::regex hex("0x[0-9a-fA-F]+"), num("[0-9]+(\\.[0-9]+)?"), blanks("[ \t]+");
+  std::string kept;
+  for (const std::string& line : split_lines(text))
+    if (line.rfind("[thread", 0) != 0 && line.find("UCX  DIAG") == std::string::npos) kept += line + "\n";
+  std::string s = std::regex_replace(kept, hex, "#");
+  s = std::regex_replace(s, num, "#");
+  return std::regex_replace(s, blanks, " ");
+}
+
+// ucx_perftest's "Final:" line: the iteration count (the first number).
+long final_iterations(const std::string& out) {
+  for (const std::string& line : split_lines(out))
+    if (line.rfind("Final:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
+  return -1;
+}
+
+size_t count_ucx_ops(const ProcessEvents& p, UcxOp op) {
+  size_t n = 0;
+  for (const VerbsEvent* e : p.of(EventType::ucx_op)) n += (*e)[0] == static_cast<uint64_t>(op);
+  return n;
+}
+
+// aggregate_entry: tid, key_kind, key_a, key_b, count, bytes
+uint64_t aggregate_count(const ProcessEvents& p, AggregateKey kind, uint64_t key_b) {
+  uint64_t n = 0;
+  for (const VerbsEvent* e : p.of(EventType::aggregate_entry))
+    if ((*e)[1] == static_cast<uint64_t>(kind) && (*e)[3] == key_b) n += (*e)[4];
+  return n;
+}
+
+// iface address -> transport name ("tcp/lo") from ucx_iface_open.
+std::map<uint64_t, std::string> transports(const ProcessEvents& p) {
+  std::map<uint64_t, std::string> m;
+  for (const VerbsEvent* e : p.of(EventType::ucx_iface_open)) m[(*e)[0]] = e->bytes;
+  return m;
+}
+
+// The transports that carried the UCP operations `op` (by the iface field of ucx_op).
+std::set<std::string> op_transports(const ProcessEvents& p, UcxOp op) {
+  std::map<uint64_t, std::string> t = transports(p);
+  std::set<std::string> s;
+  for (const VerbsEvent* e : p.of(EventType::ucx_op))
+    if ((*e)[0] == static_cast<uint64_t>(op) && (*e)[8] != 0) s.insert(t.count((*e)[8]) ? t[(*e)[8]] : "unknown");
+  return s;
+}
+
+std::map<std::string, std::string> ucx_env(const std::string& tls) {
+  return {{"UCX_TLS", tls}, {"UCX_NET_DEVICES", "lo"}, {"UCX_LOG_LEVEL", "error"}};
+}
+
+struct UcxCase {
+  std::string test;  // ucx_perftest -t
+  std::string tls;
+  int iterations;
+  int size;
+};
+
+void expect_same_output(const PairRun& plain, const PairRun& traced, long iterations) {
+  EXPECT_EQ(traced.client.exit_code, 0) << traced.client.out << traced.client.err;
+  EXPECT_EQ(traced.server.exit_code, 0) << traced.server.err;
+  EXPECT_EQ(shape(traced.client.out), shape(plain.client.out));
+  EXPECT_EQ(final_iterations(plain.client.out), iterations);
+  EXPECT_EQ(final_iterations(traced.client.out), iterations);
+}
+
+// Runs untraced, then traced; returns both.
+std::pair<PairRun, PairRun> ucx_runs(const UcxCase& c, int port, const std::string& mode, const std::string& dir) {
+  const std::string p = std::to_string(port);
+  std::vector<std::string> server = {"ucx_perftest", "-p", p};
+  std::vector<std::string> client = {"ucx_perftest", "127.0.0.1", "-p", p, "-t", c.test, "-n", std::to_string(c.iterations),
+                                     "-w", "0", "-s", std::to_string(c.size)};
+  PairRun plain = run_pair(server, client, port, "", dir + "/plain", ucx_env(c.tls));
+  PairRun traced = run_pair(server, client, port, mode, dir + "/" + mode, ucx_env(c.tls));
+  expect_same_output(plain, traced, c.iterations);
+  return {std::move(plain), std::move(traced)};
+}
+
+size_t errors(const ProcessEvents& p) { return p.count(EventType::ucx_call_error) + p.count(EventType::ofi_call_error); }
+
+// ---- UCX -------------------------------------------------------------------------------------------
+
+TEST(UcxPerftest, TagLatencyOverTcpRecordsEverySendAndReceiveWithItsLaneAndPeer) {
+  REQUIRE_PROGRAM("ucx_perftest");
+  TempDir dir;
+  auto [plain, traced] = ucx_runs({"tag_lat", "tcp", 200, 8}, 13510, "simple", dir.path());
+  ASSERT_EQ(traced.client_procs.size(), 1u);
+  ASSERT_EQ(traced.server_procs.size(), 1u);
+  const ProcessEvents& cl = traced.client_procs[0];
+  const ProcessEvents& sv = traced.server_procs[0];
+  for (const ProcessEvents* p : {&cl, &sv}) {
+    EXPECT_EQ(count_ucx_ops(*p, UcxOp::tag_send), 200u) << p->path;
+    EXPECT_EQ(count_ucx_ops(*p, UcxOp::tag_recv), 200u) << p->path;
+    EXPECT_EQ(errors(*p), 0u);
+    EXPECT_EQ(op_transports(*p, UcxOp::tag_send), std::set<std::string>{"tcp/lo"});
+    EXPECT_EQ(p->count(EventType::ucx_worker_create), 1u);
+    EXPECT_EQ(p->count(EventType::ucx_ep_create), 1u);
+    EXPECT_EQ(p->count(EventType::ucx_worker_progress), 0u) << "progress is recorded in full mode only";
+    for (const VerbsEvent* e : p->of(EventType::ucx_op))
+      if ((*e)[0] == static_cast<uint64_t>(UcxOp::tag_send)) ASSERT_EQ((*e)[2], 8u);
+  }
+  // The peer identity: each side's ucx_ep_create names the other side's worker (its UUID, bytes 1-8
+  // of the packed address).
+  auto uuid = [](const std::string& b) { return b.size() >= 9 ? b.substr(1, 8) : std::string("?"); };
+  ASSERT_EQ(cl.count(EventType::ucx_ep_create), 1u);
+  EXPECT_EQ(uuid(cl.of(EventType::ucx_ep_create)[0]->bytes), uuid(sv.of(EventType::ucx_worker_create)[0]->bytes));
+  EXPECT_EQ(uuid(sv.of(EventType::ucx_ep_create)[0]->bytes), uuid(cl.of(EventType::ucx_worker_create)[0]->bytes));
+}
+
+TEST(UcxPerftest, TagLatencyInAggregateModeCountsWithoutEvents) {
+  REQUIRE_PROGRAM("ucx_perftest");
+  TempDir dir;
+  auto [plain, traced] = ucx_runs({"tag_lat", "tcp", 300, 8}, 13520, "aggregate", dir.path());
+  for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
+    ASSERT_EQ(procs->size(), 1u);
+    const ProcessEvents& p = (*procs)[0];
+    EXPECT_EQ(p.count(EventType::ucx_op), 0u);
+    EXPECT_EQ(aggregate_count(p, AggregateKey::ucx_ep_op, static_cast<uint64_t>(UcxOp::tag_send)), 300u);
+    EXPECT_EQ(aggregate_count(p, AggregateKey::ucx_ep_op, static_cast<uint64_t>(UcxOp::tag_recv)), 300u);
+    EXPECT_GE(aggregate_count(p, AggregateKey::ucx_uct_op, static_cast<uint64_t>(sigmatrace::format::UctOp::am_short)) +
+                  aggregate_count(p, AggregateKey::ucx_uct_op, static_cast<uint64_t>(sigmatrace::format::UctOp::am_bcopy)),
+              300u);
+  }
+}
+
+TEST(UcxPerftest, TagLatencyInFullModeAddsUctOperationsAndProgress) {
+  REQUIRE_PROGRAM("ucx_perftest");
+  TempDir dir;
+  auto [plain, traced] = ucx_runs({"tag_lat", "tcp", 200, 8}, 13530, "full", dir.path());
+  for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
+    ASSERT_EQ(procs->size(), 1u);
+    const ProcessEvents& p = (*procs)[0];
+    EXPECT_EQ(count_ucx_ops(p, UcxOp::tag_send), 200u);
+    EXPECT_EQ(count_ucx_ops(p, UcxOp::tag_recv), 200u);
+    EXPECT_GE(p.count(EventType::ucx_uct_op), 200u);
+    EXPECT_GT(p.count(EventType::ucx_worker_progress), 0u);
+  }
+}
+
+TEST(UcxPerftest, PutBandwidthOverTcpCountsEveryPutOnTheInitiatorOnly) {
+  REQUIRE_PROGRAM("ucx_perftest");
+  TempDir dir;
+  auto [plain, traced] = ucx_runs({"ucp_put_bw", "tcp", 400, 4096}, 13540, "simple", dir.path());
+  ASSERT_EQ(traced.client_procs.size(), 1u);
+  ASSERT_EQ(traced.server_procs.size(), 1u);
+  const ProcessEvents& cl = traced.client_procs[0];
+  // bandwidth and atomic tests end with one more operation that tells the target the run is over
+  EXPECT_EQ(count_ucx_ops(cl, UcxOp::put), 401u);
+  EXPECT_EQ(count_ucx_ops(traced.server_procs[0], UcxOp::put), 0u);
+  uint64_t bytes = 0;
+  for (const VerbsEvent* e : cl.of(EventType::ucx_op))
+    if ((*e)[0] == static_cast<uint64_t>(UcxOp::put)) bytes += (*e)[2];
+  EXPECT_EQ(bytes, 401u * 4096u);
+  EXPECT_GE(cl.count(EventType::ucx_mem_map), 1u);
+  EXPECT_GE(traced.server_procs[0].count(EventType::ucx_rkey_pack), 1u);
+  EXPECT_GE(cl.count(EventType::ucx_rkey_unpack), 1u);
+  EXPECT_EQ(errors(cl), 0u);
+}
+
+TEST(UcxPerftest, ActiveMessageLatencyRecordsSendsAndHandlerArrivals) {
+  REQUIRE_PROGRAM("ucx_perftest");
+  TempDir dir;
+  auto [plain, traced] = ucx_runs({"ucp_am_lat", "tcp", 200, 8}, 13550, "simple", dir.path());
+  for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
+    ASSERT_EQ(procs->size(), 1u);
+    const ProcessEvents& p = (*procs)[0];
+    EXPECT_EQ(count_ucx_ops(p, UcxOp::am_send), 200u);
+    EXPECT_EQ(p.count(EventType::ucx_am_recv), 200u);
+  }
+}
+
+TEST(UcxPerftest, FetchAndAddOverTcpRecordsEachAtomic) {
+  REQUIRE_PROGRAM("ucx_perftest");
+  TempDir dir;
+  auto [plain, traced] = ucx_runs({"ucp_fadd", "tcp", 200, 8}, 13560, "simple", dir.path());
+  ASSERT_EQ(traced.client_procs.size(), 1u);
+  EXPECT_EQ(count_ucx_ops(traced.client_procs[0], UcxOp::atomic_fetch), 201u);  // + the closing one
+}
+
+TEST(UcxPerftest, TagLatencyOverSharedMemoryUsesThePosixTransport) {
+  REQUIRE_PROGRAM("ucx_perftest");
+  TempDir dir;
+  auto [plain, traced] = ucx_runs({"tag_lat", "posix,self", 300, 8}, 13570, "simple", dir.path());
+  for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
+    ASSERT_EQ(procs->size(), 1u);
+    const ProcessEvents& p = (*procs)[0];
+    EXPECT_EQ(count_ucx_ops(p, UcxOp::tag_send), 300u);
+    EXPECT_EQ(count_ucx_ops(p, UcxOp::tag_recv), 300u);
+    EXPECT_EQ(op_transports(p, UcxOp::tag_send), std::set<std::string>{"posix/memory"});
+  }
+}
+
+TEST(UcxPerftest, GetOverSharedMemoryCountsEveryGet) {
+  REQUIRE_PROGRAM("ucx_perftest");
+  TempDir dir;
+  auto [plain, traced] = ucx_runs({"ucp_get", "posix,self", 300, 4096}, 13580, "simple", dir.path());
+  ASSERT_EQ(traced.client_procs.size(), 1u);
+  EXPECT_EQ(count_ucx_ops(traced.client_procs[0], UcxOp::get), 300u);
+  EXPECT_EQ(count_ucx_ops(traced.server_procs[0], UcxOp::get), 0u);
+}
+
+}  // namespace
