@@ -13,6 +13,7 @@
 #include "devx.hpp"
 #include "devx_cuda.hpp"
 #include "mlx5/wqe.hpp"
+#include "mlx5/wqe_parse.hpp"
 
 namespace m5 = sigmatrace::mlx5;
 
@@ -80,123 +81,62 @@ uint8_t syndrome_of(ibv_wc_status s) {
   }
 }
 
-inline uint32_t ld_be32(const uint8_t* p) { uint32_t v; memcpy(&v, p, 4); return m5::be32(v); }
-inline uint64_t ld_be64(const uint8_t* p) { uint64_t v; memcpy(&v, p, 8); return m5::be64(v); }
-
 // Turns one WQE (linear bytes, `bytes` long) into a work request. Returns 0, or the syndrome of
 // a malformed/unsupported WQE. *post is false for WQEs that complete without transport (NOP).
 struct Decoded {
   ibv_send_wr wr{};
-  ibv_sge sge[30]{};
+  ibv_sge sge[m5::kMaxParsedSges]{};
   bool post = false;
   uint32_t byte_cnt = 0;
 };
 uint8_t decode_wqe(const uint8_t* w, uint32_t bytes, Decoded* d) {
-  m5::CtrlSeg ctrl;
-  memcpy(&ctrl, w, sizeof ctrl);
-  m5::CtrlFields c = m5::decode_ctrl(ctrl);
-  uint32_t len = uint32_t(c.ds) * m5::kDsUnit;
-  if (c.ds == 0 || len > bytes) return m5::kSyndLocalQpOpErr;
+  m5::ParsedWqe p;
+  if (uint8_t synd = m5::parse_wqe(w, bytes, &p)) return synd;
   ibv_send_wr& wr = d->wr;
   wr.sg_list = d->sge;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  if (c.fm_ce_se & m5::kCtrlSolicited) wr.send_flags |= IBV_SEND_SOLICITED;
-  if (c.fm_ce_se & m5::kCtrlFenceMask) wr.send_flags |= IBV_SEND_FENCE;
-  // Local data: a list of data segments or one inline segment, from byte `at` to `len`.
-  auto data_segs = [&](uint32_t at, bool allow_inline) -> uint8_t {
-    if (at >= len) return 0;  // zero-length
-    uint32_t bc = ld_be32(w + at);
-    if (bc & m5::kInlineFlag) {
-      if (!allow_inline) return m5::kSyndLocalQpOpErr;
-      uint32_t n = bc & ~m5::kInlineFlag;
-      if (at + 4 + n > len) return m5::kSyndLocalLengthErr;
-      d->sge[0].addr = reinterpret_cast<uint64_t>(w + at + 4);
-      d->sge[0].length = n;
-      wr.num_sge = 1;
-      wr.send_flags |= IBV_SEND_INLINE;
-      d->byte_cnt = n;
-      return 0;
-    }
-    int k = 0;
-    for (; at + 16 <= len; at += 16) {
-      if (k == 30) return m5::kSyndLocalLengthErr;
-      m5::DataSeg s;
-      memcpy(&s, w + at, sizeof s);
-      d->sge[k].length = m5::be32(s.byte_count);
-      d->sge[k].lkey = m5::be32(s.lkey);
-      d->sge[k].addr = m5::be64(s.addr);
-      d->byte_cnt += d->sge[k].length;
-      k++;
-    }
-    wr.num_sge = k;
-    return 0;
-  };
-  auto raddr = [&](uint32_t at) {
-    wr.wr.rdma.remote_addr = ld_be64(w + at);
-    wr.wr.rdma.rkey = ld_be32(w + at + 8);
-  };
-  switch (c.opcode) {
+  wr.send_flags = IBV_SEND_SIGNALED;  // internally every WR completes; CQ_UPDATE is applied at retire
+  if (p.ctrl.fm_ce_se & m5::kCtrlSolicited) wr.send_flags |= IBV_SEND_SOLICITED;
+  if (p.ctrl.fm_ce_se & m5::kCtrlFenceMask) wr.send_flags |= IBV_SEND_FENCE;
+  wr.imm_data = p.imm;
+  d->byte_cnt = uint32_t(p.length);
+  if (p.inline_data) {
+    d->sge[0].addr = reinterpret_cast<uint64_t>(p.inline_ptr);
+    d->sge[0].length = p.inline_len;
+    wr.num_sge = 1;
+    wr.send_flags |= IBV_SEND_INLINE;
+  } else {
+    for (uint32_t i = 0; i < p.num_sge; ++i) d->sge[i] = ibv_sge{p.sge[i].addr, p.sge[i].length, p.sge[i].lkey};
+    wr.num_sge = int(p.num_sge);
+  }
+  wr.wr.rdma.remote_addr = p.raddr;
+  wr.wr.rdma.rkey = p.rkey;
+  switch (p.ctrl.opcode) {
     case m5::kOpNop:
     case m5::kOpDump:  // a local flush: nothing to do in an emulator with coherent copies
       return 0;
-    case m5::kOpRdmaWrite:
-    case m5::kOpRdmaWriteImm:
-      if (len < 32) return m5::kSyndLocalQpOpErr;
-      wr.opcode = c.opcode == m5::kOpRdmaWrite ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
-      wr.imm_data = ctrl.imm;
-      raddr(16);
-      d->post = true;
-      return data_segs(32, true);
-    case m5::kOpSend:
-    case m5::kOpSendImm:
-      wr.opcode = c.opcode == m5::kOpSend ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM;
-      wr.imm_data = ctrl.imm;
-      d->post = true;
-      return data_segs(16, true);
-    case m5::kOpRdmaRead:
-      if (len < 32) return m5::kSyndLocalQpOpErr;
-      wr.opcode = IBV_WR_RDMA_READ;
-      raddr(16);
-      d->post = true;
-      return data_segs(32, false);
-    case m5::kOpAtomicCs:
-    case m5::kOpAtomicFa:
-    case m5::kOpAtomicMaskedCs:
-    case m5::kOpAtomicMaskedFa: {
-      if (len < 64) return m5::kSyndLocalQpOpErr;
-      uint64_t a0 = ld_be64(w + 32), a1 = ld_be64(w + 40);
-      uint32_t data_at = 48;
+    case m5::kOpRdmaWrite: wr.opcode = IBV_WR_RDMA_WRITE; break;
+    case m5::kOpRdmaWriteImm: wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM; break;
+    case m5::kOpSend: wr.opcode = IBV_WR_SEND; break;
+    case m5::kOpSendImm: wr.opcode = IBV_WR_SEND_WITH_IMM; break;
+    case m5::kOpRdmaRead: wr.opcode = IBV_WR_RDMA_READ; break;
+    default: {  // atomics: only the forms softnic's 8-byte CAS/FA execute exactly
       bool cs;
-      if (c.opcode == m5::kOpAtomicCs || c.opcode == m5::kOpAtomicFa) {
-        if (c.opmod != 0) return m5::kSyndLocalQpOpErr;
-        cs = c.opcode == m5::kOpAtomicCs;
-      } else {
-        // Extended atomics: only the 8-byte forms that equal a plain CS/FA are executed.
-        if (c.opmod != m5::kOpmodExtAtomic8B) return m5::kSyndLocalQpOpErr;
-        if (c.opcode == m5::kOpAtomicMaskedFa) {
-          if (a1 != 0) return m5::kSyndLocalQpOpErr;  // field_boundary must be 0
-          cs = false;
-        } else {
-          if (len < 80) return m5::kSyndLocalQpOpErr;
-          uint64_t swap_mask = ld_be64(w + 48), cmp_mask = ld_be64(w + 56);
-          if (swap_mask != ~0ull || cmp_mask != ~0ull) return m5::kSyndLocalQpOpErr;
-          cs = true;
-          data_at = 64;
-        }
-      }
+      if (p.ctrl.opcode == m5::kOpAtomicCs) cs = true;
+      else if (p.ctrl.opcode == m5::kOpAtomicFa) cs = false;
+      else if (p.ctrl.opcode == m5::kOpAtomicMaskedFa && p.compare == 0) cs = false;  // no field boundary
+      else if (p.ctrl.opcode == m5::kOpAtomicMaskedCs && p.swap_mask == ~0ull && p.compare_mask == ~0ull) cs = true;
+      else return m5::kSyndLocalQpOpErr;
+      if (wr.num_sge != 1 || d->sge[0].length != 8) return m5::kSyndLocalLengthErr;
       wr.opcode = cs ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD;
-      wr.wr.atomic.remote_addr = ld_be64(w + 16);
-      wr.wr.atomic.rkey = ld_be32(w + 24);
-      wr.wr.atomic.compare_add = cs ? a1 : a0;
-      wr.wr.atomic.swap = cs ? a0 : 0;
-      d->post = true;
-      uint8_t r = data_segs(data_at, false);
-      if (r == 0 && (wr.num_sge != 1 || d->sge[0].length != 8)) return m5::kSyndLocalLengthErr;
-      return r;
+      wr.wr.atomic.remote_addr = p.raddr;
+      wr.wr.atomic.rkey = p.rkey;
+      wr.wr.atomic.compare_add = cs ? p.compare : p.swap_add;
+      wr.wr.atomic.swap = cs ? p.swap_add : 0;
+      d->byte_cnt = 8;
     }
-    default:
-      return m5::kSyndLocalQpOpErr;
   }
+  d->post = true;
+  return 0;
 }
 
 std::vector<uint8_t> g_stage;

@@ -366,7 +366,7 @@ void Engine::reset_qp(Qp* qp) {
   qp->resp_msn = 0;
   qp->nak_outstanding = false;
   qp->rnr_resume_ns = 0;
-  qp->staged.clear();
+  qp->staged_n = 0;
 }
 
 void Engine::forget_cq(Cq* cq) { (void)cq; }

@@ -162,7 +162,10 @@ struct Qp {
   std::deque<RespItem> resp_q;
   bool in_resp_list = false;
 
-  std::vector<StagedOp> staged;  // ibv_qp_ex batch
+  // ibv_qp_ex batch: the first staged_n entries; entries are reused so that posting does
+  // not allocate once the vectors have grown.
+  std::vector<StagedOp> staged;
+  size_t staged_n = 0;
   int staged_error = 0;
 
   ibv_qp* qp() { return &qpx.qp_base; }

@@ -159,8 +159,11 @@ int req_notify_cq(ibv_cq* ibcq, int solicited_only) {
 
 StagedOp& stage(ibv_qp_ex* qx, OpKind kind) {
   Qp* qp = to_qp(qx);
-  qp->staged.emplace_back();
-  StagedOp& s = qp->staged.back();
+  if (qp->staged_n == qp->staged.size()) qp->staged.emplace_back();
+  StagedOp& s = qp->staged[qp->staged_n++];
+  s.op = SendOp{};
+  s.sges.clear();
+  s.inl.clear();
   s.op.kind = kind;
   s.op.wr_id = qx->wr_id;
   s.op.signaled = qp->sq_sig_all || (qx->wr_flags & IBV_SEND_SIGNALED);
@@ -171,7 +174,7 @@ StagedOp& stage(ibv_qp_ex* qx, OpKind kind) {
 
 void wr_start(ibv_qp_ex* qx) {
   Qp* qp = to_qp(qx);
-  qp->staged.clear();
+  qp->staged_n = 0;
   qp->staged_error = 0;
 }
 void wr_rdma_write(ibv_qp_ex* qx, uint32_t rkey, uint64_t raddr) {
@@ -207,40 +210,40 @@ void wr_atomic_fetch_add(ibv_qp_ex* qx, uint32_t rkey, uint64_t raddr, uint64_t 
 }
 void wr_set_sge(ibv_qp_ex* qx, uint32_t lkey, uint64_t addr, uint32_t length) {
   Qp* qp = to_qp(qx);
-  if (qp->staged.empty()) {
+  if (!qp->staged_n) {
     qp->staged_error = EINVAL;
     return;
   }
-  StagedOp& s = qp->staged.back();
+  StagedOp& s = qp->staged[qp->staged_n - 1];
   s.sges.assign(1, Sge{addr, length, lkey});
 }
 void wr_set_sge_list(ibv_qp_ex* qx, size_t n, const ibv_sge* list) {
   Qp* qp = to_qp(qx);
-  if (qp->staged.empty()) {
+  if (!qp->staged_n) {
     qp->staged_error = EINVAL;
     return;
   }
-  StagedOp& s = qp->staged.back();
+  StagedOp& s = qp->staged[qp->staged_n - 1];
   s.sges.clear();
   for (size_t i = 0; i < n; ++i) s.sges.push_back(Sge{list[i].addr, list[i].length, list[i].lkey});
 }
 void wr_set_inline_data(ibv_qp_ex* qx, void* addr, size_t length) {
   Qp* qp = to_qp(qx);
-  if (qp->staged.empty()) {
+  if (!qp->staged_n) {
     qp->staged_error = EINVAL;
     return;
   }
-  StagedOp& s = qp->staged.back();
+  StagedOp& s = qp->staged[qp->staged_n - 1];
   s.op.inlined = true;
   s.inl.assign(static_cast<uint8_t*>(addr), static_cast<uint8_t*>(addr) + length);
 }
 void wr_set_inline_data_list(ibv_qp_ex* qx, size_t n, const ibv_data_buf* bufs) {
   Qp* qp = to_qp(qx);
-  if (qp->staged.empty()) {
+  if (!qp->staged_n) {
     qp->staged_error = EINVAL;
     return;
   }
-  StagedOp& s = qp->staged.back();
+  StagedOp& s = qp->staged[qp->staged_n - 1];
   s.op.inlined = true;
   s.inl.clear();
   for (size_t i = 0; i < n; ++i) {
@@ -248,7 +251,7 @@ void wr_set_inline_data_list(ibv_qp_ex* qx, size_t n, const ibv_data_buf* bufs) 
     s.inl.insert(s.inl.end(), p, p + bufs[i].length);
   }
 }
-void wr_abort(ibv_qp_ex* qx) { to_qp(qx)->staged.clear(); }
+void wr_abort(ibv_qp_ex* qx) { to_qp(qx)->staged_n = 0; }
 
 int wr_complete(ibv_qp_ex* qx) {
   Qp* qp = to_qp(qx);
@@ -256,8 +259,8 @@ int wr_complete(ibv_qp_ex* qx) {
   std::lock_guard<std::mutex> g(e.mu);
   int err = qp->staged_error;
   SendQueue& sq = qp->sq;
-  if (!err && sq.cap - sq.size() < qp->staged.size()) err = ENOMEM;
-  for (size_t i = 0; !err && i < qp->staged.size(); ++i) {
+  if (!err && sq.cap - sq.size() < qp->staged_n) err = ENOMEM;
+  for (size_t i = 0; !err && i < qp->staged_n; ++i) {
     StagedOp& s = qp->staged[i];
     if (s.sges.size() > sq.max_sge || (s.op.inlined && s.inl.size() > sq.max_inline)) {
       err = s.op.inlined ? ENOMEM : EINVAL;
@@ -265,10 +268,11 @@ int wr_complete(ibv_qp_ex* qx) {
     }
   }
   if (err) {
-    qp->staged.clear();
+    qp->staged_n = 0;
     return err;
   }
-  for (StagedOp& s : qp->staged) {
+  for (size_t i = 0; i < qp->staged_n; ++i) {
+    StagedOp& s = qp->staged[i];
     SendOp& op = sq.at(sq.tail);
     op = s.op;
     if (op.inlined) {
@@ -287,13 +291,13 @@ int wr_complete(ibv_qp_ex* qx) {
     if (op.kind == OpKind::CmpSwap || op.kind == OpKind::FetchAdd) op.length = 8;
     sq.tail++;
   }
-  qp->staged.clear();
+  qp->staged_n = 0;
   e.submitted(qp);
   return 0;
 }
 
 int wr_complete_not_ready(ibv_qp_ex* qx) {
-  to_qp(qx)->staged.clear();
+  to_qp(qx)->staged_n = 0;
   return EINVAL;
 }
 
