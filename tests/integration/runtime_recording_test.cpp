@@ -2,6 +2,9 @@
 // every event it recorded is read back from the experiment, exactly.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include "format/trace_reader.h"
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
 #include "trace_inspection.h"
@@ -102,6 +105,42 @@ TEST(RuntimeRecording, AggregateModeCountsPerKeyWithoutTimestamps) {
     EXPECT_EQ(agg[id].second, kMarks * (kMarks - 1) / 2);  // sum of values 0..N-1
   }
   EXPECT_EQ(m.summary.meta_value("mode"), "aggregate");
+}
+
+// Chunks in a trace file that is still being written.
+static uint64_t chunks_on_disk_now(const std::string& dir) {
+  std::vector<std::string> files = trace_files(dir);
+  if (files.empty()) return 0;
+  sigmatrace::format::TraceFileReader r;
+  std::string err;
+  if (!r.open(files[0], &err)) return 0;
+  sigmatrace::format::Chunk c;
+  while (r.next_chunk(&c)) {
+  }
+  return r.chunks_read();
+}
+
+TEST(RuntimeRecording, AggregateModeWritesNothingUntilExit) {
+  for (const char* mode : {"aggregate", "simple"}) {
+    TempDir t;
+    ProcessOptions o;
+    o.set_env = {{"LD_PRELOAD", build_path("lib/libsigmatrace.so")},
+                 {"SIGMATRACE_OUTPUT", t / "exp"},
+                 {"SIGMATRACE_MODE", mode},
+                 {"SIGMATRACE_CLOCK_SYNC_MS", "10"}};
+    BackgroundProcess p = start_process({build_path("tests/bin/mark_workload"), "--marks", "1000", "--then", "sleep",
+                                         "--sleep-ms", "1000"},
+                                        o);
+    usleep(500000);  // the writer has taken ~50 clock samples by now
+    uint64_t chunks_mid_run = chunks_on_disk_now(t / "exp");
+    ProcessResult r = wait_process(p);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    if (std::string(mode) == "aggregate") EXPECT_EQ(chunks_mid_run, 0u) << "aggregate mode wrote during the run";
+    else EXPECT_GT(chunks_mid_run, 0u) << "simple mode writes clock samples as it goes";
+    MarkTrace m = read_marks(trace_files(t / "exp").at(0));
+    EXPECT_GE(m.summary.clock_samples.size(), 20u) << mode;
+    EXPECT_TRUE(m.summary.has_file_end);
+  }
 }
 
 TEST(RuntimeRecording, EveryCodecProducesTheSameEvents) {

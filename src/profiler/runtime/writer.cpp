@@ -135,7 +135,8 @@ void Writer::run() {
       ClockSample s = take_clock_sample();
       rt_->process_stream.append(EventType::clock_sync, s.tsc, {s.realtime_ns, s.monotonic_ns});
       next_sync = now + rt_->config.clock_sync_ms;
-      flush_process_stream();
+      // Aggregate mode promises no I/O until exit: the samples wait in memory (~40 bytes each).
+      if (rt_->config.mode != TraceMode::aggregate) flush_process_stream();
     }
     // Back off while idle (1 ms up to 10 ms) so an idle profiler costs next to nothing.
     idle_us = busy ? 1000 : (idle_us < 10000 ? idle_us + 1000 : 10000);
