@@ -867,7 +867,7 @@ void Engine::run() {
     }
     uint32_t seen = wire.doorbell_value();
     wire.set_sleeping(true);
-    int timeout_us = 100000;  // liveness of peers is re-checked at least this often
+    int timeout_us = 1000000;  // idle: nothing to watch; a doorbell wakes us for work
     {
       std::lock_guard<std::mutex> g(mu);
       did = progress();
@@ -877,6 +877,7 @@ void Engine::run() {
         int64_t us = next_deadline_ns_ > t ? int64_t((next_deadline_ns_ - t) / 1000) + 1 : 1;
         if (us < timeout_us) timeout_us = int(us);
       }
+      // QPs waiting for their peer: re-check the peer's liveness regularly.
       if (!active_.empty() && timeout_us > 20000) timeout_us = 20000;
       // Producers skip the wake while an application thread polls; if it stops polling
       // without draining, pick the packets up soon anyway.

@@ -149,7 +149,11 @@ int poll_cq(ibv_cq* ibcq, int n, ibv_wc* wc) {
 
 int req_notify_cq(ibv_cq* ibcq, int solicited_only) {
   Cq* cq = to_cq(ibcq);
-  std::lock_guard<std::mutex> g(Engine::get().mu);
+  Engine& e = Engine::get();
+  std::lock_guard<std::mutex> g(e.mu);
+  // Arming means the caller is about to block on the completion channel rather than poll:
+  // from now on the engine thread must be woken for incoming packets.
+  e.app_polling(false);
   cq->armed = true;
   cq->solicited_only = solicited_only != 0;
   return 0;

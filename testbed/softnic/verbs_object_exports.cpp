@@ -174,6 +174,12 @@ SOFTNIC_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel* ibch) {
 }
 
 SOFTNIC_EXPORT int ibv_get_cq_event(ibv_comp_channel* ch, ibv_cq** cq, void** cq_context) {
+  {
+    // The caller blocks instead of polling: the engine thread has to be woken from now on.
+    Engine& e = Engine::get();
+    std::lock_guard<std::mutex> g(e.mu);
+    e.app_polling(false);
+  }
   ibv_cq* p = nullptr;
   ssize_t r = read(ch->fd, &p, sizeof(p));
   if (r != sizeof(p)) return -1;

@@ -13,10 +13,14 @@ cargs=${cargs//@PORT@/$port}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
+hexport=$(printf '%04X' "$port")
+if grep -q ":$hexport [0-9A-F:]* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null; then
+  echo "FAIL: TCP port $port is already in use by another program"
+  exit 1
+fi
 timeout "$limit" $sargs >"$out/server.log" 2>&1 &
 spid=$!
 # Wait until the server listens (the clients do not retry their TCP connect).
-hexport=$(printf '%04X' "$port")
 for _ in $(seq 1 200); do
   grep -q ":$hexport [0-9A-F:]* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null && break
   kill -0 $spid 2>/dev/null || break
