@@ -37,6 +37,30 @@ std::atomic<bool> g_missing_logged{false};
   if (!g_missing_logged.exchange(true)) log_line("ibverbs: a %s reached a wrapper without being tracked; the call fails with ENOSYS", what);
 }
 
+// The real ops of every patched context, when they are all the same functions (one provider
+// library: the common case). The wrappers then need no lookup at all; kMixed sends them to the
+// per-context table.
+template <typename Fn>
+struct Uniform {
+  std::atomic<Fn> fn{nullptr};
+  static inline const Fn kMixed = reinterpret_cast<Fn>(uintptr_t{1});
+  void note(Fn real) {
+    Fn cur = fn.load();
+    while (cur != real && cur != kMixed && !fn.compare_exchange_weak(cur, cur == nullptr ? real : kMixed)) {
+    }
+  }
+  [[gnu::always_inline]] Fn get(const ibv_context* ctx, Fn ContextState::*member) const {
+    Fn f = fn.load(std::memory_order_acquire);
+    if (__builtin_expect(reinterpret_cast<uintptr_t>(f) > 1, 1)) return f;
+    ContextState* c = find_context(ctx);
+    return c ? c->*member : nullptr;
+  }
+};
+Uniform<PostSendFn> g_post_send;
+Uniform<PostRecvFn> g_post_recv;
+Uniform<PollCqFn> g_poll_cq;
+Uniform<PostSrqRecvFn> g_post_srq_recv;
+
 [[gnu::always_inline]] inline uint64_t sge_bytes(const ibv_sge* sg, int n) {
   uint64_t b = 0;
   for (int i = 0; i < n; ++i) b += sg[i].length;
@@ -54,12 +78,12 @@ std::atomic<bool> g_missing_logged{false};
 
 template <TraceMode M>
 int post_send_hook(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
-  ContextState* c = find_context(qp->context);
-  if (__builtin_expect(c == nullptr, 0)) {
+  const PostSendFn real = g_post_send.get(qp->context, &ContextState::post_send);
+  if (__builtin_expect(real == nullptr, 0)) {
     object_not_tracked("context");
     return ENOSYS;
   }
-  const int ret = c->post_send(qp, wr, bad_wr);
+  const int ret = real(qp, wr, bad_wr);
   if (__builtin_expect(!active(), 0)) return ret;
   const ibv_send_wr* stop = ret ? *bad_wr : nullptr;  // on failure only the WRs before bad_wr were posted
   const uint32_t qpn = qp->qp_num;
@@ -72,6 +96,7 @@ int post_send_hook(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
       if (remote) aggregate_add(AggregateKey::ibv_endpoint_pair, s->local_endpoint, remote, bytes);
     }
   } else {
+    const uint64_t now = read_tsc();  // one timestamp for the call and its WRs
     uint64_t n = 0, bytes = 0, mask = 0;
     for (const ibv_send_wr* w = wr; w && w != stop; w = w->next) {
       uint64_t b = sge_bytes(w->sg_list, w->num_sge);
@@ -82,11 +107,11 @@ int post_send_hook(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
         uint64_t raddr = 0, rkey = 0;
         if (has_remote(w->opcode)) raddr = w->wr.rdma.remote_addr, rkey = w->wr.rdma.rkey;
         else if (is_atomic(w->opcode)) raddr = w->wr.atomic.remote_addr, rkey = w->wr.atomic.rkey;
-        record(EventType::ibv_send_wr, qpn, w->wr_id, static_cast<uint64_t>(w->opcode), b, static_cast<uint64_t>(w->num_sge),
+        record_at(now, EventType::ibv_send_wr, qpn, w->wr_id, static_cast<uint64_t>(w->opcode), b, static_cast<uint64_t>(w->num_sge),
                raddr, rkey, static_cast<uint64_t>(w->send_flags), static_cast<uint64_t>(be32toh(w->imm_data)));
       }
     }
-    record(EventType::ibv_post_send, qpn, n, bytes, mask, static_cast<int64_t>(ret));
+    record_at(now, EventType::ibv_post_send, qpn, n, bytes, mask, static_cast<int64_t>(ret));
   }
   if (__builtin_expect(ret != 0, 0)) record_error(IbvCall::post_send, qpn, ret);
   return ret;
@@ -94,24 +119,25 @@ int post_send_hook(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
 
 template <TraceMode M>
 int post_recv_hook(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
-  ContextState* c = find_context(qp->context);
-  if (__builtin_expect(c == nullptr, 0)) {
+  const PostRecvFn real = g_post_recv.get(qp->context, &ContextState::post_recv);
+  if (__builtin_expect(real == nullptr, 0)) {
     object_not_tracked("context");
     return ENOSYS;
   }
-  const int ret = c->post_recv(qp, wr, bad_wr);
+  const int ret = real(qp, wr, bad_wr);
   if (__builtin_expect(!active(), 0)) return ret;
   const uint32_t qpn = qp->qp_num;
   if constexpr (M != kAggregate) {
     const ibv_recv_wr* stop = ret ? *bad_wr : nullptr;
+    const uint64_t now = read_tsc();
     uint64_t n = 0, bytes = 0;
     for (const ibv_recv_wr* w = wr; w && w != stop; w = w->next) {
       uint64_t b = sge_bytes(w->sg_list, w->num_sge);
       ++n;
       bytes += b;
-      if constexpr (M == kFull) record(EventType::ibv_recv_wr, qpn, w->wr_id, b, static_cast<uint64_t>(w->num_sge), uint64_t{0});
+      if constexpr (M == kFull) record_at(now, EventType::ibv_recv_wr, qpn, w->wr_id, b, static_cast<uint64_t>(w->num_sge), uint64_t{0});
     }
-    record(EventType::ibv_post_recv, qpn, n, bytes, static_cast<int64_t>(ret));
+    record_at(now, EventType::ibv_post_recv, qpn, n, bytes, static_cast<int64_t>(ret));
   }
   if (__builtin_expect(ret != 0, 0)) record_error(IbvCall::post_recv, qpn, ret);
   return ret;
@@ -119,57 +145,59 @@ int post_recv_hook(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 
 template <TraceMode M>
 int post_srq_recv_hook(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
-  ContextState* c = find_context(srq->context);
-  if (__builtin_expect(c == nullptr, 0)) {
+  const PostSrqRecvFn real = g_post_srq_recv.get(srq->context, &ContextState::post_srq_recv);
+  if (__builtin_expect(real == nullptr, 0)) {
     object_not_tracked("context");
     return ENOSYS;
   }
-  const int ret = c->post_srq_recv(srq, wr, bad_wr);
+  const int ret = real(srq, wr, bad_wr);
   if (__builtin_expect(!active(), 0)) return ret;
   const uint64_t handle = reinterpret_cast<uintptr_t>(srq);
   if constexpr (M != kAggregate) {
     const ibv_recv_wr* stop = ret ? *bad_wr : nullptr;
+    const uint64_t now = read_tsc();
     uint64_t n = 0, bytes = 0;
     for (const ibv_recv_wr* w = wr; w && w != stop; w = w->next) {
       uint64_t b = sge_bytes(w->sg_list, w->num_sge);
       ++n;
       bytes += b;
-      if constexpr (M == kFull) record(EventType::ibv_recv_wr, uint64_t{0}, w->wr_id, b, static_cast<uint64_t>(w->num_sge), handle);
+      if constexpr (M == kFull) record_at(now, EventType::ibv_recv_wr, uint64_t{0}, w->wr_id, b, static_cast<uint64_t>(w->num_sge), handle);
     }
-    record(EventType::ibv_post_srq_recv, handle, n, bytes, static_cast<int64_t>(ret));
+    record_at(now, EventType::ibv_post_srq_recv, handle, n, bytes, static_cast<int64_t>(ret));
   }
   if (__builtin_expect(ret != 0, 0)) record_error(IbvCall::post_srq_recv, handle, ret);
   return ret;
 }
 
-[[gnu::always_inline]] inline void record_wc(const ibv_cq* cq, const ibv_wc& wc) {
-  record(EventType::ibv_completion, reinterpret_cast<uintptr_t>(cq), uint64_t{wc.qp_num}, wc.wr_id, static_cast<uint64_t>(wc.status),
+[[gnu::always_inline]] inline void record_wc(uint64_t now, const ibv_cq* cq, const ibv_wc& wc) {
+  record_at(now, EventType::ibv_completion, reinterpret_cast<uintptr_t>(cq), uint64_t{wc.qp_num}, wc.wr_id, static_cast<uint64_t>(wc.status),
          static_cast<uint64_t>(wc.opcode), uint64_t{wc.byte_len}, static_cast<uint64_t>(be32toh(wc.imm_data)),
          uint64_t{wc.wc_flags}, uint64_t{wc.src_qp}, uint64_t{wc.vendor_err});
 }
 
 template <TraceMode M>
 int poll_cq_hook(ibv_cq* cq, int num_entries, ibv_wc* wc) {
-  ContextState* c = find_context(cq->context);
-  if (__builtin_expect(c == nullptr, 0)) {
+  const PollCqFn real = g_poll_cq.get(cq->context, &ContextState::poll_cq);
+  if (__builtin_expect(real == nullptr, 0)) {
     object_not_tracked("context");
     return -ENOSYS;
   }
-  const int n = c->poll_cq(cq, num_entries, wc);
+  const int n = real(cq, num_entries, wc);
   if (n <= 0) {
     if (__builtin_expect(n < 0, 0) && active()) record_error(IbvCall::poll_cq, reinterpret_cast<uintptr_t>(cq), n);
     return n;
   }
   if (__builtin_expect(!active(), 0)) return n;
-  for (int i = 0; i < n; ++i) {
+  if constexpr (M == kFull) {
+    const uint64_t now = read_tsc();  // one timestamp for the completions of one poll
+    for (int i = 0; i < n; ++i) record_wc(now, cq, wc[i]);
+    return n;
+  }
+  for (int i = 0; i < n; ++i) {  // simple and aggregate: error completions, and receive counters
     const ibv_wc& e = wc[i];
-    if constexpr (M == kFull) {
-      record_wc(cq, e);
-    } else {
-      if (__builtin_expect(e.status != IBV_WC_SUCCESS, 0)) record_wc(cq, e);
-      else if constexpr (M == kAggregate)
-        if (e.opcode & IBV_WC_RECV) aggregate_add(AggregateKey::ibv_qp_opcode, e.qp_num, 0x100 + uint64_t{e.opcode}, e.byte_len);
-    }
+    if (__builtin_expect(e.status != IBV_WC_SUCCESS, 0)) record_wc(read_tsc(), cq, e);
+    else if constexpr (M == kAggregate)
+      if (e.opcode & IBV_WC_RECV) aggregate_add(AggregateKey::ibv_qp_opcode, e.qp_num, 0x100 + uint64_t{e.opcode}, e.byte_len);
   }
   return n;
 }
@@ -179,14 +207,14 @@ int poll_cq_hook(ibv_cq* cq, int num_entries, ibv_wc* wc) {
 [[gnu::always_inline]] inline QpState* qp_of(ibv_qp_ex* q) { return find_qp(&q->qp_base); }
 
 template <TraceMode M>
-[[gnu::always_inline]] inline void finish_wr(QpState* s) {
+[[gnu::always_inline]] inline void finish_wr(QpState* s, uint64_t now) {
   PendingWr& w = s->wr;
   w.open = false;
   ++s->batch_wrs;
   s->batch_bytes += w.bytes;
   s->batch_opcode_mask |= uint64_t{1} << (w.opcode & 63);
   if constexpr (M == kFull)
-    record(EventType::ibv_send_wr, uint64_t{s->qp_num}, w.wr_id, uint64_t{w.opcode}, w.bytes, uint64_t{w.num_sge}, w.remote_addr,
+    record_at(now, EventType::ibv_send_wr, uint64_t{s->qp_num}, w.wr_id, uint64_t{w.opcode}, w.bytes, uint64_t{w.num_sge}, w.remote_addr,
            uint64_t{w.rkey}, uint64_t{w.send_flags}, uint64_t{w.imm_data});
   if constexpr (M == kAggregate) {
     aggregate_add(AggregateKey::ibv_qp_opcode, s->qp_num, w.opcode, w.bytes);
@@ -197,7 +225,7 @@ template <TraceMode M>
 template <TraceMode M>
 [[gnu::always_inline]] inline void begin_wr(QpState* s, ibv_qp_ex* q, uint32_t opcode, uint32_t rkey, uint64_t raddr, uint32_t imm) {
   if (!active()) return;
-  if (s->wr.open) finish_wr<M>(s);
+  if (s->wr.open) finish_wr<M>(s, M == kFull ? read_tsc() : 0);
   s->wr = PendingWr{q->wr_id, raddr, 0, opcode, rkey, q->wr_flags, imm, 0, true};
 }
 
@@ -296,13 +324,14 @@ int wr_complete_hook(ibv_qp_ex* q) {
     reset_batch(s);
     return s->real.complete(q);
   }
-  if (s->wr.open) finish_wr<M>(s);
+  const uint64_t now = M == kAggregate ? 0 : read_tsc();  // one timestamp for the last WR and the call
+  if (s->wr.open) finish_wr<M>(s, now);
   // Copied out before the real call: it releases the QP, and another thread may start a batch.
   const uint64_t n = s->batch_wrs, bytes = s->batch_bytes, mask = s->batch_opcode_mask;
   const uint32_t qpn = s->qp_num;
   reset_batch(s);
   const int ret = s->real.complete(q);
-  if constexpr (M != kAggregate) record(EventType::ibv_post_send, uint64_t{qpn}, n, bytes, mask, static_cast<int64_t>(ret));
+  if constexpr (M != kAggregate) record_at(now, EventType::ibv_post_send, uint64_t{qpn}, n, bytes, mask, static_cast<int64_t>(ret));
   if (__builtin_expect(ret != 0, 0)) record_error(IbvCall::post_send, qpn, ret);
   return ret;
 }
@@ -527,6 +556,10 @@ ContextState* patch_context(ibv_context* ctx) {
   c->create_qp_ex = SIGMATRACE_VCTX_HAS(vctx, create_qp_ex) ? vctx->create_qp_ex : nullptr;
   c->create_cq_ex = SIGMATRACE_VCTX_HAS(vctx, create_cq_ex) ? vctx->create_cq_ex : nullptr;
   c->create_srq_ex = SIGMATRACE_VCTX_HAS(vctx, create_srq_ex) ? vctx->create_srq_ex : nullptr;
+  if (c->post_send) g_post_send.note(c->post_send);
+  if (c->post_recv) g_post_recv.note(c->post_recv);
+  if (c->poll_cq) g_poll_cq.note(c->poll_cq);
+  if (c->post_srq_recv) g_post_srq_recv.note(c->post_srq_recv);
   c->ctx.store(ctx, std::memory_order_release);  // the real functions are visible before any wrapper is
   if (c->post_send) __atomic_store_n(&ctx->ops.post_send, h.post_send, __ATOMIC_RELEASE);
   if (c->post_recv) __atomic_store_n(&ctx->ops.post_recv, h.post_recv, __ATOMIC_RELEASE);

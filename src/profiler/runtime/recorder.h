@@ -31,9 +31,10 @@ extern thread_local ThreadState t_state __attribute__((tls_model("initial-exec")
 uint8_t* reserve_slow(uint32_t bytes);
 AggregateTable* attach_aggregate_slow();
 
-// Records an event of `type` whose fields are all integer words.
+// Records an event of `type` whose fields are all integer words, stamped `tsc` (several events of
+// one call can share one RDTSC).
 template <typename... Words>
-[[gnu::always_inline]] inline void record(format::EventType type, Words... words) {
+[[gnu::always_inline]] inline void record_at(uint64_t tsc, format::EventType type, Words... words) {
   constexpr uint32_t n = sizeof...(Words);
   constexpr uint32_t bytes = format::raw_event_bytes(n);
   ThreadState& t = t_state;
@@ -42,11 +43,21 @@ template <typename... Words>
     p = reserve_slow(bytes);
     if (!p) return;
   }
-  const uint64_t record_words[2 + n] = {read_tsc(), static_cast<uint64_t>(type) | (uint64_t{n} << 16),
-                                        static_cast<uint64_t>(words)...};
-  std::memcpy(p, record_words, bytes);
+  // Straight 8-byte stores into the chunk (records are 8-byte aligned): a stack copy read back
+  // with wider loads would defeat store forwarding.
+  auto* q = reinterpret_cast<uint64_t*>(p);
+  q[0] = tsc;
+  q[1] = static_cast<uint64_t>(type) | (uint64_t{n} << 16);
+  uint32_t i = 2;
+  ((q[i++] = static_cast<uint64_t>(words)), ...);
   // Release so that a final flush from another thread sees whole records (a plain store on x86).
   __atomic_store_n(&t.cur, p + bytes, __ATOMIC_RELEASE);
+}
+
+// Records an event of `type` whose fields are all integer words, stamped now.
+template <typename... Words>
+[[gnu::always_inline]] inline void record(format::EventType type, Words... words) {
+  record_at(read_tsc(), type, words...);
 }
 
 // Records an event whose last field is a byte string (rare events: names, addresses).

@@ -1,0 +1,166 @@
+// The added cost of the ibverbs provider's data-path wrappers, per intercepted call, in each trace
+// mode, measured side by side with the same call untraced in one invocation: ibv_post_send (one
+// 64-byte RDMA write, signaled), ibv_poll_cq on an empty CQ (the busy-poll case) and returning one
+// completion, and one WR through the ibv_wr_* API (start, rdma_write, set_sge, complete).
+// The "provider" behind the tables is a stub laid out like rdma-core's objects, so the figure is the
+// wrapper alone (lookup, call forwarding, recording), not a NIC. Results: docs/performance.md.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "profiler/providers/ibverbs_state.h"
+#include "profiler/runtime/lifecycle.h"
+#include "profiler/runtime/runtime.h"
+
+using namespace sigmatrace::profiler;
+using namespace sigmatrace::profiler::ibv;
+
+namespace {
+
+// The stub provider: each function does a store, as the smallest real one would.
+volatile uint64_t g_sink;
+[[gnu::noinline]] int stub_post_send(ibv_qp*, ibv_send_wr* wr, ibv_send_wr**) {
+  g_sink = wr->wr_id;
+  return 0;
+}
+[[gnu::noinline]] int stub_post_recv(ibv_qp*, ibv_recv_wr*, ibv_recv_wr**) { return 0; }
+[[gnu::noinline]] int stub_poll_empty(ibv_cq*, int, ibv_wc*) {
+  g_sink = 0;
+  return 0;
+}
+[[gnu::noinline]] int stub_poll_one(ibv_cq*, int, ibv_wc* wc) {
+  wc->wr_id = 1;
+  wc->status = IBV_WC_SUCCESS;
+  wc->opcode = IBV_WC_RDMA_WRITE;
+  wc->byte_len = 64;
+  wc->qp_num = 0x10010;
+  return 1;
+}
+[[gnu::noinline]] void stub_wr_start(ibv_qp_ex*) { g_sink = 1; }
+[[gnu::noinline]] void stub_wr_rdma_write(ibv_qp_ex*, uint32_t rkey, uint64_t raddr) { g_sink = rkey + raddr; }
+[[gnu::noinline]] void stub_wr_set_sge(ibv_qp_ex*, uint32_t, uint64_t addr, uint32_t) { g_sink = addr; }
+[[gnu::noinline]] int stub_wr_complete(ibv_qp_ex*) { return 0; }
+[[gnu::noinline]] void stub_wr_abort(ibv_qp_ex*) {}
+
+struct Device {
+  verbs_context vctx{};
+  ibv_qp_ex qpx{};
+  ibv_cq cq_empty{}, cq_one{};
+  ibv_context cq_one_ctx{};  // a second context for the CQ that returns completions
+  Device() {
+    vctx.sz = sizeof(verbs_context);
+    vctx.context.abi_compat = reinterpret_cast<void*>(UINTPTR_MAX);
+    vctx.context.ops.post_send = &stub_post_send;
+    vctx.context.ops.post_recv = &stub_post_recv;
+    vctx.context.ops.poll_cq = &stub_poll_empty;
+    cq_one_ctx.ops.poll_cq = &stub_poll_one;
+    qpx.qp_base.context = &vctx.context;
+    qpx.qp_base.qp_num = 0x10010;
+    qpx.wr_start = &stub_wr_start;
+    qpx.wr_rdma_write = &stub_wr_rdma_write;
+    qpx.wr_set_sge = &stub_wr_set_sge;
+    qpx.wr_complete = &stub_wr_complete;
+    qpx.wr_abort = &stub_wr_abort;
+    cq_empty.context = &vctx.context;
+    cq_one.context = &cq_one_ctx;
+  }
+  // Installs the wrappers of `mode`, as the provider does when the program opens a device and
+  // creates a QP (connected: the endpoint pair is known, as after RTR).
+  void trace(TraceMode mode) {
+    g_mode = mode;
+    patch_context(&vctx.context);
+    patch_context(&cq_one_ctx);
+    QpState* s = track_qp(&qpx.qp_base);
+    s->local_endpoint = (uint64_t{1} << 32) | 0x10010;
+    s->remote_endpoint = (uint64_t{2} << 32) | 0x20020;
+    patch_qp_ex(s, &qpx);
+  }
+};
+
+Device g_devices[4];  // untraced, aggregate, simple, full
+const char* const kNames[4] = {"untraced", "aggregate", "simple", "full"};
+
+uint64_t dropped_so_far() {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < g_runtime->slots_used.load() && i < g_runtime->max_slots; ++i) n += g_runtime->slots[i].dropped_events.load();
+  return n;
+}
+
+void BM_PostSend(benchmark::State& state, Device* d) {
+  char buf[64];
+  ibv_sge sge{reinterpret_cast<uintptr_t>(buf), 64, 0x11};
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = 0x7000;
+  wr.wr.rdma.rkey = 0x22;
+  ibv_send_wr* bad = nullptr;
+  uint64_t dropped = dropped_so_far();
+  for (auto _ : state) {
+    ++wr.wr_id;
+    benchmark::DoNotOptimize(ibv_post_send(&d->qpx.qp_base, &wr, &bad));
+  }
+  state.counters["dropped"] = static_cast<double>(dropped_so_far() - dropped);
+}
+
+void BM_PollCqEmpty(benchmark::State& state, Device* d) {
+  ibv_wc wc[16];
+  for (auto _ : state) benchmark::DoNotOptimize(ibv_poll_cq(&d->cq_empty, 16, wc));
+}
+
+void BM_PollCqOneCompletion(benchmark::State& state, Device* d) {
+  ibv_wc wc[16];
+  uint64_t dropped = dropped_so_far();
+  for (auto _ : state) benchmark::DoNotOptimize(ibv_poll_cq(&d->cq_one, 16, wc));
+  state.counters["dropped"] = static_cast<double>(dropped_so_far() - dropped);
+}
+
+void BM_WrApiOneWrite(benchmark::State& state, Device* d) {
+  char buf[64];
+  uint64_t dropped = dropped_so_far();
+  for (auto _ : state) {
+    ibv_wr_start(&d->qpx);
+    d->qpx.wr_id++;
+    d->qpx.wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_rdma_write(&d->qpx, 0x22, 0x7000);
+    ibv_wr_set_sge(&d->qpx, 0x11, reinterpret_cast<uintptr_t>(buf), 64);
+    benchmark::DoNotOptimize(ibv_wr_complete(&d->qpx));
+  }
+  state.counters["dropped"] = static_cast<double>(dropped_so_far() - dropped);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A pool large enough that full mode does not drop during a measurement; lz4 keeps the writer fast.
+  setenv("SIGMATRACE_BUFFER_MB", "1536", 0);
+  setenv("SIGMATRACE_CHUNK_KB", "1024", 0);
+  setenv("SIGMATRACE_COMPRESSION", "lz4", 0);
+  setenv("SIGMATRACE_FORCE", "1", 0);
+  setenv("SIGMATRACE_PROVIDERS", "ibverbs", 0);
+  setenv("SIGMATRACE_OUTPUT", "/tmp/sigmatrace-bench-verbs", 0);
+  if (!start_runtime()) {
+    std::fprintf(stderr, "verbs_wrapper_cost_bench: the runtime did not start\n");
+    return 1;
+  }
+  g_devices[1].trace(TraceMode::aggregate);
+  g_devices[2].trace(TraceMode::simple);
+  g_devices[3].trace(TraceMode::full);
+  constexpr int64_t kIterations = 3'000'000;  // fixed, so that full mode's events fit in the pool
+  for (int i = 0; i < 4; ++i) {
+    std::string n = kNames[i];
+    benchmark::RegisterBenchmark(("post_send/" + n).c_str(), BM_PostSend, &g_devices[i])->Iterations(kIterations)->Repetitions(5)->ReportAggregatesOnly();
+    benchmark::RegisterBenchmark(("poll_cq_empty/" + n).c_str(), BM_PollCqEmpty, &g_devices[i])->Iterations(kIterations)->Repetitions(5)->ReportAggregatesOnly();
+    benchmark::RegisterBenchmark(("poll_cq_one/" + n).c_str(), BM_PollCqOneCompletion, &g_devices[i])->Iterations(kIterations)->Repetitions(5)->ReportAggregatesOnly();
+    benchmark::RegisterBenchmark(("wr_api_write/" + n).c_str(), BM_WrApiOneWrite, &g_devices[i])->Iterations(kIterations)->Repetitions(5)->ReportAggregatesOnly();
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  stop_runtime();
+  return 0;
+}
