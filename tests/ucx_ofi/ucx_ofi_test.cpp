@@ -297,4 +297,110 @@ TEST(UcxPerftest, GetOverSharedMemoryCountsEveryGet) {
   EXPECT_EQ(count_ucx_ops(traced.server_procs[0], UcxOp::get), 0u);
 }
 
+// ---- libfabric -------------------------------------------------------------------------------------
+
+size_t count_ofi_ops(const ProcessEvents& p, std::initializer_list<OfiOp> ops, uint64_t bytes = ~uint64_t{0}) {
+  size_t n = 0;
+  for (const VerbsEvent* e : p.of(EventType::ofi_op))
+    for (OfiOp op : ops)
+      if ((*e)[0] == static_cast<uint64_t>(op) && (bytes == ~uint64_t{0} || (*e)[2] == bytes)) ++n;
+  return n;
+}
+
+struct OfiCase {
+  std::string provider;
+  std::string ep_type;
+  int iterations;
+  int size;
+};
+
+// fi_pingpong -I N: after a 4-byte synchronisation message (fi_sendmsg) each side sends N messages
+// (fi_inject when they fit, else fi_send) and posts N + 1 receives (one stays posted at the end).
+std::pair<PairRun, PairRun> fi_pingpong_runs(const OfiCase& c, int port, const std::string& mode, const std::string& dir) {
+  const std::string p = std::to_string(port);
+  std::vector<std::string> common = {"fi_pingpong", "-p", c.provider, "-e", c.ep_type, "-I", std::to_string(c.iterations), "-S",
+                                     std::to_string(c.size)};
+  std::vector<std::string> server = common, client = common;
+  server.insert(server.end(), {"-B", p});
+  client.insert(client.end(), {"-P", p, "127.0.0.1"});
+  PairRun plain = run_pair(server, client, port, "", dir + "/plain", {});
+  PairRun traced = run_pair(server, client, port, mode, dir + "/" + mode, {});
+  EXPECT_EQ(plain.client.exit_code, 0) << plain.client.out << plain.client.err;
+  EXPECT_EQ(traced.client.exit_code, 0) << traced.client.out << traced.client.err;
+  EXPECT_EQ(traced.server.exit_code, 0) << traced.server.err;
+  EXPECT_EQ(shape(traced.client.out), shape(plain.client.out));
+  EXPECT_NE(plain.client.out.find(std::to_string(c.iterations) + " "), std::string::npos) << plain.client.out;
+  return {std::move(plain), std::move(traced)};
+}
+
+void expect_pingpong_counts(const ProcessEvents& p, const OfiCase& c) {
+  EXPECT_EQ(count_ofi_ops(p, {OfiOp::send, OfiOp::inject}, c.size), static_cast<size_t>(c.iterations)) << p.path;
+  EXPECT_EQ(count_ofi_ops(p, {OfiOp::sendmsg}), 1u) << p.path;
+  EXPECT_EQ(count_ofi_ops(p, {OfiOp::recv}), static_cast<size_t>(c.iterations) + 1) << p.path;
+  EXPECT_EQ(errors(p), 0u) << p.path;
+  ASSERT_EQ(p.count(EventType::ofi_ep_open), 1u) << p.path;
+  EXPECT_EQ(p.of(EventType::ofi_ep_open)[0]->bytes.rfind(c.provider, 0), 0u) << p.of(EventType::ofi_ep_open)[0]->bytes;
+  EXPECT_EQ((*p.of(EventType::ofi_ep_open)[0])[2], c.ep_type == "msg" ? 1u : 3u);  // FI_EP_MSG / FI_EP_RDM
+}
+
+TEST(FiPingpong, TcpMsgCountsEveryMessageAndNamesTheProvider) {
+  REQUIRE_PROGRAM("fi_pingpong");
+  TempDir dir;
+  OfiCase c{"tcp", "msg", 200, 64};
+  auto [plain, traced] = fi_pingpong_runs(c, 13610, "simple", dir.path());
+  for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
+    ASSERT_EQ(procs->size(), 1u);
+    expect_pingpong_counts((*procs)[0], c);
+    EXPECT_GT((*procs)[0].count(EventType::ofi_cq_read), 0u);
+    EXPECT_GE((*procs)[0].count(EventType::ofi_eq_event), 1u);  // FI_CONNECTED (and FI_CONNREQ on the server)
+  }
+  // the client's connect names the server's listening address
+  bool connect_seen = false;
+  for (const VerbsEvent* e : traced.client_procs[0].of(EventType::ofi_ep_address)) connect_seen |= (*e)[1] == 2;
+  EXPECT_TRUE(connect_seen);
+}
+
+TEST(FiPingpong, TcpRdmLargeMessagesUseSendAndAddressVectors) {
+  REQUIRE_PROGRAM("fi_pingpong");
+  TempDir dir;
+  OfiCase c{"tcp", "rdm", 200, 4096};
+  auto [plain, traced] = fi_pingpong_runs(c, 13620, "simple", dir.path());
+  for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
+    ASSERT_EQ(procs->size(), 1u);
+    expect_pingpong_counts((*procs)[0], c);
+    EXPECT_GE((*procs)[0].count(EventType::ofi_av_insert), 1u);
+  }
+}
+
+TEST(FiPingpong, ShmRdmInFullModeRecordsEachCompletion) {
+  REQUIRE_PROGRAM("fi_pingpong");
+  TempDir dir;
+  OfiCase c{"shm", "rdm", 200, 64};
+  auto [plain, traced] = fi_pingpong_runs(c, 13630, "full", dir.path());
+  for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
+    ASSERT_EQ(procs->size(), 1u);
+    const ProcessEvents& p = (*procs)[0];
+    expect_pingpong_counts(p, c);
+    // fi_pingpong's CQs use FI_CQ_FORMAT_CONTEXT (no length): each receive completes once, injects never
+    EXPECT_GE(p.count(EventType::ofi_completion), 200u);
+    EXPECT_EQ(p.count(EventType::ofi_cq_read), 0u) << "full mode records completions, not reads";
+  }
+}
+
+TEST(FiPingpong, ShmRdmInAggregateModeCountsWithoutEvents) {
+  REQUIRE_PROGRAM("fi_pingpong");
+  TempDir dir;
+  OfiCase c{"shm", "rdm", 300, 64};
+  auto [plain, traced] = fi_pingpong_runs(c, 13640, "aggregate", dir.path());
+  for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
+    ASSERT_EQ(procs->size(), 1u);
+    const ProcessEvents& p = (*procs)[0];
+    EXPECT_EQ(p.count(EventType::ofi_op), 0u);
+    EXPECT_EQ(aggregate_count(p, AggregateKey::ofi_ep_op, static_cast<uint64_t>(OfiOp::inject)) +
+                  aggregate_count(p, AggregateKey::ofi_ep_op, static_cast<uint64_t>(OfiOp::send)),
+              300u);
+    EXPECT_EQ(aggregate_count(p, AggregateKey::ofi_ep_op, static_cast<uint64_t>(OfiOp::recv)), 301u);
+  }
+}
+
 }  // namespace

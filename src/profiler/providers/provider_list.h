@@ -6,7 +6,8 @@
   X("user", kUserMarksProvider)     \
   X("ibverbs", kIbverbsProvider)    \
   X("mlx5", kMlx5Provider)          \
-  X("ucx", kUcxProvider)
+  X("ucx", kUcxProvider)            \
+  X("ofi", kOfiProvider)
 
 namespace sigmatrace::profiler {
 // Provider names without linking the providers (the CLI validates --providers with these).

@@ -180,7 +180,7 @@ struct uct_ep {
 };
 
 // uct_iface_params_t (prefix): the device a transport interface is opened on.
-constexpr uint64_t UCT_IFACE_PARAM_FIELD_OPEN_MODE = 1u << 2;
+constexpr uint64_t UCT_IFACE_PARAM_FIELD_OPEN_MODE = 1u << 1;
 constexpr uint64_t UCT_IFACE_OPEN_MODE_DEVICE = 1;
 struct uct_iface_params {
   uint64_t field_mask;
