@@ -102,6 +102,9 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
   std::vector<FileControl> control(files.size());
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(1, files.size())));
+  // Only the control-plane events are decoded in this pass; the data path is skipped over.
+  std::vector<bool> wanted(1024, false);
+  for (size_t t = 0; t < wanted.size(); ++t) wanted[t] = is_control(static_cast<uint16_t>(t));
   std::atomic<size_t> next{0};
   std::vector<std::thread> pool;
   for (unsigned i = 0; i < threads; ++i)
@@ -110,6 +113,7 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
         FileControl& fc = control[k];
         ScanHooks hooks;
         hooks.bytes_done = bytes_done;
+        hooks.thread_types_wanted = &wanted;
         hooks.on_thread_event = [&fc](uint32_t, const format::DecodedEvent& ev) {
           if (!is_control(ev.type) || !layout_ok(ev)) return;
           ControlEvent ce{ev.tsc, ev.type, {}, {}};

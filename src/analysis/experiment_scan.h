@@ -93,6 +93,9 @@ struct ScanHooks {
   // Called for every decoded event of a thread chunk (tid != 0); the event is only valid during the call.
   std::function<void(uint32_t tid, const format::DecodedEvent&)> on_thread_event;
   std::atomic<uint64_t>* bytes_done = nullptr;  // advanced by each chunk's stored size (progress)
+  // When set, thread events of other types reach on_thread_event without fields (skipped, not
+  // decoded): indexed by type id.
+  const std::vector<bool>* thread_types_wanted = nullptr;
 };
 
 // threads: 0 = one per hardware thread.

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "format/file_layout.h"
 #include "format/schema.h"
@@ -46,6 +47,11 @@ class ChunkEventDecoder {
  public:
   ChunkEventDecoder(const uint8_t* payload, size_t n, uint64_t first_tsc, const Schema* schema)
       : p_(payload), end_(payload + n), tsc_(first_tsc), schema_(schema) {}
+  // With a filter (indexed by type id; ids beyond its size count as wanted), events of unwanted
+  // types come back with their type, desc and tsc but no fields (field_count 0): their fields are
+  // skipped without being decoded, which makes a pass that looks for a few types much cheaper.
+  ChunkEventDecoder(const uint8_t* payload, size_t n, uint64_t first_tsc, const Schema* schema, const std::vector<bool>* wanted)
+      : p_(payload), end_(payload + n), tsc_(first_tsc), schema_(schema), wanted_(wanted) {}
   // False at the end or on a malformed event (then failed() is true; the rest of the chunk is lost).
   bool next(DecodedEvent* ev);
   bool failed() const { return failed_; }
@@ -58,6 +64,7 @@ class ChunkEventDecoder {
     const TypeDesc* desc = nullptr;
     uint32_t i64_mask = 0;  // fields to zigzag-decode
     bool plain = false;     // no bytes field: the fast path applies
+    bool wanted = true;     // false: fields skipped (filter)
   };
   const TypePlan* lookup(uint64_t type);
   bool decode_general(const TypeDesc* desc, const uint8_t* p, DecodedEvent* ev);
@@ -65,6 +72,7 @@ class ChunkEventDecoder {
   const uint8_t* end_;
   uint64_t tsc_;
   const Schema* schema_;
+  const std::vector<bool>* wanted_ = nullptr;
   bool failed_ = false;
   TypePlan plans_[64];  // direct-mapped by type id
 };
