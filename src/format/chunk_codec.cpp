@@ -218,7 +218,13 @@ bool ChunkEventDecoder::next(DecodedEvent* ev) {
     return true;
   }
   ev->field_count = n;
-  if (!plan->plain || end_ - p < 10 * n) return decode_general(desc, p, ev);
+  if (!plan->plain || end_ - p < 10 * n) {
+    // Near the end of the chunk (or with bytes fields) an unwanted event is decoded the careful
+    // way, then presented like a skipped one.
+    bool ok = decode_general(desc, p, ev);
+    if (!plan->wanted) ev->field_count = 0;
+    return ok;
+  }
   for (int f = 0; f < n; ++f) {
     ev->bytes[f] = {};
     if (!(p = varint_get_unchecked(p, &ev->values[f]))) {
@@ -230,6 +236,7 @@ bool ChunkEventDecoder::next(DecodedEvent* ev) {
     int f = __builtin_ctz(m);
     ev->values[f] = static_cast<uint64_t>(zigzag_decode(ev->values[f]));
   }
+  if (!plan->wanted) ev->field_count = 0;  // decoded (too near the end to skip), shown as skipped
   p_ = p;
   return true;
 }
