@@ -3,7 +3,9 @@
 # binaries between two processes on this machine. Each figure is the median of REPEAT runs.
 #   bench/softnic_perftest.sh [LIBDIR]      (default: build/softnic)
 # Environment: REPEAT (default 5), ITERS_LAT (default 20000), ITERS_BW (default 5000),
-# PORT (default 19500); any SOFTNIC_* setting is passed through to both processes.
+# PORT (default 19500), NICE (default 0: niceness of both perftest processes; a negative
+# value keeps other work on a shared machine from skewing the figures); any SOFTNIC_*
+# setting is passed through to both processes.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 libdir=${1:-$here/build/softnic}
@@ -11,6 +13,7 @@ repeat=${REPEAT:-5}
 iters_lat=${ITERS_LAT:-20000}
 iters_bw=${ITERS_BW:-5000}
 port=${PORT:-19500}
+niceness=${NICE:-0}
 if [ ! -e "$libdir/libibverbs.so.1" ]; then
   echo "no softnic libraries in $libdir (build the 'softnic' target first)" >&2
   exit 1
@@ -21,7 +24,7 @@ export SOFTNIC_FABRIC="bench-$$"
 # run_pair PROGRAM ARGS... : prints the client's result line
 run_pair() {
   port=$((port + 1))
-  timeout 120 "$@" -p $port >/dev/null 2>&1 &
+  nice -n "$niceness" timeout 120 "$@" -p $port >/dev/null 2>&1 &
   local spid=$!
   local hexport
   hexport=$(printf '%04X' $port)
@@ -29,7 +32,7 @@ run_pair() {
     grep -q ":$hexport [0-9A-F:]* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null && break
     sleep 0.05
   done
-  timeout 120 "$@" -p $port localhost 2>/dev/null | grep -E '^ +[0-9]+ +[0-9]+ ' | tail -1
+  nice -n "$niceness" timeout 120 "$@" -p $port localhost 2>/dev/null | grep -E '^ +[0-9]+ +[0-9]+ ' | tail -1
   wait $spid
 }
 
@@ -49,7 +52,7 @@ for i in $(seq 1 "$repeat"); do
 done
 rm -f "/dev/shm/softnic-$SOFTNIC_FABRIC.lock"
 
-echo "softnic perftest, median of $repeat runs ($(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), Linux $(uname -r))"
+echo "softnic perftest, median of $repeat runs, nice $niceness ($(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), Linux $(uname -r))"
 printf '  ib_write_lat  8 B   typical one-way latency : %s us  (runs: %s)\n' "$(printf '%s\n' "${lat_typ[@]}" | median)" "${lat_typ[*]}"
 printf '  ib_write_lat  8 B   99th percentile         : %s us  (runs: %s)\n' "$(printf '%s\n' "${lat_p99[@]}" | median)" "${lat_p99[*]}"
 printf '  ib_write_bw  64 KiB average bandwidth       : %s MB/s  (runs: %s)\n' "$(printf '%s\n' "${bw64k[@]}" | median)" "${bw64k[*]}"

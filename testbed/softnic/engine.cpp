@@ -3,6 +3,7 @@
 // dead-peer detection, and the background progress thread.
 #include "engine.hpp"
 
+#include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -88,8 +89,28 @@ bool sges_valid(const Pd* pd, const Sge* sges, uint32_t n, bool need_write) {
 }  // namespace
 
 Engine& Engine::get() {
-  static Engine* e = new Engine();  // never destroyed: the exit hook shuts it down instead
+  static Engine* e = [] {
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    return new Engine();  // never destroyed: the exit hook shuts it down instead
+  }();
   return *e;
+}
+
+// fork() must not happen while another thread holds the engine lock, and a child must not
+// act as its parent's endpoint (its exit would otherwise tear down the parent's segments).
+void Engine::fork_prepare() { get().mu.lock(); }
+void Engine::fork_parent() { get().mu.unlock(); }
+void Engine::fork_child() {
+  Engine& e = get();
+  e.mu.unlock();
+  e.thread_ = nullptr;  // the engine thread does not exist in the child
+  e.running_ = false;
+  e.started_ = false;
+  e.owner_pid_ = 0;
+  e.active_.clear();
+  e.orphans_.clear();
+  e.qps_.assign(e.qps_.size(), nullptr);
+  e.wire.forget();
 }
 
 static void engine_atexit() { Engine::get().shutdown(); }
@@ -100,21 +121,26 @@ bool Engine::ensure_started() {
   if (!wire.join()) return false;
   qps_.assign(1 << 16, nullptr);
   running_ = true;
-  thread_ = std::thread([this] { run(); });
+  thread_ = new std::thread([this] { run(); });
   started_ = true;
-  atexit(engine_atexit);
+  owner_pid_ = getpid();
+  static bool hooked = false;
+  if (!hooked) atexit(engine_atexit);
+  hooked = true;
   return true;
 }
 
 void Engine::shutdown() {
   {
     std::lock_guard<std::mutex> g(mu);
-    if (!started_) return;
+    if (!started_ || owner_pid_ != getpid()) return;
     started_ = false;
     running_ = false;
     wire.kick_self();
   }
-  if (thread_.joinable()) thread_.join();
+  if (thread_ && thread_->joinable()) thread_->join();
+  delete thread_;
+  thread_ = nullptr;
   std::lock_guard<std::mutex> g(mu);
   wire.leave();
 }

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <sys/types.h>
+
 #include <thread>
 #include <vector>
 
@@ -76,7 +78,11 @@ class Engine {
   std::vector<Qp*> qps_;  // indexed by the low 16 bits of the QP number
   std::vector<Qp*> active_;  // QPs with send or response work pending
   std::vector<Orphan> orphans_;  // NAKs for packets addressed to QPs that do not exist
-  std::thread thread_;
+  std::thread* thread_ = nullptr;  // leaked, not joined, in a forked child
+  pid_t owner_pid_ = 0;
+  static void fork_prepare();
+  static void fork_parent();
+  static void fork_child();
   std::atomic<bool> running_{false};
   bool started_ = false;
   uint64_t last_peer_check_ns_ = 0;

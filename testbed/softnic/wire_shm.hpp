@@ -48,6 +48,8 @@ class Wire {
   bool join();
   void leave();
   bool joined() const { return dir_ != nullptr; }
+  // In a forked child: the endpoint belongs to the parent; forget it without touching it.
+  void forget() { *this = Wire(); }
 
   int slot() const { return slot_; }
   uint32_t gen() const { return gen_; }

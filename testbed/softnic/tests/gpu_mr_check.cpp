@@ -2,6 +2,8 @@
 // region in GPU memory when the CUDA driver is available (host memory otherwise). Checks that
 // softnic detects GPU memory through libcuda's pointer attributes and moves data with it.
 #include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 #include <cstdio>
@@ -131,6 +133,13 @@ int main() {
   CHECK(q1 && q2);
   connect(q1, q2->qp_num, pa.lid);
   connect(q2, q1->qp_num, pa.lid);
+
+  // A forked child that exits normally (atexit handlers run) must leave the parent's
+  // endpoint alone.
+  pid_t child = fork();
+  if (child == 0) exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
 
   uint64_t t = reinterpret_cast<uint64_t>(target);
   run(q1, cq, IBV_WR_RDMA_WRITE, ibv_sge{uint64_t(uintptr_t(src.data())), uint32_t(n), msrc->lkey}, t, mtgt->rkey);
