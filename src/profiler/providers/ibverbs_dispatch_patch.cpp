@@ -67,6 +67,47 @@ Uniform<PostSrqRecvFn> g_post_srq_recv;
   return b;
 }
 
+// Aggregate mode: the last (QP, opcode, peer) this thread counted and its two counter entries, so a
+// thread that keeps posting the same kind of WR on the same QP updates them with no hashing.
+struct SendCounterMemo {
+  const void* qp;
+  uint64_t qp_num_opcode;  // qp_num << 32 | opcode
+  uint64_t remote;
+  AggregateEntry* by_opcode;
+  AggregateEntry* by_pair;  // null until the QP is connected
+};
+thread_local SendCounterMemo t_send_memo __attribute__((tls_model("initial-exec"))) = {};
+
+[[gnu::noinline]] void count_send_slow(SendCounterMemo& m, const void* qp, uint32_t qpn, uint32_t opcode, uint64_t local, uint64_t remote,
+                                       uint64_t bytes) {
+  m.qp = nullptr;
+  AggregateTable* tab = t_state.aggregate;
+  if (!tab) tab = attach_aggregate_slow();
+  if (!tab) return;
+  AggregateEntry* by_opcode = tab->entry(static_cast<uint64_t>(AggregateKey::ibv_qp_opcode), qpn, opcode);
+  AggregateEntry* by_pair = remote ? tab->entry(static_cast<uint64_t>(AggregateKey::ibv_endpoint_pair), local, remote) : nullptr;
+  if (!by_opcode || (remote && !by_pair)) {  // no room: counted as overflow by the table
+    tab->add(static_cast<uint64_t>(AggregateKey::ibv_qp_opcode), qpn, opcode, bytes);
+    if (remote) tab->add(static_cast<uint64_t>(AggregateKey::ibv_endpoint_pair), local, remote, bytes);
+    return;
+  }
+  ++by_opcode->count;
+  by_opcode->bytes += bytes;
+  if (by_pair) ++by_pair->count, by_pair->bytes += bytes;
+  m = {qp, (uint64_t{qpn} << 32) | opcode, remote, by_opcode, by_pair};
+}
+
+[[gnu::always_inline]] inline void count_send(const void* qp, uint32_t qpn, uint32_t opcode, uint64_t local, uint64_t remote, uint64_t bytes) {
+  SendCounterMemo& m = t_send_memo;
+  if (__builtin_expect(m.qp == qp && m.qp_num_opcode == ((uint64_t{qpn} << 32) | opcode) && m.remote == remote, 1)) {
+    ++m.by_opcode->count;
+    m.by_opcode->bytes += bytes;
+    if (m.by_pair) ++m.by_pair->count, m.by_pair->bytes += bytes;
+    return;
+  }
+  count_send_slow(m, qp, qpn, opcode, local, remote, bytes);
+}
+
 [[gnu::always_inline]] inline bool has_remote(uint32_t opcode) {
   return opcode == IBV_WR_RDMA_WRITE || opcode == IBV_WR_RDMA_WRITE_WITH_IMM || opcode == IBV_WR_RDMA_READ;
 }
@@ -89,12 +130,9 @@ int post_send_hook(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   const uint32_t qpn = qp->qp_num;
   if constexpr (M == kAggregate) {
     QpState* s = find_qp(qp);
-    const uint64_t remote = s ? s->remote_endpoint : 0;
-    for (const ibv_send_wr* w = wr; w && w != stop; w = w->next) {
-      uint64_t bytes = sge_bytes(w->sg_list, w->num_sge);
-      aggregate_add(AggregateKey::ibv_qp_opcode, qpn, w->opcode, bytes);
-      if (remote) aggregate_add(AggregateKey::ibv_endpoint_pair, s->local_endpoint, remote, bytes);
-    }
+    const uint64_t remote = s ? s->remote_endpoint : 0, local = s ? s->local_endpoint : 0;
+    for (const ibv_send_wr* w = wr; w && w != stop; w = w->next)
+      count_send(qp, qpn, w->opcode, local, remote, sge_bytes(w->sg_list, w->num_sge));
   } else {
     const uint64_t now = read_tsc();  // one timestamp for the call and its WRs
     uint64_t n = 0, bytes = 0, mask = 0;
@@ -216,10 +254,7 @@ template <TraceMode M>
   if constexpr (M == kFull)
     record_at(now, EventType::ibv_send_wr, uint64_t{s->qp_num}, w.wr_id, uint64_t{w.opcode}, w.bytes, uint64_t{w.num_sge}, w.remote_addr,
            uint64_t{w.rkey}, uint64_t{w.send_flags}, uint64_t{w.imm_data});
-  if constexpr (M == kAggregate) {
-    aggregate_add(AggregateKey::ibv_qp_opcode, s->qp_num, w.opcode, w.bytes);
-    if (s->remote_endpoint) aggregate_add(AggregateKey::ibv_endpoint_pair, s->local_endpoint, s->remote_endpoint, w.bytes);
-  }
+  if constexpr (M == kAggregate) count_send(s->key.load(std::memory_order_relaxed), s->qp_num, w.opcode, s->local_endpoint, s->remote_endpoint, w.bytes);
 }
 
 template <TraceMode M>
