@@ -7,7 +7,8 @@
   X("ibverbs", kIbverbsProvider)    \
   X("mlx5", kMlx5Provider)          \
   X("ucx", kUcxProvider)            \
-  X("ofi", kOfiProvider)
+  X("ofi", kOfiProvider)            \
+  X("mpi", kMpiProvider)
 
 namespace sigmatrace::profiler {
 // Provider names without linking the providers (the CLI validates --providers with these).
