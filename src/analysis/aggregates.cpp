@@ -58,6 +58,10 @@ void add_flow(Matrix* mx, size_t src, size_t dst, uint64_t bytes, uint64_t ops) 
 void Aggregates::finish(const ExperimentModel& m) {
   device.assign(m.devices.size(), {});
   host.assign(m.hosts.size(), {});
+  // Operations on no known QP (SRQ receives, aggregate mode, QPs created before tracing): their
+  // peer is unknown, but their bytes still count (matrix column "unknown").
+  std::vector<OpCounters> without_qp;
+  for (const ProcessCounters& pc : process) without_qp.push_back(pc.ops);
   for (const QpRow& q : m.qps) {
     process[q.process_id].ops.add(qp[q.qp_id]);
     if (q.device_id != kNone) device[static_cast<size_t>(q.device_id)].add(qp[q.qp_id]);
@@ -90,6 +94,16 @@ void Aggregates::finish(const ExperimentModel& m) {
     add_flow(&rank_matrix, peer, self, c.bytes_read(), c.ops[kOpRead]);
     add_flow(&host_matrix, self_host, peer_host, c.bytes_out(), out_ops);
     add_flow(&host_matrix, peer_host, self_host, c.bytes_read(), c.ops[kOpRead]);
+  }
+  for (const ProcessRow& p : m.processes) {
+    const OpCounters& c = without_qp[p.process_id];
+    uint64_t out_ops = 0;
+    for (unsigned i = 0; i < kOpClasses; ++i)
+      if (op_moves_bytes_out(i)) out_ops += c.ops[i];
+    add_flow(&rank_matrix, p.process_id, np, c.bytes_out(), out_ops);
+    add_flow(&rank_matrix, np, p.process_id, c.bytes_read(), c.ops[kOpRead]);
+    add_flow(&host_matrix, p.host_id, nh, c.bytes_out(), out_ops);
+    add_flow(&host_matrix, nh, p.host_id, c.bytes_read(), c.ops[kOpRead]);
   }
   std::vector<uint64_t> rank_out(np, 0), host_out(nh, 0);
   for (size_t s = 0; s < np; ++s)

@@ -70,6 +70,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
     o["unmatched_completions"] = pc.unmatched_completions;
     o["flows_out"] = pc.flows_out;
     o["flows_in"] = pc.flows_in;
+    o["aggregate_entries"] = pc.aggregate_entries;
     o["clock"] = {{"source", clock_source_name(p.clock.source)},   {"samples", p.clock.samples},
                   {"ns_per_tick", p.clock.ns_per_tick},           {"max_residual_ns", p.clock.max_residual_ns},
                   {"rms_residual_ns", p.clock.rms_residual_ns}};

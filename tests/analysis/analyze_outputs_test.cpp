@@ -5,6 +5,7 @@
 
 #include "analysis/synthetic_experiment.h"
 #include "analysis_test_util.h"
+#include "format/trace_writer.h"
 #include "support/temp_dir.h"
 
 namespace sigmatrace::test {
@@ -186,6 +187,40 @@ TEST(AnalyzeSimple, OneOpPerCallAndExactBytes) {
     for (int d = 0; d < 4; ++d)
       EXPECT_EQ(run.aggregate_json["matrices"]["rank"]["bytes"][s][d].get<uint64_t>(), truth.bytes[s][d]) << s << "->" << d;
   EXPECT_EQ(sql_rows(db, "SELECT DISTINCT mode FROM process"), (std::vector<std::string>{"simple"}));
+}
+
+}  // namespace
+}  // namespace sigmatrace::test
+
+namespace sigmatrace::test {
+namespace {
+
+// Aggregate mode: counters only (no objects, no timestamps per operation): the process totals and
+// the matrix's "unknown" column carry them; no op rows.
+TEST(AnalyzeAggregate, CountersReachProcessTotalsAndTheMatrix) {
+  TempDir dir;
+  format::TraceFileWriter w;
+  ASSERT_TRUE(w.open(dir / "h1.r0.p7.sgt", {{"host", "h1"}, {"pid", "7"}, {"rank", "0"}, {"mode", "aggregate"}}));
+  w.add(0, format::EventType::clock_sync, 1000, {uint64_t{5000}, uint64_t{1}});
+  w.add(0, format::EventType::clock_sync, 3000, {uint64_t{6000}, uint64_t{2}});
+  auto key = static_cast<uint64_t>(format::AggregateKey::ibv_qp_opcode);
+  w.add(0, format::EventType::aggregate_entry, 3000, {uint64_t{7}, key, uint64_t{0x99}, uint64_t{0} /*WRITE*/, uint64_t{10}, uint64_t{40960}});
+  w.add(0, format::EventType::aggregate_entry, 3000, {uint64_t{7}, key, uint64_t{0x99}, uint64_t{4} /*READ*/, uint64_t{3}, uint64_t{300}});
+  w.add(0, format::EventType::aggregate_entry, 3000, {uint64_t{7}, key, uint64_t{0x99}, uint64_t{0x100 + 128} /*RECV*/, uint64_t{5}, uint64_t{500}});
+  w.add(0, format::EventType::file_end, 3000, {uint64_t{1}, uint64_t{6}, uint64_t{0}, uint64_t{0}});
+  ASSERT_TRUE(w.close());
+  exporter::AnalysisRun run = analyze_dir(dir.path());
+  ASSERT_TRUE(run.ok) << run.error;
+  const nlohmann::json& p = run.aggregate_json["processes"][0];
+  EXPECT_EQ(p["by_opcode"]["WRITE"]["ops"].get<uint64_t>(), 10u);
+  EXPECT_EQ(p["by_opcode"]["WRITE"]["bytes"].get<uint64_t>(), 40960u);
+  EXPECT_EQ(p["by_opcode"]["RECV"]["bytes"].get<uint64_t>(), 500u);
+  EXPECT_EQ(p["bytes_out"].get<uint64_t>(), 40960u);
+  EXPECT_EQ(p["aggregate_entries"].get<uint64_t>(), 3u);
+  const nlohmann::json& h = run.aggregate_json["matrices"]["host"];
+  EXPECT_EQ(h["bytes"][0][1].get<uint64_t>(), 40960u);  // h1 -> unknown
+  EXPECT_EQ(h["bytes"][1][0].get<uint64_t>(), 300u);    // READ: unknown -> h1
+  EXPECT_EQ(sql_int(dir / "trace.sqlite", "SELECT COUNT(*) FROM op"), 0);
 }
 
 }  // namespace
