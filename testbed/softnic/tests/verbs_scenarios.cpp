@@ -502,6 +502,7 @@ int main() {
   bool a = child != 0;
   g_side = a ? "A" : "B";
   g_sock = a ? sv[0] : sv[1];
+  close(a ? sv[1] : sv[0]);  // so that the survivor sees EOF if the other side dies
   srand48(getpid());
   Side s;
   s.open();
