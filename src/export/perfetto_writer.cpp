@@ -115,7 +115,7 @@ class PerfettoFileSink : public FileSink {
                                                      : track_uuid(TrackKind::process, pid_);
     size_t te = begin_event(r.ts_ns, kInstant, track);
     w_.str(kTeName, op_class_name(r.op_class));
-    w_.str(kTeCategories, r.is_call ? "ibv.call" : "ibv.wr");
+    w_.str(kTeCategories, std::string_view(r.layer) != "ibv" ? r.layer : r.is_call ? "ibv.call" : "ibv.wr");
     annotation(&w_, "bytes", r.bytes);
     if (r.is_call) annotation(&w_, "wr_count", r.wr_count);
     else annotation(&w_, "wr_id", r.wr_id);
