@@ -22,6 +22,9 @@ command -v "$prog" >/dev/null || { echo "$prog not found" >&2; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# softnic's engine threads busy-poll instead of sleeping on a futex after 5 us: far less
+# run-to-run spread (needs a few idle cores: 2 engines + 2 perftest threads + 2 writers).
+export SOFTNIC_SPIN_US=${SOFTNIC_SPIN_US:-200000}
 
 wait_listen() {  # port pid
   local hex; hex=$(printf '%04X' "$1")
@@ -35,7 +38,9 @@ wait_listen() {  # port pid
 run_one() {  # mode -> prints MsgRate (Mpps) of the client
   local mode=$1 port=$((20000 + RANDOM % 20000)) envs=()
   export SOFTNIC_FABRIC="rate-$$-$RANDOM"
-  if [ "$mode" != untraced ]; then
+  if [ "$mode" = preload-only ]; then  # the profiler loaded and recording, no provider on
+    envs=(LD_PRELOAD="$preload" SIGMATRACE_OUTPUT="$work/exp-$mode-$port" SIGMATRACE_PROVIDERS=none)
+  elif [ "$mode" != untraced ]; then
     envs=(LD_PRELOAD="$preload" SIGMATRACE_MODE="$mode" SIGMATRACE_OUTPUT="$work/exp-$mode-$port" SIGMATRACE_PROVIDERS=ibverbs,mlx5)
   fi
   env "${envs[@]}" "$prog" -s "$size" -n "$iters" -p "$port" >"$work/server.log" 2>&1 &
@@ -46,7 +51,7 @@ run_one() {  # mode -> prints MsgRate (Mpps) of the client
   awk -v s="$size" '$1 == s && NF >= 5 { print $5 }' "$work/client.log" | tail -1
 }
 
-modes="untraced aggregate simple full"
+modes=${MODES:-untraced aggregate simple full}
 for r in $(seq 1 "$reps"); do
   for m in $modes; do
     v=$(run_one "$m")
@@ -55,7 +60,7 @@ for r in $(seq 1 "$reps"); do
 done
 median() { sort -g "$1" | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 base=$(median "$work/untraced.txt")
-printf "ib_write_bw -s %s -n %s, %s interleaved runs per configuration (median MsgRate)\n" "$size" "$iters" "$reps"
+printf "ib_write_bw -s %s -n %s, SOFTNIC_SPIN_US=%s, %s interleaved runs per configuration (median MsgRate)\n" "$size" "$iters" "$SOFTNIC_SPIN_US" "$reps"
 printf "%-10s %12s %10s   %s\n" mode "Mpps" "loss" "all runs"
 for m in $modes; do
   v=$(median "$work/$m.txt")
