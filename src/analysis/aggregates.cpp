@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "analysis/layer_ops.h"
+
 namespace sigmatrace::analysis {
 
 void OpCounters::add(const OpCounters& o) {
@@ -105,6 +107,7 @@ void Aggregates::finish(const ExperimentModel& m) {
     add_flow(&host_matrix, p.host_id, nh, c.bytes_out(), out_ops);
     add_flow(&host_matrix, nh, p.host_id, c.bytes_read(), c.ops[kOpRead]);
   }
+  add_layer_traffic(m, this);  // UCX and libfabric operations with their peer (layer_ops.h)
   std::vector<uint64_t> rank_out(np, 0), host_out(nh, 0);
   for (size_t s = 0; s < np; ++s)
     for (size_t d = 0; d <= np; ++d) rank_out[s] += rank_matrix.bytes[s][d];

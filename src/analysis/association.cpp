@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "analysis/ibv_names.h"
+#include "analysis/layer_ops.h"
 #include "format/event_types.h"
 #include "format/trace_reader.h"
 
@@ -117,6 +118,7 @@ class FileAssociation {
   std::unordered_map<uint32_t, int64_t> unique_qp_;
   uint64_t ops_ = 0, completions_ = 0, errors_ = 0;
   FilePassStats stats_;
+  LayerOpsAssociation layers_{m_, p_.process_id, sink_};  // UCX and libfabric events (layer_ops.h)
 };
 
 FilePassStats FileAssociation::run(std::atomic<uint64_t>* bytes_done) {
@@ -159,6 +161,7 @@ FilePassStats FileAssociation::run(std::atomic<uint64_t>* bytes_done) {
   }
   for (auto& [srq, q] : srq_recvs_)
     for (PendingWr& w : q) finish_op(w.op);
+  layers_.finish();
   pc_.events += stats_.events;
   if (sink_) sink_->finish();
   return stats_;
@@ -208,7 +211,10 @@ void FileAssociation::on_event(int64_t thread, const format::DecodedEvent& ev) {
     case EventType::aggregate_entry: {
       // Aggregate mode: counters without timestamps, folded into the same per-QP totals.
       ++pc_.aggregate_entries;
-      if (v[1] != static_cast<uint64_t>(format::AggregateKey::ibv_qp_opcode)) break;
+      if (v[1] != static_cast<uint64_t>(format::AggregateKey::ibv_qp_opcode)) {
+        layers_.on_event(thread, ts, ev);  // ucx / ofi counters
+        break;
+      }
       int64_t qp = qp_of(v[2], 0);
       OpCounters& c = counters(qp);
       unsigned op = v[3] >= 0x100 ? static_cast<unsigned>(kOpRecv) : op_class_of_wr_opcode(v[3]);
@@ -216,7 +222,7 @@ void FileAssociation::on_event(int64_t thread, const format::DecodedEvent& ev) {
       c.bytes[op] += v[5];
       break;
     }
-    default: break;
+    default: layers_.on_event(thread, ts, ev); break;
   }
 }
 

@@ -1,5 +1,6 @@
 // See json_aggregates.h.
 #include "export/json_aggregates.h"
+#include "export/json_layers.h"
 
 #include <cstdio>
 #include <fstream>
@@ -169,6 +170,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
   json cov = json::object();
   for (const auto& [name, c] : coverage) cov[name] = {{"enabled_in", c.first}, {"reported_by", c.second}};
   j["coverage"] = cov;
+  j["layers"] = layer_traffic_json(m);  // UCX / libfabric traffic (json_layers.h)
   return j;
 }
 

@@ -1,6 +1,8 @@
 // See text_report.h.
 #include "export/text_report.h"
 
+#include "export/json_layers.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdarg>
@@ -89,6 +91,7 @@ std::string render_text_report(const json& a, size_t top) {
       human_bytes(double(u(im, "heaviest_pair_bytes"))).c_str(), d(im, "heaviest_over_mean_pair"),
       human_bytes(d(im, "mean_pair_bytes")).c_str());
 
+  out += render_layer_report(a);
   add(&out, "\nerrors: %" PRIu64 "\n", u(a, "errors"));
   for (const json& p : procs)
     if (u(p, "errors")) add(&out, "  %-12s %" PRIu64 " (failed completions %" PRIu64 ")\n", s(p, "label").c_str(), u(p, "errors"), u(p, "completion_errors"));

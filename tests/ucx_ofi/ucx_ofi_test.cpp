@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "export/analysis_run.h"
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
 #include "verbs_trace.h"
@@ -68,7 +69,7 @@ struct PairRun {
 // Runs server then client (each as argv), untraced (mode "") or under sigmatrace profile, each side
 // into its own experiment directory so the two are told apart. The server is up once `port` listens.
 PairRun run_pair(const std::vector<std::string>& server, const std::vector<std::string>& client, int port, const std::string& mode,
-                 const std::string& dir, std::map<std::string, std::string> env) {
+                 const std::string& dir, std::map<std::string, std::string> env, bool one_experiment = false) {
   ProcessOptions o;
   o.set_env = std::move(env);
   o.timeout_s = 60;
@@ -76,7 +77,8 @@ PairRun run_pair(const std::vector<std::string>& server, const std::vector<std::
   auto wrap = [&](std::vector<std::string> argv, const std::string& sub) {
     argv[0] = find_program(argv[0]);
     if (mode.empty()) return argv;
-    std::vector<std::string> p = {build_path("bin/sigmatrace"), "profile", "--mode", mode, "-o", dir + "/" + sub, "--"};
+    std::vector<std::string> p = {build_path("bin/sigmatrace"), "profile", "--mode", mode, "-o", one_experiment ? dir : dir + "/" + sub,
+                                  "--"};
     p.insert(p.end(), argv.begin(), argv.end());
     return p;
   };
@@ -85,7 +87,7 @@ PairRun run_pair(const std::vector<std::string>& server, const std::vector<std::
   for (int i = 0; i < 400 && !listening(port); ++i) usleep(25000);
   r.client = run_process(wrap(client, "client"), o);
   r.server = wait_process(bg, 60);
-  if (!mode.empty()) {
+  if (!mode.empty() && !one_experiment) {
     std::string err;
     EXPECT_TRUE(read_experiment(dir + "/server", &r.server_procs, &err)) << err;
     EXPECT_TRUE(read_experiment(dir + "/client", &r.client_procs, &err)) << err;
@@ -499,6 +501,60 @@ TEST(OpenMpi, OverLibfabricEveryMessageIsATaggedSendOnRxmTcp) {
     ASSERT_EQ(p->count(EventType::ofi_ep_open), 1u);
     EXPECT_EQ(p->of(EventType::ofi_ep_open)[0]->bytes, "tcp;ofi_rxm");
     EXPECT_EQ(errors(*p), 0u);
+  }
+}
+
+// ---- analysis: op rows, peers, flows, transports, matrices ------------------------------------------
+
+const nlohmann::json* layer_entry(const nlohmann::json& agg, const std::string& layer, uint64_t src, uint64_t dst) {
+  for (const nlohmann::json& e : agg["layers"])
+    if (e["layer"] == layer && e["src_process_id"] == src && e["dst_process_id"].is_number() && e["dst_process_id"] == dst) return &e;
+  return nullptr;
+}
+
+TEST(LayerAnalysis, UcxTagMessagesHaveTheirPeerTransportAndMatrixEntry) {
+  REQUIRE_PROGRAM("ucx_perftest");
+  TempDir dir;
+  const std::string p = "13710";
+  PairRun r = run_pair({"ucx_perftest", "-p", p}, {"ucx_perftest", "127.0.0.1", "-p", p, "-t", "tag_lat", "-n", "150", "-w", "0", "-s", "16"},
+                       13710, "simple", dir.path(), ucx_env("tcp"), true);
+  ASSERT_EQ(r.client.exit_code, 0) << r.client.err;
+  sigmatrace::exporter::AnalysisOptions o;
+  o.dir = dir.path();
+  o.threads = 2;
+  sigmatrace::exporter::AnalysisRun a = sigmatrace::exporter::run_analysis(o);
+  ASSERT_TRUE(a.ok) << a.error;
+  ASSERT_EQ(a.model->processes.size(), 2u);
+  for (uint64_t src : {0u, 1u}) {
+    const nlohmann::json* e = layer_entry(a.aggregate_json, "ucx", src, 1 - src);
+    ASSERT_NE(e, nullptr) << a.aggregate_json["layers"].dump();
+    EXPECT_EQ((*e)["transport"], "tcp/lo");
+    EXPECT_EQ((*e)["ops"], 150u);
+    EXPECT_EQ((*e)["bytes"], 150u * 16u);
+    EXPECT_EQ(a.aggregates.rank_matrix.bytes[src][1 - src], 150u * 16u);
+  }
+}
+
+TEST(LayerAnalysis, LibfabricMessagesFindTheirPeerThroughTheAddressVector) {
+  REQUIRE_PROGRAM("fi_pingpong");
+  TempDir dir;
+  std::vector<std::string> common = {"fi_pingpong", "-p", "shm", "-e", "rdm", "-I", "120", "-S", "64"};
+  std::vector<std::string> server = common, client = common;
+  server.insert(server.end(), {"-B", "13720"});
+  client.insert(client.end(), {"-P", "13720", "127.0.0.1"});
+  PairRun r = run_pair(server, client, 13720, "simple", dir.path(), {}, true);
+  ASSERT_EQ(r.client.exit_code, 0) << r.client.err;
+  sigmatrace::exporter::AnalysisOptions o;
+  o.dir = dir.path();
+  o.threads = 2;
+  sigmatrace::exporter::AnalysisRun a = sigmatrace::exporter::run_analysis(o);
+  ASSERT_TRUE(a.ok) << a.error;
+  for (uint64_t src : {0u, 1u}) {
+    const nlohmann::json* e = layer_entry(a.aggregate_json, "ofi", src, 1 - src);
+    ASSERT_NE(e, nullptr) << a.aggregate_json["layers"].dump();
+    EXPECT_EQ((*e)["transport"], "shm");
+    EXPECT_EQ((*e)["ops"], 121u);  // 120 messages + the synchronisation message
+    EXPECT_EQ((*e)["bytes"], 120u * 64u + 4u);
   }
 }
 

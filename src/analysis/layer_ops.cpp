@@ -1,0 +1,426 @@
+// See layer_ops.h.
+#include "analysis/layer_ops.h"
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "analysis/aggregates.h"
+#include "analysis/experiment_model.h"
+#include "analysis/ibv_names.h"
+#include "format/event_types.h"
+#include "format/trace_reader.h"
+
+namespace sigmatrace::analysis {
+
+using format::EventType;
+using format::OfiOp;
+using format::UcxOp;
+
+namespace {
+
+// ---- the experiment-wide model: who is whose peer ----------------------------------------------------
+
+struct ProcLayer {
+  std::unordered_map<uint64_t, int64_t> ucx_ep_peer;          // ucp_ep_h -> process
+  std::unordered_map<uint64_t, std::string> ucx_transport;    // uct_iface_h -> "tcp/lo"
+  std::unordered_map<uint64_t, std::string> ofi_provider;     // fid_ep -> "tcp;ofi_rxm"
+  std::unordered_map<uint64_t, int64_t> ofi_ep_peer;          // connected endpoint -> process
+  std::unordered_map<uint64_t, int64_t> ofi_addr_peer;        // fi_addr_t -> process
+  int64_t single_ucx_peer = kNone, single_ofi_peer = kNone;   // when the process talks to one peer only
+};
+
+struct LayerModel {
+  std::string dir;
+  size_t processes = 0;
+  std::vector<ProcLayer> procs;
+  std::mutex mu;  // traffic
+  std::vector<LayerTraffic> traffic;
+  std::deque<std::string> names;  // stable storage for CallRecord names
+  bool finished = false;          // the matrices got the traffic: the next pass starts afresh
+  const char* intern(const std::string& s) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const std::string& n : names)
+      if (n == s) return n.c_str();
+    names.push_back(s);
+    return names.back().c_str();
+  }
+};
+
+std::mutex g_models_mu;
+std::unique_ptr<LayerModel> g_model;  // the last experiment analysed (one at a time in practice)
+
+bool has_layer_events(const FileSummary& f) {
+  if (f.events_by_type.empty()) return true;  // not counted: read to find out
+  for (const auto& [name, n] : f.events_by_type)
+    if (n && (name.rfind("ucx_", 0) == 0 || name.rfind("ofi_", 0) == 0)) return true;
+  return false;
+}
+
+bool prefix_equal(const std::string& a, const std::string& b) {
+  size_t n = std::min(a.size(), b.size());
+  return n >= 8 && a.compare(0, n, b, 0, n) == 0;
+}
+
+void build(const ExperimentModel& m, LayerModel* lm) {
+  struct Raw {
+    std::vector<std::pair<uint64_t, std::string>> ep_peers;        // ucp ep -> peer worker address prefix
+    std::vector<std::pair<uint64_t, std::string>> ofi_peer_addr;   // ofi ep -> peer address
+    std::vector<std::pair<uint64_t, std::string>> ofi_av;          // fi_addr -> address
+  };
+  std::vector<Raw> raw(m.processes.size());
+  std::vector<std::pair<std::string, uint32_t>> worker_uuid, ofi_local;  // -> process
+  lm->procs.assign(m.processes.size(), {});
+  for (const ProcessRow& p : m.processes) {
+    if (!p.file || !has_layer_events(*p.file)) continue;
+    format::TraceFileReader r;
+    std::string err;
+    if (!r.open(p.file->path, &err)) continue;
+    ProcLayer& pl = lm->procs[p.process_id];
+    format::Chunk c;
+    format::DecodedEvent ev;
+    while (r.next_chunk(&c)) {
+      format::ChunkEventDecoder d(c.payload.data(), c.payload.size(), c.header.first_tsc, &r.schema());
+      while (d.next(&ev)) {
+        const uint64_t* v = ev.values;
+        auto bytes_field = [&]() -> std::string {
+          for (int i = 0; i < ev.field_count; ++i)
+            if (!ev.bytes[i].empty()) return std::string(ev.bytes[i]);
+          return {};
+        };
+        switch (static_cast<EventType>(ev.type)) {
+          case EventType::ucx_worker_create: {
+            std::string a = bytes_field();
+            if (a.size() >= 9) worker_uuid.push_back({a.substr(1, 8), p.process_id});
+            break;
+          }
+          case EventType::ucx_ep_create:
+            if (v[2] == static_cast<uint64_t>(format::UcxPeerKind::worker_address) && v[1]) {
+              std::string a = bytes_field();
+              if (a.size() >= 9) raw[p.process_id].ep_peers.push_back({v[1], a.substr(1, 8)});
+            }
+            break;
+          case EventType::ucx_iface_open: pl.ucx_transport[v[0]] = bytes_field(); break;
+          case EventType::ofi_ep_open: pl.ofi_provider[v[1]] = bytes_field(); break;
+          case EventType::ofi_ep_address:
+            if (v[1] == static_cast<uint64_t>(format::OfiAddressKind::local)) ofi_local.push_back({bytes_field(), p.process_id});
+            else raw[p.process_id].ofi_peer_addr.push_back({v[0], bytes_field()});
+            break;
+          case EventType::ofi_av_insert: raw[p.process_id].ofi_av.push_back({v[2], bytes_field()}); break;
+          default: break;
+        }
+      }
+    }
+  }
+  auto find_uuid = [&](const std::string& u) -> int64_t {
+    for (const auto& [uu, pid] : worker_uuid)
+      if (uu == u) return pid;
+    return kNone;
+  };
+  auto find_ofi = [&](const std::string& a, uint32_t self) -> int64_t {
+    for (const auto& [addr, pid] : ofi_local)
+      if (pid != self && prefix_equal(addr, a)) return pid;
+    return kNone;
+  };
+  std::vector<std::map<int64_t, int>> ucx_peers(m.processes.size()), ofi_peers(m.processes.size());
+  for (const ProcessRow& p : m.processes) {
+    ProcLayer& pl = lm->procs[p.process_id];
+    for (const auto& [ep, uuid] : raw[p.process_id].ep_peers)
+      if (int64_t q = find_uuid(uuid); q != kNone && q != p.process_id) pl.ucx_ep_peer[ep] = q, ucx_peers[p.process_id][q]++;
+    for (const auto& [ep, a] : raw[p.process_id].ofi_peer_addr)
+      if (int64_t q = find_ofi(a, p.process_id); q != kNone) {
+        pl.ofi_ep_peer[ep] = q, ofi_peers[p.process_id][q]++;
+        ofi_peers[static_cast<size_t>(q)][p.process_id]++;  // the accepting side learns its peer from the connect
+      }
+    for (const auto& [fa, a] : raw[p.process_id].ofi_av)
+      if (int64_t q = find_ofi(a, p.process_id); q != kNone) pl.ofi_addr_peer[fa] = q, ofi_peers[p.process_id][q]++;
+  }
+  for (const ProcessRow& p : m.processes) {
+    ProcLayer& pl = lm->procs[p.process_id];
+    if (ucx_peers[p.process_id].size() == 1) pl.single_ucx_peer = ucx_peers[p.process_id].begin()->first;
+    if (ofi_peers[p.process_id].size() == 1) pl.single_ofi_peer = ofi_peers[p.process_id].begin()->first;
+  }
+}
+
+LayerModel& layer_model(const ExperimentModel& m, bool new_pass) {
+  std::lock_guard<std::mutex> lock(g_models_mu);
+  if (!g_model || g_model->dir != m.dir || g_model->processes != m.processes.size() || (new_pass && g_model->finished)) {
+    g_model = std::make_unique<LayerModel>();
+    g_model->dir = m.dir;
+    g_model->processes = m.processes.size();
+    build(m, g_model.get());
+  }
+  return *g_model;
+}
+
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+// Flow id of the seq-th message from process src to dst on (layer, channel, tag): both sides compute it.
+uint64_t layer_flow_id(uint64_t layer, int64_t src, int64_t dst, uint64_t channel, uint64_t tag, uint64_t seq) {
+  uint64_t h = mix(0x5ca1ab1e00000000ull + layer);
+  for (uint64_t x : {static_cast<uint64_t>(src), static_cast<uint64_t>(dst), channel, tag, seq}) h = mix(h ^ x);
+  return h ? h : 1;
+}
+
+enum class Dir { out, in, read, none };
+struct OpKind {
+  const char* name;
+  unsigned op_class;
+  Dir dir;
+  uint64_t channel;  // 0: no message matching
+};
+
+OpKind ucx_kind(uint64_t op) {
+  switch (static_cast<UcxOp>(op)) {
+    case UcxOp::put: return {"ucp_put", kOpWrite, Dir::out, 0};
+    case UcxOp::get: return {"ucp_get", kOpRead, Dir::read, 0};
+    case UcxOp::atomic_post: return {"ucp_atomic_post", kOpAtomicFa, Dir::out, 0};
+    case UcxOp::atomic_fetch: return {"ucp_atomic_fetch", kOpAtomicFa, Dir::out, 0};
+    case UcxOp::tag_send: return {"ucp_tag_send", kOpSend, Dir::out, 1};
+    case UcxOp::tag_send_sync: return {"ucp_tag_send_sync", kOpSend, Dir::out, 1};
+    case UcxOp::tag_recv: return {"ucp_tag_recv", kOpRecv, Dir::in, 1};
+    case UcxOp::tag_msg_recv: return {"ucp_tag_msg_recv", kOpRecv, Dir::in, 0};
+    case UcxOp::stream_send: return {"ucp_stream_send", kOpSend, Dir::out, 0};
+    case UcxOp::stream_recv: return {"ucp_stream_recv", kOpRecv, Dir::in, 0};
+    case UcxOp::am_send: return {"ucp_am_send", kOpSend, Dir::out, 3};
+    case UcxOp::am_recv_data: return {"ucp_am_recv_data", kOpRecv, Dir::none, 0};
+    case UcxOp::ep_flush: return {"ucp_ep_flush", kOpUnknown, Dir::none, 0};
+    case UcxOp::worker_flush: return {"ucp_worker_flush", kOpUnknown, Dir::none, 0};
+    case UcxOp::worker_fence: return {"ucp_worker_fence", kOpUnknown, Dir::none, 0};
+    case UcxOp::tag_probe: return {"ucp_tag_probe", kOpUnknown, Dir::none, 0};
+    default: return {"ucp_call", kOpUnknown, Dir::none, 0};
+  }
+}
+
+OpKind ofi_kind(uint64_t op) {
+  const auto o = static_cast<OfiOp>(op);
+  if (o >= OfiOp::send && o <= OfiOp::injectdata) return {"fi_send", kOpSend, Dir::out, 2};
+  if (o >= OfiOp::recv && o <= OfiOp::recvmsg) return {"fi_recv", kOpRecv, Dir::in, 2};
+  if (o >= OfiOp::tsend && o <= OfiOp::tinjectdata) return {"fi_tsend", kOpSend, Dir::out, 1};
+  if (o >= OfiOp::trecv && o <= OfiOp::trecvmsg) return {"fi_trecv", kOpRecv, Dir::in, 1};
+  if (o >= OfiOp::read && o <= OfiOp::readmsg) return {"fi_read", kOpRead, Dir::read, 0};
+  if (o >= OfiOp::write && o <= OfiOp::inject_writedata) return {"fi_write", kOpWrite, Dir::out, 0};
+  if (o >= OfiOp::atomic && o <= OfiOp::compare_atomicmsg) return {"fi_atomic", kOpAtomicFa, Dir::out, 0};
+  return {"fi_call", kOpUnknown, Dir::none, 0};
+}
+
+}  // namespace
+
+// ---- second pass, one file -----------------------------------------------------------------------------
+
+struct LayerOpsAssociation::State {
+  const ExperimentModel& m;
+  uint32_t pid;
+  FileSink* sink;
+  LayerModel& lm;
+  const ProcLayer& pl;
+  uint64_t ops = 0, errors = 0, completions = 0;
+  std::map<std::tuple<uint64_t, int64_t, uint64_t, uint64_t>, uint64_t> seq_out, seq_in;  // (layer, peer, channel, tag)
+  std::unordered_map<uint64_t, std::string> ucx_ep_transport;  // the last transport seen on each UCP endpoint
+  std::map<std::tuple<std::string, std::string, int64_t>, std::pair<uint64_t, uint64_t>> traffic;  // (layer, transport, dst)
+
+  uint64_t next_id(uint64_t* n) { return (uint64_t{pid} << 40) | (1ull << 39) | (*n)++; }
+
+  void count(const char* layer, const std::string& transport, int64_t peer, Dir dir, uint64_t bytes) {
+    if (dir == Dir::out) {
+      auto& t = traffic[{layer, transport, peer}];
+      t.first += 1, t.second += bytes;
+    } else if (dir == Dir::read) {
+      // bytes pulled from the peer travel peer -> self: kept with a negative marker, resolved in finish()
+      auto& t = traffic[{std::string(layer) + "<", transport, peer}];
+      t.first += 1, t.second += bytes;
+    }
+  }
+
+  void op(int64_t thread, int64_t ts, const char* layer, uint64_t layer_no, const OpKind& k, uint64_t bytes, int64_t peer,
+          const std::string& transport, uint64_t tag, bool tag_exact, int64_t status) {
+    if (k.op_class != kOpUnknown) count(layer, transport, peer, k.dir, bytes);
+    if (!sink) return;
+    const std::string name = transport.empty() ? std::string(k.name) : std::string(k.name) + " [" + transport + "]";
+    CallRecord c{ts, 0, pid, thread, lm.intern(name), kNone, bytes, 1, status};
+    sink->call(c);
+    if (k.op_class == kOpUnknown) return;
+    OpRecord r;
+    r.op_id = next_id(&ops);
+    r.ts_ns = ts;
+    r.process_id = pid;
+    r.thread_id = thread;
+    r.layer = layer;
+    r.op_class = k.op_class;
+    r.bytes = bytes;
+    r.peer_process_id = peer;
+    r.status = status;
+    r.is_call = true;
+    if (k.channel && peer != kNone && tag_exact) {
+      if (k.dir == Dir::out) {
+        uint64_t s = ++seq_out[{layer_no, peer, k.channel, tag}];
+        r.flow_id = layer_flow_id(layer_no, pid, peer, k.channel, tag, s);
+      } else if (k.dir == Dir::in) {
+        uint64_t s = ++seq_in[{layer_no, peer, k.channel, tag}];
+        r.flow_id = layer_flow_id(layer_no, peer, pid, k.channel, tag, s);
+      }
+    }
+    sink->work_request(r);
+    sink->op(r);
+    if (k.dir == Dir::in && r.flow_id) {
+      // The receive ends the sender's flow arrow (at its post time: completion times are not recorded).
+      CompletionRecord cr;
+      cr.completion_id = next_id(&completions);
+      cr.ts_ns = ts;
+      cr.process_id = pid;
+      cr.thread_id = thread;
+      cr.byte_len = bytes;
+      cr.opcode = 128;  // IBV_WC_RECV
+      cr.op_id = static_cast<int64_t>(r.op_id);
+      cr.flow_id = r.flow_id;
+      cr.is_receive = true;
+      sink->completion(cr);
+    }
+  }
+
+  void error(int64_t thread, int64_t ts, const char* layer, const std::string& what, uint64_t object, int64_t err) {
+    if (!sink) return;
+    ErrorRecord e{next_id(&errors), ts, pid, thread, layer, "call", what, object, err, kNone};
+    sink->error(e);
+  }
+
+  // The sending process of a tagged receive: the only peer, or (Open MPI pml ucx) the source rank
+  // carried in bits 20-39 of the tag.
+  int64_t ucx_recv_peer(uint64_t tag, uint64_t mask) const {
+    if (pl.single_ucx_peer != kNone) return pl.single_ucx_peer;
+    if ((mask & 0xFFFFF00000ull) == 0xFFFFF00000ull) {
+      long rank = static_cast<long>((tag >> 20) & 0xFFFFF);
+      for (const ProcessRow& p : m.processes)
+        if (p.rank == rank && p.process_id != pid) return p.process_id;
+    }
+    return kNone;
+  }
+};
+
+LayerOpsAssociation::LayerOpsAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink) {
+  LayerModel& lm = layer_model(m, true);
+  s_ = new State{m, process_id, sink, lm, lm.procs[process_id]};
+}
+
+LayerOpsAssociation::~LayerOpsAssociation() { delete s_; }
+
+bool LayerOpsAssociation::on_event(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
+  State& s = *s_;
+  const uint64_t* v = ev.values;
+  switch (static_cast<EventType>(ev.type)) {
+    case EventType::ucx_op: {  // op object bytes tag tag_mask remote_addr request status iface uct_ep
+      const OpKind k = ucx_kind(v[0]);
+      int64_t peer = kNone;
+      if (k.dir == Dir::in) peer = s.ucx_recv_peer(v[3], v[4]);
+      else if (auto it = s.pl.ucx_ep_peer.find(v[1]); it != s.pl.ucx_ep_peer.end()) peer = it->second;
+      std::string transport;
+      if (auto it = s.pl.ucx_transport.find(v[8]); v[8] && it != s.pl.ucx_transport.end()) {
+        transport = it->second;
+        s.ucx_ep_transport[v[1]] = transport;
+      } else if (auto e = s.ucx_ep_transport.find(v[1]); e != s.ucx_ep_transport.end()) {
+        transport = e->second;
+      }
+      s.op(thread, ts, "ucx", 1, k, v[2], peer, transport, v[3], k.dir != Dir::in || v[4] == ~uint64_t{0}, ev.as_i64(7));
+      if (ev.as_i64(7) < 0) s.error(thread, ts, "ucx", k.name, v[1], ev.as_i64(7));
+      return true;
+    }
+    case EventType::ucx_am_recv: {  // worker id header_length length reply_ep recv_attr
+      int64_t peer = s.pl.single_ucx_peer;
+      if (auto it = s.pl.ucx_ep_peer.find(v[4]); it != s.pl.ucx_ep_peer.end()) peer = it->second;
+      s.op(thread, ts, "ucx", 1, {"ucp_am_recv", kOpRecv, Dir::in, 3}, v[3], peer, "", v[1], true, 0);
+      return true;
+    }
+    case EventType::ucx_call_error:
+      s.error(thread, ts, "ucx", std::string(ucx_kind(v[0]).name) + "#" + std::to_string(v[0]), v[1], ev.as_i64(2));
+      return true;
+    case EventType::ofi_op: {  // op ep bytes peer tag remote_addr context result
+      const OpKind k = ofi_kind(v[0]);
+      int64_t peer = kNone;
+      if (auto it = s.pl.ofi_addr_peer.find(v[3]); v[3] != ~uint64_t{0} && it != s.pl.ofi_addr_peer.end()) peer = it->second;
+      else if (auto e = s.pl.ofi_ep_peer.find(v[1]); e != s.pl.ofi_ep_peer.end()) peer = e->second;
+      else peer = s.pl.single_ofi_peer;
+      std::string provider;
+      if (auto it = s.pl.ofi_provider.find(v[1]); it != s.pl.ofi_provider.end()) provider = it->second;
+      // tagged receives match exactly only with an empty ignore mask (kept in remote_addr)
+      const bool exact = !(k.dir == Dir::in && k.channel == 1 && v[5] != 0);
+      s.op(thread, ts, "ofi", 2, k, v[2], peer, provider, k.channel == 1 ? v[4] : 0, exact, ev.as_i64(7));
+      return true;
+    }
+    case EventType::ofi_cq_read:
+      if (s.sink) s.sink->call(CallRecord{ts, 0, s.pid, thread, "fi_cq_read", kNone, 0, v[1], static_cast<int64_t>(v[1])});
+      return true;
+    case EventType::ofi_completion_error:
+      s.error(thread, ts, "ofi", "completion", v[1], ev.as_i64(3));
+      return true;
+    case EventType::ofi_call_error:
+      s.error(thread, ts, "ofi", std::string(ofi_kind(v[0]).name) + "#" + std::to_string(v[0]), v[1], ev.as_i64(2));
+      return true;
+    case EventType::aggregate_entry: {  // tid key_kind key_a key_b count bytes
+      if (v[1] == static_cast<uint64_t>(format::AggregateKey::ucx_ep_op)) {
+        const OpKind k = ucx_kind(v[3]);
+        auto it = s.pl.ucx_ep_peer.find(v[2]);
+        auto& t = s.traffic[{k.dir == Dir::read ? "ucx<" : "ucx", "", it != s.pl.ucx_ep_peer.end() ? it->second : kNone}];
+        if (k.dir == Dir::out || k.dir == Dir::read) t.first += v[4], t.second += v[5];
+        return true;
+      }
+      if (v[1] == static_cast<uint64_t>(format::AggregateKey::ofi_ep_op)) {
+        const OpKind k = ofi_kind(v[3]);
+        auto it = s.pl.ofi_ep_peer.find(v[2]);
+        int64_t peer = it != s.pl.ofi_ep_peer.end() ? it->second : s.pl.single_ofi_peer;
+        auto& t = s.traffic[{k.dir == Dir::read ? "ofi<" : "ofi", "", peer}];
+        if (k.dir == Dir::out || k.dir == Dir::read) t.first += v[4], t.second += v[5];
+        return true;
+      }
+      return false;
+    }
+    default: return false;
+  }
+}
+
+void LayerOpsAssociation::finish() {
+  State& s = *s_;
+  std::lock_guard<std::mutex> lock(s.lm.mu);
+  for (const auto& [key, t] : s.traffic) {
+    const auto& [layer, transport, peer] = key;
+    LayerTraffic lt;
+    const bool read = !layer.empty() && layer.back() == '<';
+    lt.layer = read ? layer.substr(0, layer.size() - 1) : layer;
+    lt.transport = transport;
+    // reads: bytes went from the peer to this process
+    if (read) lt.src = peer == kNone ? s.pid : static_cast<uint32_t>(peer), lt.dst = peer == kNone ? kNone : s.pid;
+    else lt.src = s.pid, lt.dst = peer;
+    lt.ops = t.first, lt.bytes = t.second;
+    if (read && peer == kNone) lt.dst = kNone;  // unknown source: counted as leaving this process to "unknown"
+    s.lm.traffic.push_back(lt);
+  }
+  s.traffic.clear();
+}
+
+void add_layer_traffic(const ExperimentModel& m, Aggregates* agg) {
+  LayerModel& lm = layer_model(m, false);
+  std::lock_guard<std::mutex> lock(lm.mu);
+  lm.finished = true;
+  const size_t np = m.processes.size(), nh = m.hosts.size();
+  for (const LayerTraffic& t : lm.traffic) {
+    size_t src = t.src, dst = t.dst == kNone ? np : static_cast<size_t>(t.dst);
+    if (src >= np) continue;
+    agg->rank_matrix.bytes[src][dst] += t.bytes;
+    agg->rank_matrix.ops[src][dst] += t.ops;
+    size_t hs = m.processes[src].host_id, hd = dst == np ? nh : m.processes[dst].host_id;
+    agg->host_matrix.bytes[hs][hd] += t.bytes;
+    agg->host_matrix.ops[hs][hd] += t.ops;
+  }
+}
+
+std::vector<LayerTraffic> layer_traffic(const ExperimentModel& m) {
+  LayerModel& lm = layer_model(m, false);
+  std::lock_guard<std::mutex> lock(lm.mu);
+  return lm.traffic;
+}
+
+}  // namespace sigmatrace::analysis

@@ -1,0 +1,53 @@
+// UCX and libfabric operations in the analysis (layers 'ucx' and 'ofi'): the events the ucx and ofi
+// providers record become op rows (with their peer process and the transport or provider that
+// carried them), slices on their thread, flows between a tagged/stream/active message and the
+// receive it was matched to, errors, and traffic in the rank and host matrices.
+//
+// Who the peer is comes from the control events of every file, gathered once per experiment
+// (layer_model): UCP endpoints name the peer worker's UUID (ucx_ep_create) which another process
+// created (ucx_worker_create); libfabric endpoints name peer addresses (fi_connect, fi_av_insert)
+// that another process reported as its own (fi_getname). Messages are matched by (sender, receiver,
+// channel, tag) and order: the k-th send from A to B with tag T and the k-th receive posted by B
+// for A with tag T (exact mask) get the same flow id, computed by each side alone.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/records.h"
+#include "format/chunk_codec.h"
+
+namespace sigmatrace::analysis {
+
+struct ExperimentModel;
+struct Aggregates;
+
+// Traffic that left a process through UCX or libfabric, per (peer, layer, transport).
+struct LayerTraffic {
+  std::string layer;      // "ucx" or "ofi"
+  std::string transport;  // "tcp/lo", "posix/memory", "tcp;ofi_rxm", "shm", ... ("" when unknown)
+  uint32_t src = 0;       // process ids
+  int64_t dst = -1;       // -1: peer not traced or not identified
+  uint64_t ops = 0, bytes = 0;
+};
+
+// Second pass, one file: handles ucx_* and ofi_* events (true) and leaves the others (false).
+class LayerOpsAssociation {
+ public:
+  LayerOpsAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink);
+  ~LayerOpsAssociation();
+  bool on_event(int64_t thread, int64_t ts_ns, const format::DecodedEvent& ev);
+  void finish();  // publishes the file's traffic (call once, at the end of the file)
+
+ private:
+  struct State;
+  State* s_;
+};
+
+// Adds every file's UCX/libfabric traffic to agg's rank and host matrices (before they are summed).
+void add_layer_traffic(const ExperimentModel& m, Aggregates* agg);
+
+// All UCX/libfabric traffic of the experiment (after the second pass), for aggregate.json.
+std::vector<LayerTraffic> layer_traffic(const ExperimentModel& m);
+
+}  // namespace sigmatrace::analysis
