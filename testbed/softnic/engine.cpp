@@ -434,7 +434,9 @@ bool Engine::take_recv(Qp* qp) {
 }
 
 void Engine::handle_packet(int src, PacketHeader* h) {
-  SOFTNIC_LOG("%lu rx op %d qpn 0x%x psn %u msn %u len %u", (unsigned long)(now_ns() / 1000), int(h->op), h->dst_qpn, h->psn, h->msn, h->payload_len);
+  SOFTNIC_LOG("%lu rx op %d qpn 0x%x psn %u msn %u len %u by %s", (unsigned long)(now_ns() / 1000), int(h->op),
+              h->dst_qpn, h->psn, h->msn, h->payload_len,
+              thread_ && std::this_thread::get_id() == thread_->get_id() ? "engine" : "app");
   Qp* qp = find_qp(h->dst_qpn);
   bool response = h->op == WireOp::Ack || h->op == WireOp::Nak || h->op == WireOp::ReadResp ||
                   h->op == WireOp::AtomicResp;
@@ -842,10 +844,12 @@ bool Engine::progress() {
 // both processes may be spinning on all cores (ib_write_lat spins on memory). A SCHED_FIFO
 // engine thread is woken with immediate preemption; it then never busy-spins, so it only
 // takes CPU time for real work. Without the privilege (or with SOFTNIC_RT=0) the thread stays
-// SCHED_OTHER and spins for SOFTNIC_SPIN_US before sleeping.
+// SCHED_OTHER and spins for SOFTNIC_SPIN_US before sleeping. Off by default: on a shared
+// 2-CPU machine it did not improve latency, because the application threads that have to
+// see the data still compete for CPU time under the normal policy.
 static bool try_realtime() {
   const char* v = getenv("SOFTNIC_RT");
-  if (v && *v == '0') return false;
+  if (!v || *v != '1') return false;
   sched_param sp{};
   sp.sched_priority = 1;
   bool ok = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;

@@ -22,8 +22,10 @@ namespace softnic {
 
 namespace {
 constexpr uint64_t kMagic = 0x736f66746e696331ull;  // "softnic1"
-constexpr uint32_t kLayoutVersion = 2;
+constexpr uint32_t kLayoutVersion = 3;
 constexpr uint32_t kDefaultRingBytes = 4u << 20;
+// A poller that polled this recently is taken to be running (not descheduled).
+constexpr uint64_t kPollerFreshNs = 10'000;
 
 long futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ts) {
   // Shared (non-private) futex: waiter and waker are different processes.
@@ -154,6 +156,7 @@ bool Wire::join() {
   me.senders.store(0);
   me.sleeping.store(0);
   me.app_polling.store(0);
+  me.app_poll_ns.store(0);
   snprintf(me.host, sizeof(me.host), "%s", cfg.host.c_str());
 
   segment_name(name, sizeof(name), cfg.fabric.c_str(), slot_, gen_);
@@ -305,10 +308,12 @@ void Wire::flush_doorbells() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   for (uint64_t m = pending_wake_; m; m &= m - 1) {
     EndpointSlot& e = dir_->slots[__builtin_ctzll(m)];
-    if (e.sleeping.load(std::memory_order_seq_cst) && !e.app_polling.load(std::memory_order_seq_cst)) {
-      e.doorbell.fetch_add(1, std::memory_order_seq_cst);
-      futex(&e.doorbell, FUTEX_WAKE, 1, nullptr);
-    }
+    if (!e.sleeping.load(std::memory_order_seq_cst)) continue;
+    if (e.app_polling.load(std::memory_order_seq_cst) &&
+        now_ns() - e.app_poll_ns.load(std::memory_order_relaxed) < kPollerFreshNs)
+      continue;  // an application thread of that process is polling right now
+    e.doorbell.fetch_add(1, std::memory_order_seq_cst);
+    futex(&e.doorbell, FUTEX_WAKE, 1, nullptr);
   }
   pending_wake_ = 0;
 }

@@ -11,6 +11,8 @@
 
 namespace softnic {
 
+uint64_t now_ns();
+
 constexpr int kMaxEndpoints = 64;
 
 struct alignas(64) EndpointSlot {
@@ -19,9 +21,12 @@ struct alignas(64) EndpointSlot {
   std::atomic<uint32_t> doorbell;  // futex word, bumped by every producer
   std::atomic<uint32_t> sleeping;  // engine is (about to be) blocked on doorbell
   std::atomic<uint64_t> senders;   // bit s: endpoint s has a ring towards this endpoint
-  // An application thread is in a poll_cq loop that has not found a completion yet: it will
-  // drain the rings itself, so producers need not wake the engine thread.
+  // An application thread is in a poll_cq loop that has not found a completion yet, and
+  // when it last polled: a thread that polled within the last few microseconds drains the
+  // rings itself, so producers need not wake the engine thread. A poller that has been
+  // descheduled stops refreshing the time and then gets its engine woken again.
   std::atomic<uint32_t> app_polling;
+  std::atomic<uint64_t> app_poll_ns;
   char host[48];
 };
 
@@ -73,8 +78,10 @@ class Wire {
   void set_sleeping(bool s);
   void kick_self();
   void set_app_polling(bool on) {
-    auto& f = dir_->slots[slot_].app_polling;
-    if (f.load(std::memory_order_relaxed) != uint32_t(on)) f.store(on, std::memory_order_seq_cst);
+    EndpointSlot& e = dir_->slots[slot_];
+    if (on) e.app_poll_ns.store(now_ns(), std::memory_order_relaxed);
+    if (e.app_polling.load(std::memory_order_relaxed) != uint32_t(on))
+      e.app_polling.store(on, std::memory_order_seq_cst);
   }
   bool app_polling() { return dir_->slots[slot_].app_polling.load(std::memory_order_relaxed); }
 
@@ -130,7 +137,5 @@ int Wire::poll(Fn&& fn, int budget) {
   }
   return n;
 }
-
-uint64_t now_ns();
 
 }  // namespace softnic
