@@ -60,6 +60,7 @@ Uniform<PostSendFn> g_post_send;
 Uniform<PostRecvFn> g_post_recv;
 Uniform<PollCqFn> g_poll_cq;
 Uniform<PostSrqRecvFn> g_post_srq_recv;
+Uniform<ReqNotifyCqFn> g_req_notify_cq;
 
 [[gnu::always_inline]] inline uint64_t sge_bytes(const ibv_sge* sg, int n) {
   uint64_t b = 0;
@@ -238,6 +239,21 @@ int poll_cq_hook(ibv_cq* cq, int num_entries, ibv_wc* wc) {
       if (e.opcode & IBV_WC_RECV) aggregate_add(AggregateKey::ibv_qp_opcode, e.qp_num, 0x100 + uint64_t{e.opcode}, e.byte_len);
   }
   return n;
+}
+
+// Arming a CQ is not data path but is called per event in event-driven programs: errors only.
+int req_notify_cq_hook(ibv_cq* cq, int solicited_only) {
+  const ReqNotifyCqFn real = g_req_notify_cq.get(cq->context, &ContextState::req_notify_cq);
+  if (__builtin_expect(real == nullptr, 0)) {
+    object_not_tracked("context");
+    return ENOSYS;
+  }
+  const int ret = real(cq, solicited_only);
+  if (__builtin_expect(ret != 0, 0) && active()) {
+    ErrnoKeeper keep;
+    record_error(IbvCall::req_notify_cq, reinterpret_cast<uintptr_t>(cq), ret);
+  }
+  return ret;
 }
 
 // ---- ibv_qp_ex ---------------------------------------------------------------------------------
@@ -587,6 +603,7 @@ ContextState* patch_context(ibv_context* ctx) {
   c->post_recv = ctx->ops.post_recv;
   c->poll_cq = ctx->ops.poll_cq;
   c->post_srq_recv = ctx->ops.post_srq_recv;
+  c->req_notify_cq = ctx->ops.req_notify_cq;
   verbs_context* vctx = extended_context(ctx);
   c->create_qp_ex = SIGMATRACE_VCTX_HAS(vctx, create_qp_ex) ? vctx->create_qp_ex : nullptr;
   c->create_cq_ex = SIGMATRACE_VCTX_HAS(vctx, create_cq_ex) ? vctx->create_cq_ex : nullptr;
@@ -595,11 +612,13 @@ ContextState* patch_context(ibv_context* ctx) {
   if (c->post_recv) g_post_recv.note(c->post_recv);
   if (c->poll_cq) g_poll_cq.note(c->poll_cq);
   if (c->post_srq_recv) g_post_srq_recv.note(c->post_srq_recv);
+  if (c->req_notify_cq) g_req_notify_cq.note(c->req_notify_cq);
   c->ctx.store(ctx, std::memory_order_release);  // the real functions are visible before any wrapper is
   if (c->post_send) __atomic_store_n(&ctx->ops.post_send, h.post_send, __ATOMIC_RELEASE);
   if (c->post_recv) __atomic_store_n(&ctx->ops.post_recv, h.post_recv, __ATOMIC_RELEASE);
   if (c->poll_cq) __atomic_store_n(&ctx->ops.poll_cq, h.poll_cq, __ATOMIC_RELEASE);
   if (c->post_srq_recv) __atomic_store_n(&ctx->ops.post_srq_recv, h.post_srq_recv, __ATOMIC_RELEASE);
+  if (c->req_notify_cq) __atomic_store_n(&ctx->ops.req_notify_cq, &req_notify_cq_hook, __ATOMIC_RELEASE);
   if (c->create_qp_ex) vctx->create_qp_ex = &create_qp_ex_hook;
   if (c->create_cq_ex) vctx->create_cq_ex = &create_cq_ex_hook;
   if (c->create_srq_ex) vctx->create_srq_ex = &create_srq_ex_hook;

@@ -34,6 +34,7 @@ using PostSendFn = int (*)(ibv_qp*, ibv_send_wr*, ibv_send_wr**);
 using PostRecvFn = int (*)(ibv_qp*, ibv_recv_wr*, ibv_recv_wr**);
 using PollCqFn = int (*)(ibv_cq*, int, ibv_wc*);
 using PostSrqRecvFn = int (*)(ibv_srq*, ibv_recv_wr*, ibv_recv_wr**);
+using ReqNotifyCqFn = int (*)(ibv_cq*, int);
 using CreateQpExFn = ibv_qp* (*)(ibv_context*, ibv_qp_init_attr_ex*);
 using CreateCqExFn = ibv_cq_ex* (*)(ibv_context*, ibv_cq_init_attr_ex*);
 using CreateSrqExFn = ibv_srq* (*)(ibv_context*, ibv_srq_init_attr_ex*);
@@ -49,6 +50,7 @@ struct ContextState {
   PostRecvFn post_recv;
   PollCqFn poll_cq;
   PostSrqRecvFn post_srq_recv;
+  ReqNotifyCqFn req_notify_cq;
   CreateQpExFn create_qp_ex;
   CreateCqExFn create_cq_ex;
   CreateSrqExFn create_srq_ex;
