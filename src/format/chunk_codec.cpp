@@ -106,13 +106,7 @@ size_t compress(Codec codec, int level, const uint8_t* in, size_t n, uint8_t* ou
 bool decompress(Codec codec, const uint8_t* in, size_t n, uint8_t* out, size_t expected) {
   switch (codec) {
     case Codec::zstd: {
-      // One decompression context per thread, reused: creating one per chunk is costly.
-      struct DCtx {
-        ZSTD_DCtx* ctx = ZSTD_createDCtx();
-        ~DCtx() { ZSTD_freeDCtx(ctx); }
-      };
-      thread_local DCtx d;
-      size_t r = d.ctx ? ZSTD_decompressDCtx(d.ctx, out, expected, in, n) : ZSTD_decompress(out, expected, in, n);
+      size_t r = ZSTD_decompress(out, expected, in, n);
       return !ZSTD_isError(r) && r == expected;
     }
     case Codec::lz4: {
@@ -126,6 +120,16 @@ bool decompress(Codec codec, const uint8_t* in, size_t n, uint8_t* out, size_t e
       return true;
   }
   return false;
+}
+
+Decompressor::~Decompressor() { ZSTD_freeDCtx(static_cast<ZSTD_DCtx*>(zstd_)); }
+
+bool Decompressor::run(Codec codec, const uint8_t* in, size_t n, uint8_t* out, size_t expected) {
+  if (codec != Codec::zstd) return decompress(codec, in, n, out, expected);
+  if (!zstd_) zstd_ = ZSTD_createDCtx();
+  if (!zstd_) return decompress(codec, in, n, out, expected);
+  size_t r = ZSTD_decompressDCtx(static_cast<ZSTD_DCtx*>(zstd_), out, expected, in, n);
+  return !ZSTD_isError(r) && r == expected;
 }
 
 const char* codec_name(Codec c) {

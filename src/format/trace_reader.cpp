@@ -120,7 +120,7 @@ bool TraceFileReader::next_chunk(Chunk* chunk) {
       continue;
     }
     chunk->payload.resize(h.raw_bytes);
-    if (!decompress(static_cast<Codec>(h.codec), stored_.data(), stored_.size(), chunk->payload.data(), h.raw_bytes)) {
+    if (!decompressor_.run(static_cast<Codec>(h.codec), stored_.data(), stored_.size(), chunk->payload.data(), h.raw_bytes)) {
       note_loss(pos_, sizeof h + h.stored_bytes, "chunk does not decompress (" + std::to_string(h.event_count) + " events)");
       pos_ = payload_at + h.stored_bytes;
       continue;

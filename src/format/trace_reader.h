@@ -68,6 +68,7 @@ class TraceFileReader {
   std::vector<uint32_t> seqs_;
   std::vector<LossRecord> losses_;
   std::vector<uint8_t> stored_;
+  Decompressor decompressor_;
 };
 
 }  // namespace sigmatrace::format
