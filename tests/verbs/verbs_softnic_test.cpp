@@ -399,4 +399,35 @@ INSTANTIATE_TEST_SUITE_P(TestBed, VerbsPrograms,
                          ::testing::Combine(::testing::Range<size_t>(0, 13), ::testing::ValuesIn(kModes)),
                          [](const auto& info) { return std::string(program_cases()[std::get<0>(info.param)].name) + "_" + std::get<1>(info.param); });
 
+
+// ---- softnic's own scenarios: the errors a NIC reports, recorded in every mode -----------------
+
+class SoftnicScenarios : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SoftnicScenarios, ErrorsAreRecordedInEveryModeAndNothingChanges) {
+  const std::string exe = softnic_dir() + "/tests/softnic_verbs_scenarios";
+  REQUIRE_SOFTNIC_AND(exe);
+  const std::string mode = GetParam();
+  TempDir t;
+  PairRun plain = run_pair({}, {exe}, "", "");
+  ASSERT_EQ(plain.client.exit_code, 0) << plain.client.out << plain.client.err;
+  PairRun traced = run_pair({}, {exe}, mode, t / "exp");
+  ASSERT_EQ(traced.client.exit_code, 0) << traced.client.out << traced.client.err;
+  EXPECT_EQ(traced.client.out, plain.client.out);
+  EXPECT_EQ(shape(traced.client.err), shape(plain.client.err));
+  // The program forks its peer; the forked side is not traced (the runtime stays off in a child
+  // until it execs), the parent is side A, which makes the remote access errors.
+  auto procs = processes_named(traced.procs, "softnic_verbs_scenarios");
+  ASSERT_EQ(procs.size(), 1u);
+  const ProcessEvents& p = *procs[0];
+  std::map<uint64_t, size_t> by_status;
+  for (const VerbsEvent* e : p.of(EventType::ibv_completion)) by_status[(*e)[3]]++;
+  EXPECT_GE(by_status[IBV_WC_REM_ACCESS_ERR], 2u);  // bad rkey, out of bounds
+  EXPECT_GE(by_status[IBV_WC_WR_FLUSH_ERR], 2u);
+  EXPECT_GE(p.count(EventType::ibv_call_error), 1u);  // invalid transitions, posting to a QP not ready
+  if (mode == "simple") EXPECT_EQ(by_status[IBV_WC_SUCCESS], 0u);  // successful completions are not per-call events
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, SoftnicScenarios, ::testing::ValuesIn(kModes), [](const auto& info) { return info.param; });
+
 }  // namespace
