@@ -193,6 +193,15 @@ TEST_P(VerbsProbe, RecordsExactlyWhatTheProgramPostedAndPolled) {
   for (const VerbsEvent* e : wcs) access_errors += (*e)[3] == IBV_WC_REM_ACCESS_ERR && (*e)[2] == 9999;
   EXPECT_EQ(access_errors, 1u);
 
+  // The linked probe also calls mlx5dv_create_qp (softnic: EOPNOTSUPP): errno untouched (the output
+  // compare above), and a failure is recorded in every mode.
+  std::smatch dv;
+  if (std::regex_search(out, dv, std::regex("mlx5dv_create_qp: failed errno=([0-9]+)"))) {
+    size_t recorded = 0;
+    for (const VerbsEvent* e : p.of(EventType::ibv_call_error))
+      recorded += (*e)[0] == static_cast<uint64_t>(sigmatrace::format::IbvCall::create_qp) && (*e)[2] == std::stoull(dv[1]);
+    EXPECT_EQ(recorded, 1u);
+  }
   if (mode == "aggregate") {
     AggregateSum sends = aggregate(p, AggregateKey::ibv_qp_opcode, [](uint64_t, uint64_t b) { return b < 0x100; });
     EXPECT_EQ(sends.count, send_wrs);

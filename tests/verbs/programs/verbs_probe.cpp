@@ -8,6 +8,9 @@
 // dlvsym(..., "IBVERBS_1.1") with --dlvsym, as NVSHMEM and NCCL do.
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
+#ifndef VERBS_PROBE_DLOPEN
+#include <infiniband/mlx5dv.h>
+#endif
 
 #include <cstdio>
 #include <cstdlib>
@@ -238,6 +241,16 @@ int main(int argc, char** argv) {
     ibv_wc wc = wait_one(cq, c);
     CHECK(wc.status == IBV_WC_REM_ACCESS_ERR && wc.wr_id == 9999);
   }
+#ifndef VERBS_PROBE_DLOPEN
+  {  // mlx5 direct verbs through the PLT: whatever it returns, errno must be the library's
+    ibv_qp_init_attr_ex dx = ix;
+    mlx5dv_qp_init_attr mx{};
+    errno = 0;
+    ibv_qp* q = mlx5dv_create_qp(ctx, &dx, &mx);
+    std::printf("mlx5dv_create_qp: %s errno=%d\n", q ? "ok" : "failed", q ? 0 : errno);
+    if (q) CHECK(api.destroy_qp(q) == 0);
+  }
+#endif
   std::printf("qp_a=%u qp_b=%u lid=%u\n", qa->qp_num, qb->qp_num, pa.lid);
   std::printf("send_wrs=%lu send_bytes=%lu recv_wrs=%lu completions=%lu error_completions=%lu\n", c.send_wrs, c.send_bytes, c.recv_wrs,
               c.completions, c.error_completions);
