@@ -772,7 +772,9 @@ bool Engine::check_peers() {
   for (Qp* qp : active_) {
     if (qp->qp()->state != IBV_QPS_RTS && qp->qp()->state != IBV_QPS_SQD) continue;
     if (qp->sq.head == qp->sq.tail) continue;
-    if (!wire.peer_alive(qp->remote_ep, qp->remote_gen_bits)) {
+    // A peer that has gone away may still have ACKs and responses on the wire: those are
+    // delivered first, only then is what remains outstanding failed.
+    if (!wire.peer_alive(qp->remote_ep, qp->remote_gen_bits) && !wire.pending_from(qp->remote_ep)) {
       // The peer process is gone: what a NIC reports after exhausting transport retries.
       SendQueue& sq = qp->sq;
       if (sq.head == sq.send && sq.send != sq.tail) {

@@ -222,6 +222,13 @@ bool Wire::peer_alive(int s, uint32_t gen_bits) {
   return pid == getpid() || pid_alive(pid);
 }
 
+bool Wire::pending_from(int s) {
+  if (s < 0 || s >= kMaxEndpoints || !peers_[s].base) return false;
+  RingCtl* rc = ring_ctl(peers_[s].base, slot_);
+  return rc->dst_gen.load(std::memory_order_acquire) == gen_ &&
+         rc->head.load(std::memory_order_relaxed) != rc->tail.load(std::memory_order_acquire);
+}
+
 void Wire::refresh_peers() {
   EndpointSlot& me = dir_->slots[slot_];
   uint64_t senders = me.senders.load(std::memory_order_acquire);

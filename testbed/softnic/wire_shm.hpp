@@ -62,6 +62,8 @@ class Wire {
 
   // Is endpoint s alive and still the incarnation with generation bits gen_bits?
   bool peer_alive(int s, uint32_t gen_bits);
+  // Are packets from endpoint s still waiting in its ring towards us?
+  bool pending_from(int s);
 
   // Producer side: room for a packet with payload_len bytes towards dst, or nullptr if full.
   PacketHeader* reserve(int dst, uint32_t payload_len);
