@@ -33,6 +33,7 @@ uint64_t message_flow_id(const HwEndpoint& from, const HwEndpoint& to, uint64_t 
 namespace {
 
 constexpr size_t kMaxPending = 1 << 16;  // per QP queue: beyond this the oldest WR is given up
+constexpr size_t kMaxEarly = 1 << 12;    // per QP: completions waiting for their WR
 
 struct PendingWr {
   OpRecord op;
@@ -40,6 +41,9 @@ struct PendingWr {
 
 struct QpState {
   std::deque<PendingWr> sends, recvs;
+  // Completions read before their WR: a thread that polls flushes its chunk before the thread that
+  // posted does, so file order is not time order across threads. Matched when the WR comes.
+  std::deque<CompletionRecord> early;
   uint64_t send_seq = 0, recv_seq = 0;
   int64_t peer_process = kNone;
   uint64_t local_hash = 0, peer_hash = 0;  // hw_endpoint_hash of both ends (the peer's own address)
@@ -83,6 +87,8 @@ class FileAssociation {
   void control_call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result);
   void call_error(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
   void finish_op(OpRecord& op);
+  bool match_early(QpState* s, OpRecord& op, bool receive);
+  void emit_completion(const CompletionRecord& c);
   QpState* state(int64_t qp) { return qp == kNone ? nullptr : &qps_[static_cast<size_t>(qp) - first_qp_]; }
   int64_t qp_of(uint64_t qp_num, uint64_t tsc) {
     // Fast path: a number used by one QP only (the common case) needs no lifetime check; a small
@@ -155,6 +161,8 @@ FilePassStats FileAssociation::run(std::atomic<uint64_t>* bytes_done) {
   }
   // WRs still waiting: their completion was not traced (unsignaled at the end, or lost).
   for (QpState& s : qps_) {
+    for (const CompletionRecord& c : s.early) ++pc_.unmatched_completions, emit_completion(c);
+    s.early.clear();
     for (PendingWr& w : s.sends) finish_op(w.op);
     for (PendingWr& w : s.recvs) finish_op(w.op);
     s.sends.clear(), s.recvs.clear();
@@ -255,6 +263,7 @@ void FileAssociation::post_send_wr(int64_t thread, int64_t ts, const format::Dec
     finish_op(op);
     return;
   }
+  if (!s->early.empty() && match_early(s, op, false)) return;
   if (s->sends.size() >= kMaxPending) {
     finish_op(s->sends.front().op);
     s->sends.pop_front();
@@ -285,6 +294,10 @@ void FileAssociation::post_recv_wr(int64_t thread, int64_t ts, const format::Dec
     }
     op.peer_process_id = s->peer_process;
     queue = &s->recvs;
+    if (!s->early.empty() && match_early(s, op, true)) {
+      if (sink_) sink_->work_request(op);
+      return;
+    }
   }
   if (sink_) sink_->work_request(op);
   if (queue->size() >= kMaxPending) {
@@ -312,6 +325,38 @@ bool take_wr(std::deque<PendingWr>* q, uint64_t wr_id, bool earlier_too, OpRecor
   return false;
 }
 }  // namespace
+
+void FileAssociation::emit_completion(const CompletionRecord& c) {
+  if (sink_) sink_->completion(c);
+}
+
+// A WR whose completion was read earlier: complete it (and, for sends, every WR posted before it
+// on the QP, as RC completes in order) with that completion.
+bool FileAssociation::match_early(QpState* s, OpRecord& op, bool receive) {
+  for (auto it = s->early.begin(); it != s->early.end(); ++it) {
+    CompletionRecord& c = *it;
+    bool ok = c.status == 0;
+    if (c.wr_id != op.wr_id || (ok && c.is_receive != receive)) continue;
+    if (!receive) {
+      for (PendingWr& w : s->sends) {
+        w.op.dur_ns = c.ts_ns - w.op.ts_ns;
+        w.op.status = ok ? 0 : -1;
+        finish_op(w.op);
+      }
+      s->sends.clear();
+    } else {
+      if (ok) op.bytes = c.byte_len, op.flow_id = c.flow_id;
+    }
+    op.dur_ns = c.ts_ns - op.ts_ns;
+    op.status = static_cast<int64_t>(c.status);
+    c.op_id = static_cast<int64_t>(op.op_id);
+    finish_op(op);
+    emit_completion(c);
+    s->early.erase(it);
+    return true;
+  }
+  return false;
+}
 
 void FileAssociation::completion(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
   const uint64_t* v = ev.values;  // cq qp_num wr_id status opcode byte_len imm_data wc_flags src_qp vendor_err
@@ -370,11 +415,13 @@ void FileAssociation::completion(int64_t thread, int64_t ts, const format::Decod
       finish_op(e);
     }
     finish_op(op);
+  } else if (s && s->early.size() < kMaxEarly) {
+    s->early.push_back(c);  // its WR may come later in the file (another thread's chunk)
   } else {
     ++pc_.unmatched_completions;
   }
   if (sink_) {
-    sink_->completion(c);
+    if (found || !s || s->early.empty() || s->early.back().completion_id != c.completion_id) sink_->completion(c);
     if (!ok) {
       ErrorRecord e{next_id(&errors_), ts, p_.process_id, thread, "ibv", "completion", wc_status_name(c.status), c.wr_id,
                     static_cast<int64_t>(c.vendor_err), c.qp_id};

@@ -225,3 +225,46 @@ TEST(AnalyzeAggregate, CountersReachProcessTotalsAndTheMatrix) {
 
 }  // namespace
 }  // namespace sigmatrace::test
+
+namespace sigmatrace::test {
+namespace {
+
+// Completions polled by another thread can be written to the file before the WRs they complete
+// (each thread's chunk is flushed on its own): they are kept until their WR comes.
+TEST(AnalyzeOrdering, CompletionsReadBeforeTheirWorkRequests) {
+  TempDir dir;
+  format::TraceFileWriter w;
+  ASSERT_TRUE(w.open(dir / "h1.r0.p7.sgt", {{"host", "h1"}, {"pid", "7"}, {"rank", "0"}, {"mode", "full"}}));
+  using E = format::EventType;
+  w.add(0, E::clock_sync, 0, {uint64_t{1000000}, uint64_t{1}});
+  w.add(0, E::clock_sync, 100000, {uint64_t{1100000}, uint64_t{2}});  // 1 ns per tick, +1 ms
+  // Thread 20 creates the QP and posts; thread 10 polls. The writer flushes thread 10 first.
+  w.add(20, E::ibv_qp_create, 100, {uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{77}, uint64_t{2}, uint64_t{4}, uint64_t{4}, uint64_t{0}, uint64_t{16}, uint64_t{16}, uint64_t{0}});
+  auto send = [&](uint64_t tsc, uint64_t id, uint64_t flags) {
+    w.add(20, E::ibv_send_wr, tsc, {uint64_t{77}, id, uint64_t{0}, uint64_t{1000}, uint64_t{1}, uint64_t{0}, uint64_t{0}, flags, uint64_t{0}});
+  };
+  send(1000, 1, 2);
+  send(1100, 2, 0);  // unsignaled: completes with WR 3
+  send(1200, 3, 2);
+  w.add(20, E::ibv_recv_wr, 1300, {uint64_t{77}, uint64_t{9}, uint64_t{4096}, uint64_t{1}, uint64_t{0}});
+  auto wc = [&](uint64_t tsc, uint64_t id, uint64_t opcode, uint64_t len) {
+    w.add(10, E::ibv_completion, tsc, {uint64_t{4}, uint64_t{77}, id, uint64_t{0}, opcode, len, uint64_t{0}, uint64_t{0}, uint64_t{0}, uint64_t{0}});
+  };
+  wc(1500, 1, 1 /*RDMA_WRITE*/, 0);
+  wc(1700, 3, 1, 0);
+  wc(1800, 9, 128 /*RECV*/, 77);
+  w.add(0, E::file_end, 100000, {uint64_t{3}, uint64_t{10}, uint64_t{0}, uint64_t{0}});
+  ASSERT_TRUE(w.close());
+  exporter::AnalysisRun run = analyze_dir(dir.path());
+  ASSERT_TRUE(run.ok) << run.error;
+  std::string db = dir / "trace.sqlite";
+  EXPECT_EQ(sql_rows(db, "SELECT wr_id, opcode, bytes, dur_ns, status FROM op ORDER BY ts_ns"),
+            (std::vector<std::string>{"1|WRITE|1000|500|0", "2|WRITE|1000|600|0", "3|WRITE|1000|500|0", "9|RECV|77|500|0"}));
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM completion WHERE op_id IS NULL"), 0);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM completion"), 3);
+  EXPECT_EQ(run.aggregate_json["processes"][0]["unmatched_completions"].get<uint64_t>(), 0u);
+  EXPECT_EQ(run.aggregate_json["processes"][0]["by_opcode"]["RECV"]["ops"].get<uint64_t>(), 1u);
+}
+
+}  // namespace
+}  // namespace sigmatrace::test
