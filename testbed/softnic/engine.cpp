@@ -395,7 +395,6 @@ void Engine::reset_qp(Qp* qp) {
   qp->staged_n = 0;
 }
 
-void Engine::forget_cq(Cq* cq) { (void)cq; }
 
 void Engine::queue_resp(Qp* qp, const RespItem& it) {
   qp->resp_q.push_back(it);

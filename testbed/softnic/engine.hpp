@@ -36,7 +36,6 @@ class Engine {
   bool progress();               // one round of all work; true if anything happened
   void move_to_error(Qp* qp);    // QP -> ERR and flush outstanding WRs
   void reset_qp(Qp* qp);         // QP -> RESET: forget all queued work silently
-  void forget_cq(Cq* cq);
   // Application threads that spin in poll_cq drain the rings themselves; while they do,
   // producers skip waking our engine thread. Returns after re-checking the rings when the
   // flag is cleared, so a packet that raced with the change is not left waiting.
