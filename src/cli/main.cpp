@@ -19,9 +19,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   CommandRunner profile = add_profile_command(app);
   CommandRunner info = add_info_command(app);
+#ifdef SIGMATRACE_HAVE_EXPORT
   CommandRunner analyze = add_analyze_command(app);
   CommandRunner report = add_report_command(app);
   CommandRunner sql = add_sql_command(app);
+#endif
   // Everything after the first "--" belongs to the profiled program, options included.
   std::vector<std::string> args;
   for (int i = argc - 1; i >= 1; --i) args.push_back(argv[i]);  // CLI11 takes them reversed
@@ -64,8 +66,10 @@ int main(int argc, char** argv) {
   }
   if (app.got_subcommand("profile")) return profile();
   if (app.got_subcommand("info")) return info();
+#ifdef SIGMATRACE_HAVE_EXPORT
   if (app.got_subcommand("analyze")) return analyze();
   if (app.got_subcommand("report")) return report();
   if (app.got_subcommand("sql")) return sql();
+#endif
   return 2;
 }
