@@ -558,4 +558,26 @@ TEST(LayerAnalysis, LibfabricMessagesFindTheirPeerThroughTheAddressVector) {
   }
 }
 
+// ---- programs that resolve libfabric by name ---------------------------------------------------------
+
+TEST(OfiDlsym, FunctionsResolvedWithDlsymAndDlvsymAreTraced) {
+  const std::string probe = build_path("tests/bin/ofi_dlsym_probe");
+  if (!exists(probe)) GTEST_SKIP() << "ofi_dlsym_probe was not built (no libfabric headers)";
+  for (const std::string& how : {std::string("--dlsym"), std::string("--dlvsym")}) {
+    TempDir dir;
+    ProcessResult plain = run_process({probe, how});
+    ProcessResult traced = run_process({build_path("bin/sigmatrace"), "profile", "-o", dir.path(), "--", probe, how});
+    ASSERT_EQ(plain.exit_code, 0) << how;
+    ASSERT_EQ(traced.exit_code, 0) << how << traced.err;
+    EXPECT_EQ(traced.out, plain.out);
+    std::vector<ProcessEvents> procs;
+    std::string err;
+    ASSERT_TRUE(read_experiment(dir.path(), &procs, &err)) << err;
+    ASSERT_EQ(procs.size(), 1u);
+    EXPECT_EQ(procs[0].count(EventType::ofi_getinfo), 1u) << how;
+    ASSERT_EQ(procs[0].count(EventType::ofi_fabric_open), 1u) << how;
+    EXPECT_EQ(procs[0].of(EventType::ofi_fabric_open)[0]->bytes, "tcp") << how;
+  }
+}
+
 }  // namespace

@@ -24,10 +24,13 @@ namespace sigmatrace::profiler {
 // The tables of the providers that interpose functions by name (defined in their files).
 extern const InterposedSymbolTable kIbverbsInterposedSymbols;
 extern const InterposedSymbolTable kMlx5dvInterposedSymbols;
+extern const InterposedSymbolTable kUcpInterposedSymbols;  // ucx_ucp_symbols.cpp
+extern const InterposedSymbolTable kOfiInterposedSymbols;  // ofi_provider.cpp
 
 namespace {
 
-const InterposedSymbolTable* const kTables[] = {&kIbverbsInterposedSymbols, &kMlx5dvInterposedSymbols};
+const InterposedSymbolTable* const kTables[] = {&kIbverbsInterposedSymbols, &kMlx5dvInterposedSymbols, &kUcpInterposedSymbols,
+                                                &kOfiInterposedSymbols};
 
 std::atomic<DlsymFn> g_real_dlsym{nullptr};
 std::atomic<DlvsymFn> g_real_dlvsym{nullptr};
@@ -106,8 +109,10 @@ void* find_libc_function(const char* name) {
 }
 
 const InterposedSymbol* find_interposed(const char* name) {
-  // Every traced name starts with "ibv_" or "mlx5dv_": anything else costs one comparison.
-  if (!name || !((name[0] == 'i' && name[1] == 'b') || (name[0] == 'm' && name[1] == 'l'))) return nullptr;
+  // Every traced name starts with "ibv_", "mlx5dv_", "ucp_" or "fi_": anything else costs a comparison or two.
+  if (!name || !((name[0] == 'i' && name[1] == 'b') || (name[0] == 'm' && name[1] == 'l') || (name[0] == 'u' && name[1] == 'c') ||
+                 (name[0] == 'f' && name[1] == 'i')))
+    return nullptr;
   for (const InterposedSymbolTable* t : kTables)
     for (size_t i = 0; i < t->count; ++i)
       if (std::strcmp(t->symbols[i].real->name, name) == 0) return &t->symbols[i];
@@ -115,12 +120,20 @@ const InterposedSymbol* find_interposed(const char* name) {
 }
 
 // Old-ABI versions that have their own, differently laid out implementation: never wrapped.
-bool is_compat_version(const char* version) { return version && std::strcmp(version, "IBVERBS_1.0") == 0; }
+// libfabric: only the default versions (fi_getinfo@@FABRIC_1.3, fi_fabric@@FABRIC_1.1) are wrapped.
+bool is_compat_version(const char* name, const char* version) {
+  if (!version) return false;
+  if (std::strcmp(version, "IBVERBS_1.0") == 0) return true;
+  if (std::strncmp(version, "FABRIC_", 7) == 0)
+    return !((std::strcmp(name, "fi_getinfo") == 0 && std::strcmp(version, "FABRIC_1.3") == 0) ||
+             (std::strcmp(name, "fi_fabric") == 0 && std::strcmp(version, "FABRIC_1.1") == 0));
+  return false;
+}
 
 void* substitute(void* found, const char* name, const char* version) {
   if (!found) return found;
   const InterposedSymbol* s = find_interposed(name);
-  if (!s || found == s->wrapper || is_compat_version(version)) return found;
+  if (!s || found == s->wrapper || is_compat_version(name, version)) return found;
   void* expected = nullptr;
   s->real->address.compare_exchange_strong(expected, found, std::memory_order_acq_rel);
   if (expected && expected != found) return found;  // a second copy of the library: not ours to trace

@@ -775,3 +775,14 @@ SIGMATRACE_EXPORT int fi_fabric(fi_fabric_attr* attr, fid_fabric** fabric, void*
   }
   return r;
 }
+
+namespace sigmatrace::profiler {
+namespace {
+// For the dlsym/dlvsym hooks (dl_resolver_hooks.cpp); only the default symbol versions are wrapped.
+const InterposedSymbol kOfiSymbols[] = {
+    {&ofi::g_real_getinfo, reinterpret_cast<void*>(&::fi_getinfo), &ofi::g_active},
+    {&ofi::g_real_fabric, reinterpret_cast<void*>(&::fi_fabric), &ofi::g_active},
+};
+}  // namespace
+extern const InterposedSymbolTable kOfiInterposedSymbols = {kOfiSymbols, sizeof kOfiSymbols / sizeof kOfiSymbols[0]};
+}  // namespace sigmatrace::profiler

@@ -764,3 +764,16 @@ SIGMATRACE_EXPORT unsigned ucp_worker_progress(ucp_worker_h worker) {
   if (__builtin_expect(n != 0 && g_record_progress, 0) && active()) record(EventType::ucx_worker_progress, addr(worker), uint64_t{n});
   return n;
 }
+
+namespace sigmatrace::profiler {
+namespace {
+// For the dlsym/dlvsym hooks (dl_resolver_hooks.cpp): a program resolving a UCP function by name
+// on libucp's handle gets the shim.
+const InterposedSymbol kUcpSymbols[] = {
+#define SIGMATRACE_INTERPOSED(name) {&ucx::real::name, reinterpret_cast<void*>(&::name), &ucx::g_active},
+    SIGMATRACE_UCP_SYMBOLS(SIGMATRACE_INTERPOSED)
+#undef SIGMATRACE_INTERPOSED
+};
+}  // namespace
+extern const InterposedSymbolTable kUcpInterposedSymbols = {kUcpSymbols, sizeof kUcpSymbols / sizeof kUcpSymbols[0]};
+}  // namespace sigmatrace::profiler
