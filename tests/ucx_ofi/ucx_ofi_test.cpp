@@ -270,6 +270,19 @@ TEST(UcxPerftest, ActiveMessageLatencyRecordsSendsAndHandlerArrivals) {
   }
 }
 
+TEST(UcxPerftest, StreamLatencyOverTcpRecordsEveryStreamSendAndReceive) {
+  REQUIRE_PROGRAM("ucx_perftest");
+  TempDir dir;
+  auto [plain, traced] = ucx_runs({"stream_lat", "tcp", 150, 8}, 13590, "simple", dir.path());
+  for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
+    ASSERT_EQ(procs->size(), 1u);
+    const ProcessEvents& p = (*procs)[0];
+    EXPECT_EQ(count_ucx_ops(p, UcxOp::stream_send), 150u);
+    EXPECT_EQ(count_ucx_ops(p, UcxOp::stream_recv), 150u);
+    EXPECT_EQ(op_transports(p, UcxOp::stream_send), std::set<std::string>{"tcp/lo"});
+  }
+}
+
 TEST(UcxPerftest, FetchAndAddOverTcpRecordsEachAtomic) {
   REQUIRE_PROGRAM("ucx_perftest");
   TempDir dir;
