@@ -845,12 +845,12 @@ bool Engine::progress() {
 // both processes may be spinning on all cores (ib_write_lat spins on memory). A SCHED_FIFO
 // engine thread is woken with immediate preemption; it then never busy-spins, so it only
 // takes CPU time for real work. Without the privilege (or with SOFTNIC_RT=0) the thread stays
-// SCHED_OTHER and spins for SOFTNIC_SPIN_US before sleeping. Off by default: on a shared
-// 2-CPU machine it did not improve latency, because the application threads that have to
-// see the data still compete for CPU time under the normal policy.
+// SCHED_OTHER and spins for SOFTNIC_SPIN_US before sleeping. Measured on the shared 2-CPU
+// machine while other builds ran, SCHED_FIFO cut the typical ib_write_lat latency from
+// milliseconds (waiting for a scheduler tick) to ~20 us; on an idle machine both are a few us.
 static bool try_realtime() {
   const char* v = getenv("SOFTNIC_RT");
-  if (!v || *v != '1') return false;
+  if (v && *v == '0') return false;
   sched_param sp{};
   sp.sched_priority = 1;
   bool ok = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
