@@ -14,7 +14,7 @@ packages=(
   libibverbs-dev ibverbs-utils perftest librdmacm-dev rdmacm-utils  # real verbs programs run on softnic
   libucx-dev ucx-utils libfabric-dev libfabric-bin                  # UCX and libfabric run over TCP/shm
   openmpi-bin libopenmpi-dev                                        # MPI programs and launcher
-  procps psmisc
+  procps psmisc binutils
 )
 
 missing=()
