@@ -1,14 +1,19 @@
-// libmlx5.so.1 replacement. Until devx/UAR emulation lands, softnic is not an mlx5dv device:
-// mlx5dv_is_supported() answers false, mlx5dv_query_device() answers with no optional
-// capabilities, and every direct-verbs object call fails with EOPNOTSUPP, so libraries take
-// their plain-verbs paths.
+// libmlx5.so.1 replacement. softnic is an mlx5dv device for devx (devx_exports.cpp: UARs,
+// umem, PRM commands, WQE execution from doorbells; docs/gda.md): mlx5dv_is_supported()
+// answers true and mlx5dv_init_obj() knows PDs, CQs and SRQs. mlx5dv_query_device() answers
+// with no optional capabilities, and the other direct-verbs object calls (mlx5dv_create_qp,
+// mkeys, crypto) fail with EOPNOTSUPP, so libraries take their plain-verbs or devx paths.
 #include <infiniband/mlx5dv.h>
 
 #include <cerrno>
 
 #include "exports.hpp"
 
-SOFTNIC_EXPORT bool mlx5dv_is_supported(ibv_device*) { return false; }
+namespace softnic::devx {
+int init_obj(mlx5dv_obj* obj, uint64_t type);  // devx_exports.cpp
+}
+
+SOFTNIC_EXPORT bool mlx5dv_is_supported(ibv_device*) { return true; }
 
 SOFTNIC_EXPORT int mlx5dv_query_device(ibv_context*, mlx5dv_context* attrs) {
   attrs->version = 1;
@@ -17,11 +22,11 @@ SOFTNIC_EXPORT int mlx5dv_query_device(ibv_context*, mlx5dv_context* attrs) {
   return 0;
 }
 
-extern "C" __attribute__((visibility("default"))) int softnic_mlx5dv_init_obj(mlx5dv_obj*, uint64_t) {
-  return EOPNOTSUPP;
+extern "C" __attribute__((visibility("default"))) int softnic_mlx5dv_init_obj(mlx5dv_obj* obj, uint64_t type) {
+  return softnic::devx::init_obj(obj, type);
 }
-extern "C" __attribute__((visibility("default"))) int softnic_mlx5dv_init_obj_1_0(mlx5dv_obj*, uint64_t) {
-  return EOPNOTSUPP;
+extern "C" __attribute__((visibility("default"))) int softnic_mlx5dv_init_obj_1_0(mlx5dv_obj* obj, uint64_t type) {
+  return softnic::devx::init_obj(obj, type);
 }
 // mlx5dv_init_obj exists in two versions in rdma-core; both must be present.
 __asm__(".symver softnic_mlx5dv_init_obj,mlx5dv_init_obj@@MLX5_1.2");
@@ -41,40 +46,6 @@ SOFTNIC_EXPORT mlx5dv_qp_ex* mlx5dv_qp_ex_from_ibv_qp_ex(ibv_qp_ex*) {
   errno = EOPNOTSUPP;
   return nullptr;
 }
-
-SOFTNIC_EXPORT int mlx5dv_devx_general_cmd(ibv_context*, const void*, size_t, void*, size_t) {
-  return EOPNOTSUPP;
-}
-
-SOFTNIC_EXPORT mlx5dv_devx_obj* mlx5dv_devx_obj_create(ibv_context*, const void*, size_t, void*, size_t) {
-  errno = EOPNOTSUPP;
-  return nullptr;
-}
-SOFTNIC_EXPORT int mlx5dv_devx_obj_query(mlx5dv_devx_obj*, const void*, size_t, void*, size_t) {
-  return EOPNOTSUPP;
-}
-SOFTNIC_EXPORT int mlx5dv_devx_obj_modify(mlx5dv_devx_obj*, const void*, size_t, void*, size_t) {
-  return EOPNOTSUPP;
-}
-SOFTNIC_EXPORT int mlx5dv_devx_obj_destroy(mlx5dv_devx_obj*) { return EOPNOTSUPP; }
-
-SOFTNIC_EXPORT mlx5dv_devx_umem* mlx5dv_devx_umem_reg(ibv_context*, void*, size_t, uint32_t) {
-  errno = EOPNOTSUPP;
-  return nullptr;
-}
-SOFTNIC_EXPORT mlx5dv_devx_umem* mlx5dv_devx_umem_reg_ex(ibv_context*, mlx5dv_devx_umem_in*) {
-  errno = EOPNOTSUPP;
-  return nullptr;
-}
-SOFTNIC_EXPORT int mlx5dv_devx_umem_dereg(mlx5dv_devx_umem*) { return EOPNOTSUPP; }
-
-SOFTNIC_EXPORT mlx5dv_devx_uar* mlx5dv_devx_alloc_uar(ibv_context*, uint32_t) {
-  errno = EOPNOTSUPP;
-  return nullptr;
-}
-SOFTNIC_EXPORT void mlx5dv_devx_free_uar(mlx5dv_devx_uar*) {}
-
-SOFTNIC_EXPORT int mlx5dv_devx_query_eqn(ibv_context*, uint32_t, uint32_t*) { return EOPNOTSUPP; }
 
 SOFTNIC_EXPORT mlx5dv_mkey* mlx5dv_create_mkey(mlx5dv_mkey_init_attr*) {
   errno = EOPNOTSUPP;
