@@ -304,7 +304,7 @@ struct LayerOpsAssociation::State {
 
 LayerOpsAssociation::LayerOpsAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink) {
   LayerModel& lm = layer_model(m, true);
-  s_ = new State{m, process_id, sink, lm, lm.procs[process_id]};
+  s_ = new State{m, process_id, sink, lm, lm.procs[process_id], 0, 0, 0, {}, {}, {}, {}};
 }
 
 LayerOpsAssociation::~LayerOpsAssociation() { delete s_; }

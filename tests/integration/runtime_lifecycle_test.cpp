@@ -162,3 +162,17 @@ TEST(RuntimeLifecycle, ProcessesOfOneJobJoinByRunId) {
     EXPECT_NE(files[rank].find(".r" + std::to_string(rank) + ".p"), std::string::npos) << files[rank];
   EXPECT_EQ(sigmatrace::format::manifest_run_id(dir), "job42");
 }
+
+TEST(RuntimeLifecycle, ProbingForLibrariesGivesTheSameAnswersAsWithoutTheProfiler) {
+  // libsigmatrace.so exports shims named like MPI, verbs, UCX and libfabric functions; a program
+  // that looks for those libraries with dlsym(RTLD_DEFAULT, ...) must not be misled by them.
+  TempDir t;
+  std::vector<std::string> probe = {build_path("tests/bin/symbol_probe")};
+  ProcessResult plain = run_process(probe);
+  ProcessResult r = run_process(probe, traced(t / "exp"));
+  ASSERT_EQ(plain.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, plain.out);
+  EXPECT_NE(plain.out.find("MPI_Init absent"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("printf present"), std::string::npos) << plain.out;
+}

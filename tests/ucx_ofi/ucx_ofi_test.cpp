@@ -198,7 +198,9 @@ TEST(UcxPerftest, TagLatencyOverTcpRecordsEverySendAndReceiveWithItsLaneAndPeer)
     EXPECT_EQ(p->count(EventType::ucx_ep_create), 1u);
     EXPECT_EQ(p->count(EventType::ucx_worker_progress), 0u) << "progress is recorded in full mode only";
     for (const VerbsEvent* e : p->of(EventType::ucx_op))
-      if ((*e)[0] == static_cast<uint64_t>(UcxOp::tag_send)) ASSERT_EQ((*e)[2], 8u);
+      if ((*e)[0] == static_cast<uint64_t>(UcxOp::tag_send)) {
+        ASSERT_EQ((*e)[2], 8u);
+      }
   }
   // The peer identity: each side's ucx_ep_create names the other side's worker (its UUID, bytes 1-8
   // of the packed address).

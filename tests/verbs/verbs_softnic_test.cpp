@@ -417,7 +417,9 @@ TEST_P(VerbsPrograms, RunUnchangedAndAreRecorded) {
       }
     }
   }
-  if (mode == "aggregate" && data_path) EXPECT_GT(operations, 0u);
+  if (mode == "aggregate" && data_path) {
+    EXPECT_GT(operations, 0u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(TestBed, VerbsPrograms,
@@ -450,7 +452,9 @@ TEST_P(SoftnicScenarios, ErrorsAreRecordedInEveryModeAndNothingChanges) {
   EXPECT_GE(by_status[IBV_WC_REM_ACCESS_ERR], 2u);  // bad rkey, out of bounds
   EXPECT_GE(by_status[IBV_WC_WR_FLUSH_ERR], 2u);
   EXPECT_GE(p.count(EventType::ibv_call_error), 1u);  // invalid transitions, posting to a QP not ready
-  if (mode == "simple") EXPECT_EQ(by_status[IBV_WC_SUCCESS], 0u);  // successful completions are not per-call events
+  if (mode == "simple") {
+    EXPECT_EQ(by_status[IBV_WC_SUCCESS], 0u);  // successful completions are not per-call events
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SoftnicScenarios, ::testing::ValuesIn(kModes), [](const auto& info) { return info.param; });

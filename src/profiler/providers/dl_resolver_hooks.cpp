@@ -189,18 +189,41 @@ void* resolve_real(RealSymbol& s) {
 using sigmatrace::profiler::real_dlsym;
 using sigmatrace::profiler::real_dlvsym;
 
+namespace {
+// A global lookup (RTLD_DEFAULT, or a handle whose search reaches the preloaded library) can land
+// on one of our shims when the library it stands for is not loaded at all. A program probing for
+// that library ("is MPI / libibverbs here?") must get NULL then, exactly as without the profiler.
+// Our own API (sigmatrace_*) is meant to be found.
+bool found_only_our_shim(void* found, const char* name, void* real_next) {
+  static void* own_base = [] {
+    Dl_info info{};
+    dladdr(reinterpret_cast<void*>(&sigmatrace::profiler::real_dlsym), &info);
+    return info.dli_fbase;
+  }();
+  if (!found || std::strncmp(name, "sigmatrace_", 11) == 0) return false;
+  Dl_info info{};
+  if (!dladdr(found, &info) || info.dli_fbase != own_base) return false;
+  return real_next == nullptr;
+}
+}  // namespace
+
 extern "C" __attribute__((visibility("default"))) void* dlsym(void* handle, const char* name) noexcept {
   sigmatrace::profiler::DlsymFn real = real_dlsym();
   if (__builtin_expect(real == nullptr, 0)) return nullptr;
-  if (handle != RTLD_NEXT && sigmatrace::profiler::find_interposed(name))
-    return sigmatrace::profiler::substitute(real(handle, name), name, nullptr);
-  return real(handle, name);  // a tail call: RTLD_NEXT stays relative to the caller
+  if (handle == RTLD_NEXT) return real(handle, name);  // a tail call: RTLD_NEXT stays relative to the caller
+  void* found = real(handle, name);
+  // RTLD_NEXT from here is relative to libsigmatrace.so: the definition behind our shim, if any.
+  if (found && found_only_our_shim(found, name, real(RTLD_NEXT, name))) return nullptr;
+  if (sigmatrace::profiler::find_interposed(name)) return sigmatrace::profiler::substitute(found, name, nullptr);
+  return found;
 }
 
 extern "C" __attribute__((visibility("default"))) void* dlvsym(void* handle, const char* name, const char* version) noexcept {
   sigmatrace::profiler::DlvsymFn real = real_dlvsym();
   if (__builtin_expect(real == nullptr, 0)) return nullptr;
-  if (handle != RTLD_NEXT && sigmatrace::profiler::find_interposed(name))
-    return sigmatrace::profiler::substitute(real(handle, name, version), name, version);
-  return real(handle, name, version);
+  if (handle == RTLD_NEXT) return real(handle, name, version);
+  void* found = real(handle, name, version);
+  if (found && found_only_our_shim(found, name, real(RTLD_NEXT, name, version))) return nullptr;
+  if (sigmatrace::profiler::find_interposed(name)) return sigmatrace::profiler::substitute(found, name, version);
+  return found;
 }
