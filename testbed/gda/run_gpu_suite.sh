@@ -110,7 +110,8 @@ gpu_steps() {
   timeout 150 ctest --test-dir "$B" -L gpu -V > "$dir/ctest-gpu.log" 2>&1
   local rc=$?; tail -8 "$dir/ctest-gpu.log"
   local ok=0
-  if grep -q "Skipped" "$dir/ctest-gpu.log"; then record "ctest -L gpu$tag" FAIL "tests were skipped: no usable CUDA device (see ctest-gpu.log)"
+  if grep -q "No tests were found" "$dir/ctest-gpu.log"; then record "ctest -L gpu$tag" FAIL "no test labelled gpu in $B"; ok=1
+  elif grep -q "Skipped" "$dir/ctest-gpu.log"; then record "ctest -L gpu$tag" FAIL "tests were skipped: no usable CUDA device (see ctest-gpu.log)"
   elif [ $rc = 0 ]; then record "ctest -L gpu$tag" PASS "$(grep -E 'tests passed' "$dir/ctest-gpu.log")"
   else record "ctest -L gpu$tag" FAIL "see ${sub:+$sub/}ctest-gpu.log"; ok=1; fi
   note "7. microbenchmarks$tag (2 PEs on one GPU; 1000 warm-up + 5000 measured iterations)"
