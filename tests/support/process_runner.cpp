@@ -9,7 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <cstring>
 
 extern char** environ;
@@ -18,6 +20,20 @@ namespace sigmatrace::test {
 
 std::string build_path(const std::string& relative) { return std::string(SIGMATRACE_BUILD_DIR) + "/" + relative; }
 std::string source_path(const std::string& relative) { return std::string(SIGMATRACE_SOURCE_DIR) + "/" + relative; }
+
+bool tcp_port_listening(int port) {
+  char want[16];
+  std::snprintf(want, sizeof want, ":%04X ", port);
+  for (const char* f : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(f);
+    for (std::string line; std::getline(in, line);) {
+      size_t at = line.find(want);
+      // local_address is the second column; state 0A is LISTEN
+      if (at != std::string::npos && at < 40 && line.find(" 0A ", at) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
 
 std::vector<std::string> split_lines(const std::string& s) {
   std::vector<std::string> lines;

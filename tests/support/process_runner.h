@@ -33,6 +33,10 @@ struct BackgroundProcess {
 BackgroundProcess start_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 ProcessResult wait_process(BackgroundProcess& p, int timeout_s = 120);
 
+// True when a local TCP socket listens on `port` (from /proc/net/tcp{,6}): a server started in the
+// background is ready for its client.
+bool tcp_port_listening(int port);
+
 std::string build_path(const std::string& relative);   // under the build directory
 std::string source_path(const std::string& relative);  // under the source directory
 std::vector<std::string> split_lines(const std::string& s);

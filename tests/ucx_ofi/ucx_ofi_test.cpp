@@ -46,19 +46,6 @@ std::string find_program(const std::string& name) {
 #define REQUIRE_PROGRAM(program) \
   if (find_program(program).empty()) GTEST_SKIP() << program << " is not installed"
 
-bool listening(int port) {
-  char want[16];
-  std::snprintf(want, sizeof want, ":%04X ", port);
-  for (const char* f : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream in(f);
-    for (std::string line; std::getline(in, line);) {
-      size_t at = line.find(want);
-      if (at != std::string::npos && at < 40 && line.find(" 0A ", at) != std::string::npos) return true;
-    }
-  }
-  return false;
-}
-
 struct PairRun {
   ProcessResult server;
   ProcessResult client;
@@ -84,7 +71,7 @@ PairRun run_pair(const std::vector<std::string>& server, const std::vector<std::
   };
   PairRun r;
   BackgroundProcess bg = start_process(wrap(server, "server"), o);
-  for (int i = 0; i < 400 && !listening(port); ++i) usleep(25000);
+  for (int i = 0; i < 400 && !tcp_port_listening(port); ++i) usleep(25000);
   r.client = run_process(wrap(client, "client"), o);
   r.server = wait_process(bg, 60);
   if (!mode.empty() && !one_experiment) {

@@ -49,20 +49,6 @@ int next_port() {
   return 20000 + (getpid() * 13 + 7 * n++) % 20000;
 }
 
-bool listening(int port) {
-  char want[16];
-  std::snprintf(want, sizeof want, ":%04X ", port);
-  for (const char* f : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream in(f);
-    for (std::string line; std::getline(in, line);) {
-      size_t at = line.find(want);
-      // local_address is the second column; state 0A is LISTEN
-      if (at != std::string::npos && at < 40 && line.find(" 0A ", at) != std::string::npos) return true;
-    }
-  }
-  return false;
-}
-
 struct PairRun {
   ProcessResult server;
   ProcessResult client;
@@ -101,7 +87,7 @@ PairRun run_pair(const std::vector<std::string>& server, const std::vector<std::
   BackgroundProcess bg;
   if (!server.empty()) {
     bg = start_process(wrap(server), o);
-    for (int i = 0; i < 400 && !listening(port); ++i) usleep(25000);
+    for (int i = 0; i < 400 && !tcp_port_listening(port); ++i) usleep(25000);
   }
   r.client = run_process(wrap(client), o);
   if (!server.empty()) r.server = wait_process(bg, 60);
