@@ -191,6 +191,8 @@ void Writer::final_flush(format::ExitReason reason) {
   }
   flush_process_stream();
   if (malformed_) log_line("%llu malformed events were skipped by the writer", static_cast<unsigned long long>(malformed_));
+  if (chunks_discarded_)  // the file cannot say it any more: stderr is the only place left
+    log_line("%llu chunks recorded after the write failure were discarded", static_cast<unsigned long long>(chunks_discarded_));
   // chunks_written counts this final chunk too, so a reader can tell that nothing is missing.
   rt_->process_stream.append(EventType::file_end, cs.tsc,
                              {chunks_written_ + 1, events_written_ + 1, dropped_total, static_cast<uint64_t>(reason)});
