@@ -176,3 +176,14 @@ TEST(RuntimeLifecycle, ProbingForLibrariesGivesTheSameAnswersAsWithoutTheProfile
   EXPECT_NE(plain.out.find("MPI_Init absent"), std::string::npos) << plain.out;
   EXPECT_NE(plain.out.find("printf present"), std::string::npos) << plain.out;
 }
+
+TEST(RuntimeLifecycle, AnUnusableOutputDirectoryDisablesTheProfilerWithOneLine) {
+  ProcessResult plain = run_process(workload({"--marks", "10"}));
+  ProcessResult r = run_process(workload({"--marks", "10"}), traced("/proc/sigmatrace-cannot-be-here"));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, plain.out);
+  std::vector<std::string> lines = split_lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(lines[0].find("cannot create experiment directory /proc/sigmatrace-cannot-be-here"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("profiler disabled"), std::string::npos) << lines[0];
+}
