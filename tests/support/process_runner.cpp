@@ -3,6 +3,7 @@
 #include "support/process_runner.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <cstring>
 
 extern char** environ;
@@ -20,6 +22,20 @@ namespace sigmatrace::test {
 
 std::string build_path(const std::string& relative) { return std::string(SIGMATRACE_BUILD_DIR) + "/" + relative; }
 std::string source_path(const std::string& relative) { return std::string(SIGMATRACE_SOURCE_DIR) + "/" + relative; }
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return file_exists(name) ? name : "";
+  const char* path = getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    if (file_exists(dir + "/" + name)) return dir + "/" + name;
+  return "";
+}
 
 bool tcp_port_listening(int port) {
   char want[16];

@@ -33,6 +33,10 @@ struct BackgroundProcess {
 BackgroundProcess start_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 ProcessResult wait_process(BackgroundProcess& p, int timeout_s = 120);
 
+bool file_exists(const std::string& path);
+// The path of `name` as execvp would find it on PATH ("" when absent); a name with a '/' is checked as is.
+std::string find_program(const std::string& name);
+
 // True when a local TCP socket listens on `port` (from /proc/net/tcp{,6}): a server started in the
 // background is ready for its client.
 bool tcp_port_listening(int port);

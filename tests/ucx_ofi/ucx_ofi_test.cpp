@@ -29,20 +29,6 @@ using sigmatrace::format::UcxOp;
 
 namespace {
 
-bool exists(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0;
-}
-
-std::string find_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) return exists(name) ? name : "";
-  const char* path = getenv("PATH");
-  std::stringstream ss(path ? path : "/usr/bin:/bin");
-  for (std::string dir; std::getline(ss, dir, ':');)
-    if (exists(dir + "/" + name)) return dir + "/" + name;
-  return "";
-}
-
 #define REQUIRE_PROGRAM(program) \
   if (find_program(program).empty()) GTEST_SKIP() << program << " is not installed"
 
@@ -414,7 +400,7 @@ std::string mpi_program() { return build_path("tests/bin/mpi_exchange"); }
 
 #define REQUIRE_MPI()                                                           \
   REQUIRE_PROGRAM("mpirun");                                                    \
-  if (!exists(mpi_program())) GTEST_SKIP() << "mpi_exchange was not built (no MPI compiler)"
+  if (!file_exists(mpi_program())) GTEST_SKIP() << "mpi_exchange was not built (no MPI compiler)"
 
 std::string sorted_lines(const std::string& text) {
   std::vector<std::string> lines = split_lines(text);
@@ -564,7 +550,7 @@ TEST(LayerAnalysis, LibfabricMessagesFindTheirPeerThroughTheAddressVector) {
 
 TEST(OfiDlsym, FunctionsResolvedWithDlsymAndDlvsymAreTraced) {
   const std::string probe = build_path("tests/bin/ofi_dlsym_probe");
-  if (!exists(probe)) GTEST_SKIP() << "ofi_dlsym_probe was not built (no libfabric headers)";
+  if (!file_exists(probe)) GTEST_SKIP() << "ofi_dlsym_probe was not built (no libfabric headers)";
   for (const std::string& how : {std::string("--dlsym"), std::string("--dlvsym")}) {
     TempDir dir;
     ProcessResult plain = run_process({probe, how});

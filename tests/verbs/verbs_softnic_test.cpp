@@ -23,24 +23,10 @@ using sigmatrace::format::EventType;
 
 namespace {
 
-bool exists(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0;
-}
-
 std::string softnic_dir() { return build_path("softnic"); }
 
-std::string find_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) return exists(name) ? name : "";
-  const char* path = getenv("PATH");
-  std::stringstream ss(path ? path : "/usr/bin:/bin");
-  for (std::string dir; std::getline(ss, dir, ':');)
-    if (exists(dir + "/" + name)) return dir + "/" + name;
-  return "";
-}
-
 #define REQUIRE_SOFTNIC_AND(program)                                                                   \
-  if (!exists(softnic_dir() + "/libibverbs.so.1") || !exists(softnic_dir() + "/libefa.so.1"))              \
+  if (!file_exists(softnic_dir() + "/libibverbs.so.1") || !file_exists(softnic_dir() + "/libefa.so.1"))              \
     GTEST_SKIP() << "no emulated NIC in " << softnic_dir() << " (build the softnic targets first)";     \
   if (find_program(program).empty()) GTEST_SKIP() << program << " is not installed"
 
