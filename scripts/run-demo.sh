@@ -10,7 +10,8 @@ cmake --build build -j"$(nproc)"
 
 st=build/bin/sigmatrace
 exp=${1:-build/demo-experiment}
-port=$((20000 + RANDOM % 20000))
+source scripts/lib/ports.sh
+port=$(unused_tcp_port)
 rm -rf "$exp"
 echo "== profiling ib_write_bw over softnic (server on emulated host node-a, client on node-b)"
 SOFTNIC_HOST=node-a "$st" profile --softnic --host node-a -o "$exp" -- ib_write_bw -p "$port" -n 2000 -s 65536 >"$exp.server.log" 2>&1 &

@@ -29,7 +29,10 @@ work=$(mktemp -d)
 exp=$work/exp
 export SIGMATRACE_RUN_ID="analysis-softnic-$$"
 export SOFTNIC_FABRIC="analysis-$$"
-port1=$((20000 + RANDOM % 20000)) port2=$((port1 + 1))
+source "$(dirname "$0")/../../scripts/lib/ports.sh"
+port1=$(unused_tcp_port)
+port2=$(unused_tcp_port)
+[ "$port1" != "$port2" ] || port2=$(unused_tcp_port)
 
 run() {  # host rank log program args...
   local host=$1 rank=$2 log=$3

@@ -4,7 +4,9 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -49,6 +51,30 @@ bool tcp_port_listening(int port) {
     }
   }
   return false;
+}
+
+int unused_tcp_port() {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    socklen_t len = sizeof a;
+    int port = -1;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+      port = ntohs(a.sin_port);
+    close(fd);
+    if (port > 0 && !tcp_port_listening(port)) return port;
+  }
+  return -1;
+}
+
+bool still_running(const BackgroundProcess& p) {
+  if (p.pid <= 0) return false;
+  siginfo_t info{};
+  // WNOWAIT: look without reaping, wait_process() still collects the status.
+  return waitid(P_PID, p.pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0;
 }
 
 std::vector<std::string> split_lines(const std::string& s) {

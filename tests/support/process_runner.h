@@ -40,6 +40,12 @@ std::string find_program(const std::string& name);
 // True when a local TCP socket listens on `port` (from /proc/net/tcp{,6}): a server started in the
 // background is ready for its client.
 bool tcp_port_listening(int port);
+// A TCP port nothing listens on, chosen by the kernel (bind to port 0) so that tests running in
+// parallel do not pick the same one; a fixed or pid-derived port collided with another test's
+// server, and the client then talked to the wrong program.
+int unused_tcp_port();
+// True while a background process has not exited (a server that failed to bind has).
+bool still_running(const BackgroundProcess& p);
 
 std::string build_path(const std::string& relative);   // under the build directory
 std::string source_path(const std::string& relative);  // under the source directory

@@ -57,8 +57,9 @@ PairRun run_pair(const std::vector<std::string>& server, const std::vector<std::
   };
   PairRun r;
   BackgroundProcess bg = start_process(wrap(server, "server"), o);
-  for (int i = 0; i < 400 && !tcp_port_listening(port); ++i) usleep(25000);
-  r.client = run_process(wrap(client, "client"), o);
+  for (int i = 0; i < 400 && !tcp_port_listening(port) && still_running(bg); ++i) usleep(25000);
+  // A server that exited (its port was taken) leaves the listener, if any, to another program.
+  if (still_running(bg)) r.client = run_process(wrap(client, "client"), o);
   r.server = wait_process(bg, 60);
   if (!mode.empty() && !one_experiment) {
     std::string err;
