@@ -32,6 +32,29 @@ std::string process_label(const ProcessRow& p) {
   return p.host + ":" + std::to_string(p.pid);
 }
 
+ConnectionFlows connection_flows(const ConnectionRow& c, const Aggregates& agg) {
+  auto out_ops = [](const OpCounters& x) {
+    uint64_t n = 0;
+    for (unsigned i = 0; i < kOpClasses; ++i)
+      if (op_moves_bytes_out(i)) n += x.ops[i];
+    return n;
+  };
+  const OpCounters& a = agg.qp[c.qp_a];
+  const OpCounters none{};
+  const OpCounters& b = c.qp_a == c.qp_b ? none : agg.qp[c.qp_b];
+  ConnectionFlows f;
+  f.ops_a_to_b = out_ops(a) + b.ops[kOpRead];
+  f.bytes_a_to_b = a.bytes_out() + b.bytes_read();
+  if (c.qp_a == c.qp_b) {
+    f.ops_b_to_a = a.ops[kOpRead];
+    f.bytes_b_to_a = a.bytes_read();
+  } else {
+    f.ops_b_to_a = out_ops(b) + a.ops[kOpRead];
+    f.bytes_b_to_a = b.bytes_out() + a.bytes_read();
+  }
+  return f;
+}
+
 void Aggregates::init(const ExperimentModel& m) {
   qp.assign(m.qps.size(), {});
   process.assign(m.processes.size(), {});
@@ -113,7 +136,21 @@ void Aggregates::finish(const ExperimentModel& m) {
     for (size_t d = 0; d <= np; ++d) rank_out[s] += rank_matrix.bytes[s][d];
   for (size_t s = 0; s < nh; ++s)
     for (size_t d = 0; d <= nh; ++d) host_out[s] += host_matrix.bytes[s][d];
-  rank_egress = imbalance_of(std::vector<std::string>(rank_matrix.labels.begin(), rank_matrix.labels.begin() + np), rank_out);
+  // Ranks are the processes that have one; without ranks, the processes that communicated (a
+  // launcher that only started the ranks is not a rank with nothing to send).
+  bool any_rank = false;
+  for (const ProcessRow& p : m.processes) any_rank |= p.rank >= 0;
+  std::vector<std::string> rank_labels;
+  std::vector<uint64_t> rank_egress_bytes;
+  for (size_t s = 0; s < np; ++s) {
+    uint64_t in = 0;
+    for (size_t o = 0; o <= np; ++o) in += rank_matrix.bytes[o][s];
+    if (any_rank ? m.processes[s].rank >= 0 : rank_out[s] + in > 0) {
+      rank_labels.push_back(rank_matrix.labels[s]);
+      rank_egress_bytes.push_back(rank_out[s]);
+    }
+  }
+  rank_egress = imbalance_of(rank_labels, rank_egress_bytes);
   host_egress = imbalance_of(m.hosts, host_out);
   // Heaviest pair vs mean pair: over ordered rank pairs that exchanged anything.
   uint64_t sum = 0, pairs = 0;
@@ -122,7 +159,7 @@ void Aggregates::finish(const ExperimentModel& m) {
   for (size_t s = 0; s < np; ++s)
     for (size_t d = 0; d < np; ++d) {
       uint64_t b = rank_matrix.bytes[s][d];
-      if (!b) continue;
+      if (!b || s == d) continue;  // a process's traffic with itself (loopback QPs) is no pair
       sum += b, ++pairs;
       if (b > heaviest_pair_bytes) heaviest_pair_bytes = b, heaviest_pair = rank_matrix.labels[s] + " -> " + rank_matrix.labels[d];
     }

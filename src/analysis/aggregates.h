@@ -56,10 +56,18 @@ struct Aggregates {
   Imbalance host_egress, rank_egress;
   uint64_t heaviest_pair_bytes = 0;
   std::string heaviest_pair;
-  double mean_pair_bytes = 0;  // over pairs that exchanged anything
+  double mean_pair_bytes = 0;  // over pairs of different ranks that exchanged anything
   void init(const ExperimentModel& m);
   void finish(const ExperimentModel& m);
 };
+
+// What moved each way over a connection: a -> b is what a wrote, sent or did atomics with plus what
+// b read from a. A QP connected to itself (qp_a == qp_b) counts each operation once: its writes
+// a -> b, its reads b -> a.
+struct ConnectionFlows {
+  uint64_t ops_a_to_b = 0, bytes_a_to_b = 0, ops_b_to_a = 0, bytes_b_to_a = 0;
+};
+ConnectionFlows connection_flows(const ConnectionRow& c, const Aggregates& agg);
 
 std::string process_label(const ProcessRow& p);  // "rank 3" or "host:pid" when the rank is unknown
 

@@ -48,7 +48,9 @@ void pair_queue_pairs(ExperimentModel* m) {
     auto [b, e] = by_addr.equal_range(k);
     for (auto it = b; it != e; ++it) {
       const QpRow& c = m->qps[it->second];
-      if (c.qp_id == q.qp_id || !(c.local.qp_num == r.qp_num)) continue;
+      if (!(c.local.qp_num == r.qp_num)) continue;
+      // A QP connected to itself (NCCL's GPU-flush QP, loopback tests) is its own peer.
+      if (c.qp_id == q.qp_id) return q.qp_id;
       if (best == kNone || (overlaps(q, c) && !overlaps(q, m->qps[static_cast<size_t>(best)]))) best = c.qp_id;
     }
     return best;

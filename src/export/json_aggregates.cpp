@@ -126,8 +126,8 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
   for (const ConnectionRow& c : m.connections) {
     const QpRow& a = m.qps[c.qp_a];
     const QpRow& b = m.qps[c.qp_b];
-    uint64_t ab = agg.qp[c.qp_a].bytes_out() + agg.qp[c.qp_b].bytes_read();
-    uint64_t ba = agg.qp[c.qp_b].bytes_out() + agg.qp[c.qp_a].bytes_read();
+    const ConnectionFlows f = connection_flows(c, agg);
+    const uint64_t ab = f.bytes_a_to_b, ba = f.bytes_b_to_a;
     conns.push_back({{"connection_id", c.connection_id},
                      {"qp_a", c.qp_a},
                      {"qp_b", c.qp_b},

@@ -221,18 +221,10 @@ bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::
   for (const ConnectionRow& c : m.connections) {
     const QpRow& a = m.qps[c.qp_a];
     const QpRow& b = m.qps[c.qp_b];
-    const OpCounters& ca = agg.qp[c.qp_a];
-    const OpCounters& cb = agg.qp[c.qp_b];
-    auto out_ops = [](const OpCounters& x) {
-      uint64_t n = 0;
-      for (unsigned i = 0; i < kOpClasses; ++i)
-        if (op_moves_bytes_out(i)) n += x.ops[i];
-      return n;
-    };
-    // a -> b: what a wrote/sent plus what b read from a.
+    const ConnectionFlows f = connection_flows(c, agg);
     Binder(s).i(c.connection_id).i(c.qp_a).i(c.qp_b).i(a.process_id).i(b.process_id).t(m.processes[a.process_id].host)
-        .t(m.processes[b.process_id].host).t(qp_type_name(a.qp_type)).u(out_ops(ca) + cb.ops[kOpRead])
-        .u(ca.bytes_out() + cb.bytes_read()).u(out_ops(cb) + ca.ops[kOpRead]).u(cb.bytes_out() + ca.bytes_read()).step();
+        .t(m.processes[b.process_id].host).t(qp_type_name(a.qp_type)).u(f.ops_a_to_b).u(f.bytes_a_to_b).u(f.ops_b_to_a)
+        .u(f.bytes_b_to_a).step();
   }
   sqlite3_finalize(s);
   sqlite3_prepare_v2(db_, "INSERT INTO qp_stats VALUES(?,?,?,?)", -1, &s, nullptr);
