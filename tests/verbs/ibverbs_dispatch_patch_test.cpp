@@ -274,3 +274,47 @@ TEST_F(IbverbsPatch, ResolverHooksReturnWrappersOnlyForExistingDefaultVersionNam
   g_active.store(true);
   dlclose(h);
 }
+
+// Aggregate mode counts per (QP, opcode) and per (local, remote) endpoint pair through a per-thread
+// memo that skips the QP lookup; connecting or reconnecting the QP must start the pair counts anew.
+TEST_F(IbverbsPatch, AggregateCountsFollowTheQpWhenItIsConnectedAndReconnected) {
+  g_mode = TraceMode::aggregate;
+  auto* table = static_cast<AggregateTable*>(calloc(1, sizeof(AggregateTable)));
+  ASSERT_NE(table, nullptr);
+  AggregateTable* saved = t_state.aggregate;
+  t_state.aggregate = table;
+  FakeDevice dev;
+  ContextState* c = patch_context(dev.ctx());
+  c->lid[1] = 0x12;
+  FakeQp qp(dev.ctx(), 0x345);
+  track_qp(qp.qp());
+  ibv_sge sge{0x1000, 100, 1};
+  ibv_send_wr wr{};
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_send_wr* bad = nullptr;
+  auto post = [&](int n) {
+    for (int i = 0; i < n; ++i) ASSERT_EQ(ibv_post_send(qp.qp(), &wr, &bad), 0);
+  };
+  auto pair = [&](uint64_t remote) { return table->entry(static_cast<uint64_t>(sigmatrace::format::AggregateKey::ibv_endpoint_pair), (uint64_t{0x12} << 32) | 0x345, remote); };
+  post(3);  // not connected yet: no peer
+  ibv_qp_attr attr{};
+  attr.ah_attr.dlid = 0x34;
+  attr.dest_qp_num = 0x678;
+  on_qp_modified(qp.qp(), &attr, IBV_QP_AV | IBV_QP_DEST_QPN);
+  post(2);
+  attr.dest_qp_num = 0x679;  // reconnected (RESET ... RTR) to another QP
+  on_qp_modified(qp.qp(), &attr, IBV_QP_AV | IBV_QP_DEST_QPN);
+  post(4);
+  AggregateEntry* by_opcode = table->entry(static_cast<uint64_t>(sigmatrace::format::AggregateKey::ibv_qp_opcode), 0x345, IBV_WR_RDMA_WRITE);
+  EXPECT_EQ(by_opcode->count, 9u);
+  EXPECT_EQ(by_opcode->bytes, 900u);
+  EXPECT_EQ(pair((uint64_t{0x34} << 32) | 0x678)->count, 2u);
+  EXPECT_EQ(pair((uint64_t{0x34} << 32) | 0x679)->count, 4u);
+  EXPECT_EQ(pair((uint64_t{0x34} << 32) | 0x679)->bytes, 400u);
+  forget_qp(qp.qp());
+  forget_context(dev.ctx());
+  t_state.aggregate = saved;
+  free(table);
+}

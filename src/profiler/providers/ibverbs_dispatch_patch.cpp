@@ -21,6 +21,7 @@ std::atomic<uint32_t> g_context_high_water{0};
 ObjectTable<QpState, 8192> g_qps;
 ObjectTable<CqState, 1024> g_cqs;
 thread_local QpState* t_last_qp __attribute__((tls_model("initial-exec"))) = nullptr;
+std::atomic<uint32_t> g_endpoint_generation{0};
 thread_local int Reentry::depth = 0;
 
 ibv_qp_ex* real_qp_to_qp_ex(ibv_qp* qp);  // ibverbs_symbols.cpp
@@ -68,19 +69,24 @@ Uniform<ReqNotifyCqFn> g_req_notify_cq;
   return b;
 }
 
-// Aggregate mode: the last (QP, opcode, peer) this thread counted and its two counter entries, so a
-// thread that keeps posting the same kind of WR on the same QP updates them with no hashing.
+// Aggregate mode: the last (QP, opcode) this thread counted, its peer and its two counter entries,
+// so a thread that keeps posting the same kind of WR on the same QP updates them with no hashing
+// and no QP lookup, as long as no QP changed its endpoints since (g_endpoint_generation).
 struct SendCounterMemo {
   const void* qp;
   uint64_t qp_num_opcode;  // qp_num << 32 | opcode
-  uint64_t remote;
+  uint64_t generation;     // g_endpoint_generation when made; never matches while 0 (unset) memo
   AggregateEntry* by_opcode;
   AggregateEntry* by_pair;  // null until the QP is connected
 };
 thread_local SendCounterMemo t_send_memo __attribute__((tls_model("initial-exec"))) = {};
 
+[[gnu::always_inline]] inline uint64_t memo_generation() {
+  return uint64_t{g_endpoint_generation.load(std::memory_order_relaxed)} | (uint64_t{1} << 32);
+}
+
 [[gnu::noinline]] void count_send_slow(SendCounterMemo& m, const void* qp, uint32_t qpn, uint32_t opcode, uint64_t local, uint64_t remote,
-                                       uint64_t bytes) {
+                                       uint64_t bytes, uint64_t generation) {
   m.qp = nullptr;
   AggregateTable* tab = t_state.aggregate;
   if (!tab) tab = attach_aggregate_slow();
@@ -95,18 +101,30 @@ thread_local SendCounterMemo t_send_memo __attribute__((tls_model("initial-exec"
   ++by_opcode->count;
   by_opcode->bytes += bytes;
   if (by_pair) ++by_pair->count, by_pair->bytes += bytes;
-  m = {qp, (uint64_t{qpn} << 32) | opcode, remote, by_opcode, by_pair};
+  m = {qp, (uint64_t{qpn} << 32) | opcode, generation, by_opcode, by_pair};
 }
 
-[[gnu::always_inline]] inline void count_send(const void* qp, uint32_t qpn, uint32_t opcode, uint64_t local, uint64_t remote, uint64_t bytes) {
+// True when the memo counted it.
+[[gnu::always_inline]] inline bool count_send_memo(const void* qp, uint32_t qpn, uint32_t opcode, uint64_t bytes, uint64_t generation) {
   SendCounterMemo& m = t_send_memo;
-  if (__builtin_expect(m.qp == qp && m.qp_num_opcode == ((uint64_t{qpn} << 32) | opcode) && m.remote == remote, 1)) {
+  if (__builtin_expect(m.qp == qp && m.qp_num_opcode == ((uint64_t{qpn} << 32) | opcode) && m.generation == generation, 1)) {
     ++m.by_opcode->count;
     m.by_opcode->bytes += bytes;
     if (m.by_pair) ++m.by_pair->count, m.by_pair->bytes += bytes;
-    return;
+    return true;
   }
-  count_send_slow(m, qp, qpn, opcode, local, remote, bytes);
+  return false;
+}
+
+// The QP's endpoints are looked up only when the memo does not apply.
+[[gnu::noinline]] void count_send_lookup(const void* qp, uint32_t qpn, uint32_t opcode, uint64_t bytes, uint64_t generation) {
+  QpState* s = find_qp(qp);
+  count_send_slow(t_send_memo, qp, qpn, opcode, s ? s->local_endpoint : 0, s ? s->remote_endpoint : 0, bytes, generation);
+}
+
+[[gnu::always_inline]] inline void count_send(const void* qp, uint32_t qpn, uint32_t opcode, uint64_t bytes) {
+  const uint64_t generation = memo_generation();
+  if (!count_send_memo(qp, qpn, opcode, bytes, generation)) count_send_lookup(qp, qpn, opcode, bytes, generation);
 }
 
 [[gnu::always_inline]] inline bool has_remote(uint32_t opcode) {
@@ -130,10 +148,7 @@ int post_send_hook(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   const ibv_send_wr* stop = ret ? *bad_wr : nullptr;  // on failure only the WRs before bad_wr were posted
   const uint32_t qpn = qp->qp_num;
   if constexpr (M == kAggregate) {
-    QpState* s = find_qp(qp);
-    const uint64_t remote = s ? s->remote_endpoint : 0, local = s ? s->local_endpoint : 0;
-    for (const ibv_send_wr* w = wr; w && w != stop; w = w->next)
-      count_send(qp, qpn, w->opcode, local, remote, sge_bytes(w->sg_list, w->num_sge));
+    for (const ibv_send_wr* w = wr; w && w != stop; w = w->next) count_send(qp, qpn, w->opcode, sge_bytes(w->sg_list, w->num_sge));
   } else {
     const uint64_t now = read_tsc();  // one timestamp for the call and its WRs
     uint64_t n = 0, bytes = 0, mask = 0;
@@ -270,7 +285,12 @@ template <TraceMode M>
   if constexpr (M == kFull)
     record_at(now, EventType::ibv_send_wr, uint64_t{s->qp_num}, w.wr_id, uint64_t{w.opcode}, w.bytes, uint64_t{w.num_sge}, w.remote_addr,
            uint64_t{w.rkey}, uint64_t{w.send_flags}, uint64_t{w.imm_data});
-  if constexpr (M == kAggregate) count_send(s->key.load(std::memory_order_relaxed), s->qp_num, w.opcode, s->local_endpoint, s->remote_endpoint, w.bytes);
+  if constexpr (M == kAggregate) {
+    const void* qp = s->key.load(std::memory_order_relaxed);
+    const uint64_t generation = memo_generation();
+    if (!count_send_memo(qp, s->qp_num, w.opcode, w.bytes, generation))
+      count_send_slow(t_send_memo, qp, s->qp_num, w.opcode, s->local_endpoint, s->remote_endpoint, w.bytes, generation);
+  }
 }
 
 template <TraceMode M>
@@ -680,6 +700,7 @@ void patch_qp_ex(QpState* s, ibv_qp_ex* q) {
 void forget_qp(ibv_qp* qp) {
   if (t_last_qp && t_last_qp->key.load() == qp) t_last_qp = nullptr;
   g_qps.erase(qp);
+  endpoints_changed();  // a new QP may get this address
 }
 
 void patch_cq_ex(ibv_cq_ex* cq, uint64_t wc_flags) {

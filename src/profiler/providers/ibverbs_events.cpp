@@ -79,6 +79,7 @@ void on_qp_modified(ibv_qp* qp, const ibv_qp_attr* attr, int mask) {
     }
     if ((mask & IBV_QP_AV) && (mask & IBV_QP_DEST_QPN))
       s->remote_endpoint = (uint64_t{attr->ah_attr.dlid} << 32) | attr->dest_qp_num;
+    endpoints_changed();
     // Providers rewrite wr_* pointers on state changes (mlx5: wr_complete at RESET/RTS).
     if (s->qpx) patch_qp_ex(s, s->qpx);
   }

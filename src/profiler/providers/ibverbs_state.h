@@ -30,6 +30,12 @@ extern TraceMode g_mode;             // fixed at init
 
 inline bool active() { return g_active.load(std::memory_order_relaxed); }
 
+// Bumped whenever a QP's endpoints may change (modify_qp, create, destroy): aggregate mode's
+// per-thread memo of the last QP's counters is valid only for the generation it was made in, so
+// the data path needs no QP lookup while nothing changes.
+extern std::atomic<uint32_t> g_endpoint_generation;
+inline void endpoints_changed() { g_endpoint_generation.fetch_add(1, std::memory_order_relaxed); }
+
 using PostSendFn = int (*)(ibv_qp*, ibv_send_wr*, ibv_send_wr**);
 using PostRecvFn = int (*)(ibv_qp*, ibv_recv_wr*, ibv_recv_wr**);
 using PollCqFn = int (*)(ibv_cq*, int, ibv_wc*);
