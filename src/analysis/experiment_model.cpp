@@ -278,6 +278,24 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
     }
     ev.clear();
     ev.shrink_to_fit();
+    // Aggregate mode records no QP events, but its endpoint-pair counters name each connected QP
+    // (local LID and number) and its peer: enough to pair QPs across processes, so the matrices
+    // get real peers instead of "unknown". One row per QP number (the first peer it had).
+    for (const auto& [local, remote] : f.aggregate_endpoint_pairs) {
+      const uint32_t qpn = static_cast<uint32_t>(local);
+      if (p.qps_by_num.count(qpn)) continue;
+      QpRow q;
+      q.qp_id = static_cast<uint32_t>(m.qps.size());
+      q.process_id = p.process_id;
+      q.qp_num = qpn;
+      q.port = 1;
+      q.aggregate_lid = local >> 32;
+      q.has_remote = true;
+      q.dest_qp_num = static_cast<uint32_t>(remote);
+      q.remote_lid = remote >> 32;
+      p.qps_by_num[qpn].push_back(q.qp_id);
+      m.qps.push_back(q);
+    }
     m.processes.push_back(std::move(p));
   }
   pair_queue_pairs(&m);

@@ -61,6 +61,7 @@ struct QpRow {
   uint64_t port = 0;
   bool has_remote = false;                // an RTR transition gave the remote QP and address
   uint64_t dest_qp_num = 0, remote_lid = 0, remote_gid_prefix = 0, remote_gid_iface = 0;
+  uint64_t aggregate_lid = 0;             // aggregate mode (no device events): the LID its counters named
   HwEndpoint local;                       // filled by qp_topology from the device's port
   int64_t remote_qp_id = kNone;           // the paired QP (qp_topology)
   int64_t connection_id = kNone;

@@ -114,6 +114,10 @@ FileSummary scan_trace_file(const std::string& path, const ScanHooks* hooks) {
         case EventType::provider_status:
           fs.providers.push_back({std::string(ev.bytes[0]), ev.values[1] != 0, std::string(ev.bytes[2])});
           break;
+        case EventType::aggregate_entry:  // tid kind a b count bytes
+          if (ev.field_count >= 4 && ev.values[1] == static_cast<uint64_t>(format::AggregateKey::ibv_endpoint_pair))
+            fs.aggregate_endpoint_pairs.emplace_back(ev.values[2], ev.values[3]);
+          break;
         case EventType::file_end:
           fs.has_file_end = true;
           fs.end_chunks_written = ev.values[0];

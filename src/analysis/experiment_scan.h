@@ -70,6 +70,9 @@ struct FileSummary {
   std::map<uint32_t, ThreadSummary> threads;
   std::vector<ProviderState> providers;
   std::vector<ClockSamplePoint> clock_samples;
+  // Aggregate mode's endpoint-pair counters (local, remote: lid << 32 | qp_num): the only trace of
+  // a QP's identity when nothing was timestamped.
+  std::vector<std::pair<uint64_t, uint64_t>> aggregate_endpoint_pairs;
   ClockFit clock;
   uint64_t first_tsc = 0, last_tsc = 0;  // over thread events (process stream excluded)
   bool has_file_end = false;

@@ -63,6 +63,7 @@ std::string wc_status_name(uint64_t status) {
 
 std::string qp_type_name(uint64_t type) {
   switch (type) {
+    case 0: return "?";  // not recorded (aggregate mode knows a QP only from its counters)
     case 2: return "RC";
     case 3: return "UC";
     case 4: return "UD";

@@ -33,6 +33,7 @@ void pair_queue_pairs(ExperimentModel* m) {
         q.local.lid = p->lid;
       }
     }
+    if (q.device_id == kNone && q.aggregate_lid) q.local.lid = q.aggregate_lid;
     if (q.local.has_gid()) by_addr.emplace(gid_key(q.local.gid_prefix, q.local.gid_iface, q.qp_num), q.qp_id);
     if (q.local.lid) by_addr.emplace(lid_key(q.local.lid, q.qp_num), q.qp_id);
   }

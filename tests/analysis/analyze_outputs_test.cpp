@@ -223,6 +223,36 @@ TEST(AnalyzeAggregate, CountersReachProcessTotalsAndTheMatrix) {
   EXPECT_EQ(sql_int(dir / "trace.sqlite", "SELECT COUNT(*) FROM op"), 0);
 }
 
+// Aggregate mode records no QP events; the endpoint-pair counters (local and remote LID + QP
+// number) are what pairs QPs across processes, so the matrices name the real peer host.
+TEST(AnalyzeAggregate, EndpointPairCountersPairQpsAcrossProcesses) {
+  TempDir dir;
+  const auto by_opcode = static_cast<uint64_t>(format::AggregateKey::ibv_qp_opcode);
+  const auto by_pair = static_cast<uint64_t>(format::AggregateKey::ibv_endpoint_pair);
+  auto write = [&](const std::string& host, const std::string& rank, uint64_t lid, uint64_t qpn, uint64_t peer_lid, uint64_t peer_qpn,
+                   uint64_t writes, uint64_t bytes) {
+    format::TraceFileWriter w;
+    ASSERT_TRUE(w.open(dir / (host + ".r" + rank + ".p7.sgt"), {{"host", host}, {"pid", "7"}, {"rank", rank}, {"mode", "aggregate"}}));
+    w.add(0, format::EventType::clock_sync, 1000, {uint64_t{5000}, uint64_t{1}});
+    w.add(0, format::EventType::clock_sync, 3000, {uint64_t{6000}, uint64_t{2}});
+    w.add(0, format::EventType::aggregate_entry, 3000, {uint64_t{7}, by_opcode, qpn, uint64_t{0} /*WRITE*/, writes, bytes});
+    w.add(0, format::EventType::aggregate_entry, 3000, {uint64_t{7}, by_pair, (lid << 32) | qpn, (peer_lid << 32) | peer_qpn, writes, bytes});
+    w.add(0, format::EventType::file_end, 3000, {uint64_t{1}, uint64_t{4}, uint64_t{0}, uint64_t{0}});
+    ASSERT_TRUE(w.close());
+  };
+  write("h1", "0", 0x11, 0x99, 0x22, 0x55, 10, 40960);
+  write("h2", "1", 0x22, 0x55, 0x11, 0x99, 2, 64);
+  exporter::AnalysisRun run = analyze_dir(dir.path());
+  ASSERT_TRUE(run.ok) << run.error;
+  ASSERT_EQ(run.aggregate_json["connections"].size(), 1u);
+  EXPECT_EQ(run.aggregate_json["connections"][0]["bytes"].get<uint64_t>(), 40960u + 64u);
+  const nlohmann::json& h = run.aggregate_json["matrices"]["host"];  // labels h1, h2, unknown
+  EXPECT_EQ(h["bytes"][0][1].get<uint64_t>(), 40960u);
+  EXPECT_EQ(h["bytes"][1][0].get<uint64_t>(), 64u);
+  EXPECT_EQ(h["bytes"][0][2].get<uint64_t>(), 0u);
+  EXPECT_EQ(h["bytes"][1][2].get<uint64_t>(), 0u);
+}
+
 }  // namespace
 }  // namespace sigmatrace::test
 

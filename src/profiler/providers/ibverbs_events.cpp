@@ -77,8 +77,16 @@ void on_qp_modified(ibv_qp* qp, const ibv_qp_attr* attr, int mask) {
       uint16_t lid = s->context && attr->port_num <= kMaxPorts ? s->context->lid[attr->port_num] : 0;
       s->local_endpoint = (uint64_t{lid} << 32) | qp->qp_num;
     }
-    if ((mask & IBV_QP_AV) && (mask & IBV_QP_DEST_QPN))
+    if ((mask & IBV_QP_AV) && (mask & IBV_QP_DEST_QPN)) {
       s->remote_endpoint = (uint64_t{attr->ah_attr.dlid} << 32) | attr->dest_qp_num;
+      // Aggregate mode writes no QP events: an (empty) endpoint-pair counter made now names the
+      // connection even when this side never sends (an ib_write_bw server), so the analysis can
+      // still pair it with its peer.
+      if (!control_events()) {
+        AggregateTable* tab = t_state.aggregate ? t_state.aggregate : attach_aggregate_slow();
+        if (tab) tab->entry(static_cast<uint64_t>(format::AggregateKey::ibv_endpoint_pair), s->local_endpoint, s->remote_endpoint);
+      }
+    }
     endpoints_changed();
     // Providers rewrite wr_* pointers on state changes (mlx5: wr_complete at RESET/RTS).
     if (s->qpx) patch_qp_ex(s, s->qpx);
