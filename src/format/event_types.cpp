@@ -23,10 +23,21 @@ const EventSpec* builtin_event_specs(int* count) {
   return kSpecs;
 }
 
-const EventSpec* find_builtin_spec(uint16_t id) {
-  for (const EventSpec& s : kSpecs)
-    if (s.id == id) return &s;
-  return nullptr;
-}
+// The writer looks up every event's spec: a table indexed by id, built at compile time, instead of
+// a search (it was a tenth of the writer thread's time in Full mode).
+constexpr uint16_t kMaxBuiltinId = [] {
+  uint16_t m = 0;
+  for (const EventSpec& s : kSpecs) m = s.id > m ? s.id : m;
+  return m;
+}();
+struct SpecIndex {
+  const EventSpec* by_id[kMaxBuiltinId + 1] = {};
+  constexpr SpecIndex() {
+    for (const EventSpec& s : kSpecs) by_id[s.id] = &s;
+  }
+};
+constexpr SpecIndex kSpecIndex{};
+
+const EventSpec* find_builtin_spec(uint16_t id) { return id <= kMaxBuiltinId ? kSpecIndex.by_id[id] : nullptr; }
 
 }  // namespace sigmatrace::format
