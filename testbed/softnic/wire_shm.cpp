@@ -231,6 +231,10 @@ bool Wire::pending_from(int s) {
 
 void Wire::refresh_peers() {
   EndpointSlot& me = dir_->slots[slot_];
+  // What this refresh acts on is what it records as seen: a sender that sets its bit while we
+  // map (or an endpoint that joins meanwhile) must trigger the next refresh, or its ring would
+  // never be read and its packets wait forever (seen as a rare hang right after connecting).
+  const uint32_t epoch = dir_->epoch.load(std::memory_order_acquire);
   uint64_t senders = me.senders.load(std::memory_order_acquire);
   const std::string& fab = config().fabric;
   for (int s = 0; s < kMaxEndpoints; ++s) {
@@ -265,9 +269,12 @@ void Wire::refresh_peers() {
     }
   }
   // Bits of endpoints that are gone stay cleared so we stop re-trying them.
-  if (uint64_t stale = senders & ~mapped_mask_) me.senders.fetch_and(~stale);
-  seen_senders_ = me.senders.load(std::memory_order_acquire);
-  seen_epoch_ = dir_->epoch.load(std::memory_order_acquire);
+  if (uint64_t stale = senders & ~mapped_mask_) {
+    me.senders.fetch_and(~stale);
+    senders &= ~stale;
+  }
+  seen_senders_ = senders;
+  seen_epoch_ = epoch;
 }
 
 PacketHeader* Wire::reserve(int dst, uint32_t payload_len) {

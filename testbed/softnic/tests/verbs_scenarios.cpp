@@ -156,11 +156,12 @@ struct Side {
     qp = nullptr;
   }
 
-  ibv_wc wait_wc(int timeout_ms = 10000) {
+  // line: the caller's, so that a timeout says which step waited in vain.
+  ibv_wc wait_wc(int timeout_ms = 10000, int line = __builtin_LINE()) {
     ibv_wc wc{};
     auto t0 = std::chrono::steady_clock::now();
     while (ibv_poll_cq(cq, 1, &wc) == 0) {
-      if (std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(timeout_ms)) die("completion timeout", __LINE__);
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(timeout_ms)) die("completion timeout", line);
     }
     return wc;
   }
@@ -215,6 +216,8 @@ void fill(uint8_t* p, size_t n, unsigned seed) {
 // A writes three SGEs to B, reads them back into another place, does atomics; B checks.
 void scenario_data(Side& s, bool a, bool ex) {
   s.make_qp(ex);
+  // B's atomic target is set before the address exchange, which A waits for before its atomics.
+  if (!a) *reinterpret_cast<uint64_t*>(s.buf + 524288) = 40;
   Wire peer = s.connect();
   if (a) {
     fill(s.buf, 3000, 1);
@@ -256,7 +259,6 @@ void scenario_data(Side& s, bool a, bool ex) {
     CHECK(wc.status == IBV_WC_SUCCESS && *res == 7);  // compare failed: value unchanged
     barrier();
   } else {
-    *reinterpret_cast<uint64_t*>(s.buf + 524288) = 40;
     barrier();
     std::vector<uint8_t> expect(73005);
     fill(expect.data(), 3000, 1);
