@@ -1,6 +1,8 @@
 // See aggregates.h.
 #include "analysis/aggregates.h"
 
+#include <cstring>
+
 #include <algorithm>
 
 #include "analysis/layer_ops.h"
@@ -30,6 +32,15 @@ uint64_t OpCounters::bytes_out() const {
 std::string process_label(const ProcessRow& p) {
   if (p.rank >= 0) return "rank " + std::to_string(p.rank);
   return p.host + ":" + std::to_string(p.pid);
+}
+
+std::string error_kind(const std::string& kind, const std::string& what, int64_t error) {
+  std::string k = kind + " " + what;
+  if (kind != "call") return k;
+  // Calls report an errno (or a provider's negative return): named where it is one.
+  const int e = static_cast<int>(error < 0 ? -error : error);
+  const char* name = error != 0 && e < 4096 ? strerrorname_np(e) : nullptr;
+  return k + ": " + (name ? std::string(name) : std::to_string(error));
 }
 
 ConnectionFlows connection_flows(const ConnectionRow& c, const Aggregates& agg) {

@@ -5,6 +5,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct ProcessCounters {
   OpCounters ops;              // summed over the process's QPs, plus operations without a QP (SRQ)
   uint64_t events = 0;         // decoded in the second pass
   uint64_t errors = 0;         // call errors, failed completions, async events
+  // The same errors by what they were ("call reg_mr: EOPNOTSUPP", "completion REM_ACCESS_ERR"):
+  // expected probes (NCCL's DMA-BUF check) are told apart from real failures at a glance.
+  std::map<std::string, uint64_t> error_kinds;
   uint64_t unknown_qp = 0;     // data-path events naming a QP number never created in the trace
   uint64_t unmatched_completions = 0;
   uint64_t flows_out = 0, flows_in = 0;
@@ -69,6 +73,8 @@ struct ConnectionFlows {
 };
 ConnectionFlows connection_flows(const ConnectionRow& c, const Aggregates& agg);
 
-std::string process_label(const ProcessRow& p);  // "rank 3" or "host:pid" when the rank is unknown
+std::string process_label(const ProcessRow& p);
+// "call <name>: <ERRNO>" (errno name where it is one), "completion <STATUS>", "async <event>".
+std::string error_kind(const std::string& kind, const std::string& what, int64_t error);  // "rank 3" or "host:pid" when the rank is unknown
 
 }  // namespace sigmatrace::analysis

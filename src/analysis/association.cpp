@@ -198,6 +198,7 @@ void FileAssociation::on_event(int64_t thread, const format::DecodedEvent& ev) {
       break;
     case EventType::ibv_async_event: {
       ++pc_.errors;
+      ++pc_.error_kinds[error_kind("async", "event_type_" + std::to_string(v[1]), 0)];
       if (sink_) {
         ErrorRecord e{next_id(&errors_), ts, p_.process_id, thread, "ibv", "async", "event_type_" + std::to_string(v[1]), v[2], 0, kNone};
         sink_->error(e);
@@ -398,6 +399,7 @@ void FileAssociation::completion(int64_t thread, int64_t ts, const format::Decod
   if (!ok) {
     ++cnt.completion_errors;
     ++pc_.errors;
+    ++pc_.error_kinds[error_kind("completion", wc_status_name(c.status), 0)];
   }
   if (found) {
     if (recv_side && op.qp_id == kNone) op.qp_id = c.qp_id;  // SRQ receive: now we know the QP
@@ -470,9 +472,10 @@ void FileAssociation::control_call(int64_t thread, int64_t ts, const char* name,
 }
 
 void FileAssociation::call_error(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
-  ++pc_.errors;
-  if (!sink_) return;
   const uint64_t* v = ev.values;  // call object error
+  ++pc_.errors;
+  ++pc_.error_kinds[error_kind("call", ibv_call_name(v[0]), ev.as_i64(2))];
+  if (!sink_) return;
   int64_t qp = kNone;
   auto call = static_cast<format::IbvCall>(v[0]);
   if (call == format::IbvCall::post_send || call == format::IbvCall::post_recv || call == format::IbvCall::modify_qp ||

@@ -85,7 +85,8 @@ std::string ibv_call_name(uint64_t call) {
   static const char* const names[] = {"",           "open_device", "alloc_pd",      "reg_mr",        "create_cq",
                                       "create_qp",  "modify_qp",   "destroy_qp",    "post_send",     "post_recv",
                                       "post_srq_recv", "poll_cq",  "create_srq",    "dereg_mr",      "destroy_cq",
-                                      "query_port", "req_notify_cq", "get_cq_event"};
+                                      "query_port", "req_notify_cq", "get_cq_event", "close_device", "dealloc_pd",
+                                      "destroy_srq", "get_async_event", "reg_dmabuf_mr"};
   if (call >= 1 && call < sizeof names / sizeof names[0]) return names[call];
   return "call_" + std::to_string(call);
 }

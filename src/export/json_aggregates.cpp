@@ -50,6 +50,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
   j["events"] = pass.events;
 
   uint64_t errors = 0, dropped = 0;
+  std::map<std::string, uint64_t> error_kinds;
   std::map<std::string, std::pair<uint64_t, uint64_t>> coverage;  // provider -> (enabled, processes reporting)
   json procs = json::array();
   for (const ProcessRow& p : m.processes) {
@@ -67,6 +68,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
     o["events"] = pc.events;
     o["events_dropped"] = f.events_dropped();
     o["errors"] = pc.errors;
+    o["error_kinds"] = pc.error_kinds;
     o["unknown_qp_events"] = pc.unknown_qp;
     o["unmatched_completions"] = pc.unmatched_completions;
     o["flows_out"] = pc.flows_out;
@@ -77,6 +79,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
                   {"rms_residual_ns", p.clock.rms_residual_ns}};
     procs.push_back(o);
     errors += pc.errors;
+    for (const auto& [k, n] : pc.error_kinds) error_kinds[k] += n;
     dropped += f.events_dropped();
     for (const ProviderState& pr : f.providers) {
       auto& c = coverage[pr.name];
@@ -148,6 +151,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
                     {"mean_pair_bytes", agg.mean_pair_bytes},
                     {"heaviest_over_mean_pair", agg.mean_pair_bytes > 0 ? agg.heaviest_pair_bytes / agg.mean_pair_bytes : 0.0}};
   j["errors"] = errors;
+  j["error_kinds"] = error_kinds;
   j["events_dropped"] = dropped;
 
   json damage = json::array();

@@ -93,6 +93,8 @@ std::string render_text_report(const json& a, size_t top) {
 
   out += render_layer_report(a);
   add(&out, "\nerrors: %" PRIu64 "\n", u(a, "errors"));
+  if (a.contains("error_kinds"))
+    for (const auto& [kind, n] : a["error_kinds"].items()) add(&out, "  %-40s %" PRIu64 "\n", kind.c_str(), n.get<uint64_t>());
   for (const json& p : procs)
     if (u(p, "errors")) add(&out, "  %-12s %" PRIu64 " (failed completions %" PRIu64 ")\n", s(p, "label").c_str(), u(p, "errors"), u(p, "completion_errors"));
   add(&out, "dropped events: %" PRIu64 "\n", u(a, "events_dropped"));

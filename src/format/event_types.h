@@ -190,6 +190,7 @@ enum class IbvCall : uint64_t {
   post_srq_recv, poll_cq, create_srq, dereg_mr, destroy_cq, query_port, req_notify_cq, get_cq_event,
   // Appended for the ibverbs provider (never renumber the ones above).
   close_device, dealloc_pd, destroy_srq, get_async_event,
+  reg_dmabuf_mr,  // NCCL probes DMA-BUF support with fd -1: an expected EOPNOTSUPP without it
 };
 
 struct FieldSpec {

@@ -486,6 +486,7 @@ TEST_P(NcclNetIbPattern, EveryOperationOfBothRanksIsRecordedAndTheLoopbackFlushQ
     // The DMA-BUF probe (fd -1) fails with EOPNOTSUPP: recorded in every mode, and the only error.
     auto errors = p.of(EventType::ibv_call_error);
     ASSERT_EQ(errors.size(), 1u) << p.path;
+    EXPECT_EQ((*errors[0])[0], static_cast<uint64_t>(sigmatrace::format::IbvCall::reg_dmabuf_mr));
     EXPECT_EQ((*errors[0])[2], uint64_t{EOPNOTSUPP});
     EXPECT_EQ(p.count(EventType::ibv_async_event), 0u);
 
@@ -581,6 +582,9 @@ TEST_P(NcclNetIbPattern, EveryOperationOfBothRanksIsRecordedAndTheLoopbackFlushQ
     return lines.size() >= 2 ? lines[1] : std::string("(no row) ") + r.out;
   };
   EXPECT_EQ(sql("SELECT count(*) FROM connection"), "4");
+  if (mode == "full") {  // the DMA-BUF probe of each rank, the only errors
+    EXPECT_EQ(sql("SELECT count(*), what, error FROM error GROUP BY what, error"), "2,reg_dmabuf_mr," + std::to_string(EOPNOTSUPP));
+  }
   EXPECT_EQ(sql("SELECT count(*) FROM connection WHERE qp_a = qp_b AND process_a = process_b"), "2");
   EXPECT_EQ(sql("SELECT sum(bytes_a_to_b + bytes_b_to_a) FROM connection WHERE qp_a = qp_b"), std::to_string(2 * kIters));
   EXPECT_EQ(sql("SELECT sum(bytes_a_to_b + bytes_b_to_a) FROM connection WHERE qp_a <> qp_b"),

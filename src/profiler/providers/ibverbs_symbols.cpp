@@ -58,7 +58,7 @@ namespace {
 
 void after_reg_mr(ibv_pd* pd, ibv_mr* mr, uint64_t addr, size_t length, unsigned access, int saved_errno, bool dmabuf) {
   if (!mr) {
-    record_error(IbvCall::reg_mr, reinterpret_cast<uintptr_t>(pd), saved_errno);
+    record_error(dmabuf ? IbvCall::reg_dmabuf_mr : IbvCall::reg_mr, reinterpret_cast<uintptr_t>(pd), saved_errno);
     return;
   }
   if (!control_events()) return;
