@@ -4,6 +4,7 @@
 //   - libibverbs is dlopen()ed and every function resolved with dlvsym(..., "IBVERBS_1.1") (plus
 //     ibv_reg_mr_iova2@IBVERBS_1.8, ibv_reg_dmabuf_mr@IBVERBS_1.12, ibv_query_ece@IBVERBS_1.10),
 //     mlx5dv_is_supported@MLX5_1.8 from libmlx5; the data path goes through context->ops;
+//   - ports are queried through verbs_context::query_port, as NCCL's own ibv_query_port_ex does;
 //   - a thread waits for asynchronous events; the DMA-BUF probe registers fd -1;
 //   - per connection: the receiver posts zero-SGE receives and writes a clear-to-send entry inline
 //     into the sender's FIFO; the sender answers with RDMA_WRITE (unsignaled) + a zero-byte
@@ -208,6 +209,13 @@ int run_rank(int peer_fd, int iters, uint32_t bytes) {
   ibv_gid gid{};
   if (v.query_device(ctx, &dattr) || v.query_port(ctx, 1, &pattr) || v.query_gid(ctx, 1, 0, &gid)) fail("query device/port/gid");
   if (pattr.state != IBV_PORT_ACTIVE) fail("port 1 is not active", 0);
+  // NCCL's own ibv_query_port_ex goes through verbs_context::query_port first (it checks
+  // abi_compat and sz the way verbs_get_ctx does), and falls back to the exported symbol.
+  verbs_context* vctx = verbs_get_ctx(ctx);
+  if (!vctx || !verbs_get_ctx_op(ctx, query_port)) fail("verbs_context::query_port", 0);
+  ibv_port_attr pattr_ex{};
+  if (vctx->query_port(ctx, 1, &pattr_ex, sizeof pattr_ex) || pattr_ex.lid != pattr.lid || pattr_ex.state != pattr.state)
+    fail("verbs_context::query_port differs from ibv_query_port", 0);
 
   // NCCL keeps one thread per port blocked on asynchronous events; any event here is an error.
   std::atomic<bool> stop{false};
