@@ -14,6 +14,8 @@ void OpCounters::add(const OpCounters& o) {
   calls += o.calls;
   completions += o.completions;
   completion_errors += o.completion_errors;
+  if (o.first_ns) saw(o.first_ns);
+  if (o.last_ns) saw(o.last_ns);
 }
 
 uint64_t OpCounters::total_ops() const {

@@ -19,6 +19,13 @@ struct OpCounters {
   std::array<uint64_t, kOpClasses> bytes{};  // RECV: bytes received (Full) or posted (Simple)
   uint64_t calls = 0;                        // post calls (Simple) or WRs (Full)
   uint64_t completions = 0, completion_errors = 0;
+  // First and last timestamped post or completion (0: none, e.g. aggregate mode): the active span
+  // over which a QP's bandwidth is reported.
+  int64_t first_ns = 0, last_ns = 0;
+  void saw(int64_t ts) {
+    if (!first_ns || ts < first_ns) first_ns = ts;
+    if (ts > last_ns) last_ns = ts;
+  }
   void add(const OpCounters& o);
   uint64_t total_ops() const;
   uint64_t bytes_out() const;  // bytes this side made travel to its peer (writes, sends, atomics)

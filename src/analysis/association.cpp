@@ -259,6 +259,7 @@ void FileAssociation::post_send_wr(int64_t thread, int64_t ts, const format::Dec
   c.ops[op.op_class] += 1;
   c.bytes[op.op_class] += op.bytes;
   c.calls += 1;
+  c.saw(ts);
   if (sink_) sink_->work_request(op);
   if (!s) {
     finish_op(op);
@@ -372,6 +373,7 @@ void FileAssociation::completion(int64_t thread, int64_t ts, const format::Decod
   QpState* s = state(c.qp_id);
   OpCounters& cnt = counters(c.qp_id);
   ++cnt.completions;
+  cnt.saw(ts);
   bool ok = c.status == 0;
   // With an error status the opcode is undefined: look in both queues.
   bool recv_side = ok ? (c.opcode & kWcRecv) != 0 : false;
@@ -461,6 +463,7 @@ void FileAssociation::post_call(int64_t thread, int64_t ts, const format::Decode
   c.ops[op.op_class] += v[1];
   c.bytes[op.op_class] += v[2];
   c.calls += 1;
+  c.saw(ts);
   if (sink_) {
     sink_->work_request(op);
     sink_->op(op);

@@ -27,6 +27,12 @@ json counters_json(const OpCounters& c) {
   for (unsigned i = 0; i < kOpClasses; ++i)
     if (c.ops[i] || c.bytes[i]) by[op_class_name(i)] = {{"ops", c.ops[i]}, {"bytes", c.bytes[i]}};
   j["by_opcode"] = by;
+  // Bandwidth over the active span (first to last post or completion); absent without timestamps.
+  if (c.last_ns > c.first_ns) {
+    const int64_t span = c.last_ns - c.first_ns;
+    j["active_ns"] = span;
+    j["gbytes_per_s"] = static_cast<double>(c.bytes_out() + c.bytes_read()) / static_cast<double>(span);
+  }
   return j;
 }
 

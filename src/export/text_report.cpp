@@ -64,8 +64,15 @@ std::string render_text_report(const json& a, size_t top) {
     const json& q = qps[i];
     std::string owner = procs[u(q, "process_id")].value("label", "");
     std::string peer = q["peer_process_id"].is_null() ? "?" : procs[u(q, "peer_process_id")].value("label", "");
-    add(&out, "  %-10s qp %-8" PRIu64 " %-3s %-10s -> %-10s %12s %10" PRIu64 " ops\n", owner.c_str(), u(q, "qp_num"),
-        s(q, "type").c_str(), s(q, "device").c_str(), peer.c_str(), human_bytes(double(qbytes(q))).c_str(), u(q, "ops"));
+    char rate[32] = "";  // over the QP's active span; aggregate mode has no timestamps
+    if (q.contains("gbytes_per_s")) {
+      const double g = d(q, "gbytes_per_s");  // bytes per ns = GB/s (10^9 bytes)
+      if (g >= 1) std::snprintf(rate, sizeof rate, "%7.2f GB/s", g);
+      else if (g >= 1e-3) std::snprintf(rate, sizeof rate, "%7.2f MB/s", g * 1e3);
+      else std::snprintf(rate, sizeof rate, "%7.2f kB/s", g * 1e6);
+    }
+    add(&out, "  %-10s qp %-8" PRIu64 " %-3s %-10s -> %-10s %12s %10" PRIu64 " ops  %s\n", owner.c_str(), u(q, "qp_num"),
+        s(q, "type").c_str(), s(q, "device").c_str(), peer.c_str(), human_bytes(double(qbytes(q))).c_str(), u(q, "ops"), rate);
   }
 
   // Host matrix.

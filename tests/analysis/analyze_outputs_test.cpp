@@ -189,6 +189,29 @@ TEST(AnalyzeSimple, OneOpPerCallAndExactBytes) {
   EXPECT_EQ(sql_rows(db, "SELECT DISTINCT mode FROM process"), (std::vector<std::string>{"simple"}));
 }
 
+// A QP's bandwidth is its bytes over its active span, from the first post (or completion) to the
+// last, on the normalized clock: 2 x 500 bytes posted 1000 ns apart is 1 GB/s.
+TEST(AnalyzeSimple, QpBandwidthIsBytesOverTheActiveSpan) {
+  TempDir dir;
+  format::TraceFileWriter w;
+  ASSERT_TRUE(w.open(dir / "h1.r0.p7.sgt", {{"host", "h1"}, {"pid", "7"}, {"rank", "0"}, {"mode", "simple"}}));
+  w.add(0, format::EventType::clock_sync, 1000, {uint64_t{5000}, uint64_t{1}});  // 2 TSC ticks per ns
+  w.add(0, format::EventType::clock_sync, 5000, {uint64_t{7000}, uint64_t{2}});
+  const uint64_t ctx = 0xc0, qp = 0x90, qpn = 0x99;
+  w.add(7, format::EventType::ibv_qp_create, 1100, {ctx, uint64_t{0xd0}, qp, qpn, uint64_t{2}, uint64_t{0}, uint64_t{0}, uint64_t{0},
+                                                    uint64_t{16}, uint64_t{16}, uint64_t{0}});
+  w.add(7, format::EventType::ibv_post_send, 2000, {qpn, uint64_t{1}, uint64_t{500}, uint64_t{1}, uint64_t{0}});  // 5500 ns
+  w.add(7, format::EventType::ibv_post_send, 4000, {qpn, uint64_t{1}, uint64_t{500}, uint64_t{1}, uint64_t{0}});  // 6500 ns
+  w.add(0, format::EventType::file_end, 5000, {uint64_t{1}, uint64_t{5}, uint64_t{0}, uint64_t{0}});
+  ASSERT_TRUE(w.close());
+  exporter::AnalysisRun run = analyze_dir(dir.path());
+  ASSERT_TRUE(run.ok) << run.error;
+  ASSERT_EQ(run.aggregate_json["qps"].size(), 1u);
+  const nlohmann::json& q = run.aggregate_json["qps"][0];
+  EXPECT_EQ(q["active_ns"].get<int64_t>(), 1000);
+  EXPECT_DOUBLE_EQ(q["gbytes_per_s"].get<double>(), 1.0);
+}
+
 }  // namespace
 }  // namespace sigmatrace::test
 
