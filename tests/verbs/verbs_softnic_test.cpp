@@ -5,7 +5,6 @@
 // Skipped, with the reason, while build/softnic or the programs are absent.
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
-#include <arpa/inet.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,7 +30,6 @@ std::string softnic_dir() { return build_path("softnic"); }
   if (!file_exists(softnic_dir() + "/libibverbs.so.1") || !file_exists(softnic_dir() + "/libefa.so.1"))              \
     GTEST_SKIP() << "no emulated NIC in " << softnic_dir() << " (build the softnic targets first)";     \
   if (find_program(program).empty()) GTEST_SKIP() << program << " is not installed"
-
 
 struct PairRun {
   ProcessResult server;
