@@ -24,6 +24,13 @@ uint64_t OpCounters::total_ops() const {
   return n;
 }
 
+uint64_t OpCounters::ops_out() const {
+  uint64_t n = 0;
+  for (unsigned i = 0; i < kOpClasses; ++i)
+    if (op_moves_bytes_out(i)) n += ops[i];
+  return n;
+}
+
 uint64_t OpCounters::bytes_out() const {
   uint64_t n = 0;
   for (unsigned i = 0; i < kOpClasses; ++i)
@@ -46,23 +53,17 @@ std::string error_kind(const std::string& kind, const std::string& what, int64_t
 }
 
 ConnectionFlows connection_flows(const ConnectionRow& c, const Aggregates& agg) {
-  auto out_ops = [](const OpCounters& x) {
-    uint64_t n = 0;
-    for (unsigned i = 0; i < kOpClasses; ++i)
-      if (op_moves_bytes_out(i)) n += x.ops[i];
-    return n;
-  };
   const OpCounters& a = agg.qp[c.qp_a];
   const OpCounters none{};
   const OpCounters& b = c.qp_a == c.qp_b ? none : agg.qp[c.qp_b];
   ConnectionFlows f;
-  f.ops_a_to_b = out_ops(a) + b.ops[kOpRead];
+  f.ops_a_to_b = a.ops_out() + b.ops[kOpRead];
   f.bytes_a_to_b = a.bytes_out() + b.bytes_read();
   if (c.qp_a == c.qp_b) {
     f.ops_b_to_a = a.ops[kOpRead];
     f.bytes_b_to_a = a.bytes_read();
   } else {
-    f.ops_b_to_a = out_ops(b) + a.ops[kOpRead];
+    f.ops_b_to_a = b.ops_out() + a.ops[kOpRead];
     f.bytes_b_to_a = b.bytes_out() + a.bytes_read();
   }
   return f;
@@ -125,9 +126,7 @@ void Aggregates::finish(const ExperimentModel& m) {
       peer = m.qps[static_cast<size_t>(q.remote_qp_id)].process_id;
       peer_host = m.processes[peer].host_id;
     }
-    uint64_t out_ops = 0;
-    for (unsigned i = 0; i < kOpClasses; ++i)
-      if (op_moves_bytes_out(i)) out_ops += c.ops[i];
+    const uint64_t out_ops = c.ops_out();
     add_flow(&rank_matrix, self, peer, c.bytes_out(), out_ops);
     add_flow(&rank_matrix, peer, self, c.bytes_read(), c.ops[kOpRead]);
     add_flow(&host_matrix, self_host, peer_host, c.bytes_out(), out_ops);
@@ -135,9 +134,7 @@ void Aggregates::finish(const ExperimentModel& m) {
   }
   for (const ProcessRow& p : m.processes) {
     const OpCounters& c = without_qp[p.process_id];
-    uint64_t out_ops = 0;
-    for (unsigned i = 0; i < kOpClasses; ++i)
-      if (op_moves_bytes_out(i)) out_ops += c.ops[i];
+    const uint64_t out_ops = c.ops_out();
     add_flow(&rank_matrix, p.process_id, np, c.bytes_out(), out_ops);
     add_flow(&rank_matrix, np, p.process_id, c.bytes_read(), c.ops[kOpRead]);
     add_flow(&host_matrix, p.host_id, nh, c.bytes_out(), out_ops);

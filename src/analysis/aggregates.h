@@ -28,6 +28,7 @@ struct OpCounters {
   }
   void add(const OpCounters& o);
   uint64_t total_ops() const;
+  uint64_t ops_out() const;    // operations that moved bytes to the peer (writes, sends, atomics)
   uint64_t bytes_out() const;  // bytes this side made travel to its peer (writes, sends, atomics)
   uint64_t bytes_read() const { return bytes[kOpRead]; }  // bytes this side pulled from its peer
 };
