@@ -122,7 +122,8 @@ struct AggregateSum {
   uint64_t count = 0, bytes = 0;
 };
 // aggregate_entry: tid, key_kind, key_a, key_b, count, bytes
-AggregateSum aggregate(const ProcessEvents& p, AggregateKey kind, bool (*match)(uint64_t a, uint64_t b)) {
+template <typename Match>  // bool(uint64_t a, uint64_t b)
+AggregateSum aggregate(const ProcessEvents& p, AggregateKey kind, Match match) {
   AggregateSum s;
   for (const VerbsEvent* e : p.of(EventType::aggregate_entry))
     if ((*e)[1] == static_cast<uint64_t>(kind) && match((*e)[2], (*e)[3])) s.count += (*e)[4], s.bytes += (*e)[5];
@@ -130,10 +131,7 @@ AggregateSum aggregate(const ProcessEvents& p, AggregateKey kind, bool (*match)(
 }
 // The ibv_qp_opcode entries of one opcode (b), over all QPs.
 AggregateSum aggregate_opcode(const ProcessEvents& p, uint64_t opcode) {
-  AggregateSum s;
-  for (const VerbsEvent* e : p.of(EventType::aggregate_entry))
-    if ((*e)[1] == static_cast<uint64_t>(AggregateKey::ibv_qp_opcode) && (*e)[3] == opcode) s.count += (*e)[4], s.bytes += (*e)[5];
-  return s;
+  return aggregate(p, AggregateKey::ibv_qp_opcode, [opcode](uint64_t, uint64_t b) { return b == opcode; });
 }
 
 uint64_t counter(const std::string& out, const std::string& name) {
