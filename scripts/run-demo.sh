@@ -17,11 +17,7 @@ echo "== profiling ib_write_bw over softnic (server on emulated host node-a, cli
 SOFTNIC_HOST=node-a "$st" profile --softnic --host node-a -o "$exp" -- ib_write_bw -p "$port" -n 2000 -s 65536 >"$exp.server.log" 2>&1 &
 server=$!
 # Wait until the server listens on its TCP port (perftest exchanges QP numbers over TCP).
-hexport=$(printf ':%04X ' "$port")
-for _ in $(seq 300); do
-  grep -q "$hexport" /proc/net/tcp /proc/net/tcp6 2>/dev/null && break
-  sleep 0.1
-done
+wait_tcp_listening "$port" || true  # the client then reports what went wrong
 SOFTNIC_HOST=node-b "$st" profile --softnic --host node-b -o "$exp" -- ib_write_bw -p "$port" -n 2000 -s 65536 localhost | tee "$exp.client.log"
 wait "$server"
 echo "== analysis"

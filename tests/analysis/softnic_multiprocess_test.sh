@@ -40,19 +40,10 @@ run() {  # host rank log program args...
   SOFTNIC_HOST=$host RANK=$rank timeout 120 "$st" profile --softnic --host "$host" --mode full --providers ibverbs -o "$exp" -- "$@" \
     >"$work/$log" 2>&1
 }
-wait_listen() {
-  local hex
-  hex=$(printf '%04X' "$1")
-  for _ in $(seq 1 200); do
-    grep -q ":$hex [0-9A-F:]* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0
-    sleep 0.05
-  done
-  return 1
-}
 
 run node-a 0 s1.log ib_write_bw -p "$port1" -n "$iters" -s "$size" & s1=$!
 run node-b 2 s2.log ib_send_bw -p "$port2" -n "$iters" -s "$size" & s2=$!
-wait_listen "$port1" && wait_listen "$port2" || fail "perftest servers did not start"
+wait_tcp_listening "$port1" 100 && wait_tcp_listening "$port2" 100 || fail "perftest servers did not start"
 run node-b 1 c1.log ib_write_bw -p "$port1" -n "$iters" -s "$size" localhost & c1=$!
 run node-a 3 c2.log ib_send_bw -p "$port2" -n "$iters" -s "$size" localhost & c2=$!
 rc=0
