@@ -38,6 +38,16 @@ struct Uar {
   int refs = 0;
 };
 
+// Count, sum and maximum of one stage's duration (SOFTNIC_DEVX_STATS=1 prints them).
+struct StageTime {
+  uint64_t n = 0, sum_ns = 0, max_ns = 0;
+  void add(uint64_t ns) {
+    n++;
+    sum_ns += ns;
+    if (ns > max_ns) max_ns = ns;
+  }
+};
+
 struct Cq {
   uint32_t cqn;
   ibv_context* ctx;
@@ -47,6 +57,10 @@ struct Cq {
   bool collapsed;
   uint64_t produced = 0;  // CQEs written so far
   int refs = 0;
+  // The newest CQE written (state dumps): its wqe_counter, opcode and when.
+  uint16_t last_wqe_counter = 0;
+  uint8_t last_opcode = 0;
+  uint64_t last_write_ns = 0;
 };
 
 // One WQE from the doorbell until its completion is retired (in SQ order).
@@ -58,6 +72,7 @@ struct Pending {
   bool done = false;
   uint8_t syndrome = 0; // 0: success
   uint32_t byte_cnt = 0;
+  uint64_t posted_ns = 0;  // when it went to the transport
 };
 
 struct Qp {
@@ -83,6 +98,12 @@ struct Qp {
   uint64_t next_seq = 1;
   std::deque<Pending> pending;
   uint64_t doorbells = 0, wqes = 0;  // statistics
+  uint64_t last_progress_ns = 0;     // a doorbell, WQE or completion last changed this QP
+  uint64_t stale_wqe_reads = 0;      // reads of a slot whose control segment named another index
+  uint64_t stale_since_ns = 0;       // the slot at `consumed` has read stale since then (0: no)
+  uint64_t stray_completions = 0;    // transport completions that matched no pending WQE
+  bool stall_reported = false;       // SOFTNIC_DEBUG=2 dumped this stall already
+  StageTime wqe_read, transport, cqe_write;  // SQ copy, post -> transport completion, CQE copy
 };
 
 struct Obj;  // mlx5dv_devx_obj
@@ -101,8 +122,29 @@ void engine_stop_if_idle();     // stops it when no UAR is left
 bool engine_round();
 void qp_reset(Qp* q);           // forget queued work (2RST)
 
-// Debug logging (SOFTNIC_DEBUG=1).
+// Debug logging (SOFTNIC_DEBUG=1); SOFTNIC_DEBUG=2 also dumps the engine state on SIGUSR2 and
+// when a QP with work has made no progress for kStallDumpNs (devx_debug.cpp).
 bool debug();
+int debug_level();
 void log(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+constexpr uint64_t kStallDumpNs = 5'000'000'000ull;
+uint64_t now_ns();
+
+// State dumps (devx_debug.cpp). dump_state may run in a signal handler: it reads the engine's
+// state without its lock and allocates nothing. from_engine: called by the engine thread, which
+// may also read the CQ and doorbell record back from GPU memory.
+void dump_state(const char* why, bool from_engine);
+void install_dump_signal();      // SIGUSR2 -> dump_state + every thread's backtrace
+// SOFTNIC_DEVX_STATS=1: a QP's stage times when it is destroyed, the engine's and the GPU copies
+// at engine stop.
+bool stats_enabled();
+void print_qp_stats(const Qp* q);
+void print_engine_stats();
+struct EngineClock {             // the engine loop's rhythm, for dumps and the stats
+  uint64_t rounds = 0;
+  uint64_t last_round_ns = 0;
+  StageTime gap;                 // time between consecutive rounds while spinning
+};
+EngineClock& engine_clock();
 
 }  // namespace softnic::devx

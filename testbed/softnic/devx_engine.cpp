@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "devx.hpp"
-#include "devx_cuda.hpp"
+#include "cuda_driver.hpp"
 #include "mlx5/wqe.hpp"
 #include "mlx5/wqe_parse.hpp"
 
@@ -19,12 +19,25 @@ namespace m5 = sigmatrace::mlx5;
 
 namespace softnic::devx {
 
-bool debug() {
-  static const bool d = [] {
+int debug_level() {
+  static const int d = [] {
     const char* e = getenv("SOFTNIC_DEBUG");
-    return e && *e && *e != '0';
+    return e && *e ? atoi(e) : 0;
   }();
   return d;
+}
+
+bool debug() { return debug_level() > 0; }
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+EngineClock& engine_clock() {
+  static EngineClock c;
+  return c;
 }
 
 void log(const char* fmt, ...) {
@@ -46,13 +59,13 @@ bool umem_read(const Umem* u, uint64_t off, void* dst, size_t len) {
     memcpy(dst, reinterpret_cast<const void*>(u->addr + off), len);
     return true;
   }
-  return cuda_read(u->cu_ctx, dst, u->addr + off, len);
+  return cuda::read(u->cu_ctx, dst, u->addr + off, len);
 }
 
 // A CQE is written so that its last 4 bytes (wqe_counter, op_own) land last.
 bool write_cqe(const Umem* u, uint64_t off, const m5::Cqe& cqe) {
   if (off > u->size || m5::kCqeSize > u->size - off) return false;
-  if (u->gpu) return cuda_write(u->cu_ctx, u->addr + off, cqe.bytes, m5::kCqeSize);
+  if (u->gpu) return cuda::write(u->cu_ctx, u->addr + off, cqe.bytes, m5::kCqeSize);
   auto* p = reinterpret_cast<uint8_t*>(u->addr + off);
   memcpy(p, cqe.bytes, m5::kCqeSize - 4);
   uint32_t tail;
@@ -141,6 +154,11 @@ uint8_t decode_wqe(const uint8_t* w, uint32_t bytes, Decoded* d) {
 
 std::vector<uint8_t> g_stage;
 
+// A slot whose control segment still names another WQE index was read before the producer's
+// stores reached memory (or the producer rang too early): read it again on the next round, for
+// this long at most, then fail it as a malformed WQE.
+constexpr uint64_t kStaleWqeLimitNs = 100'000'000;
+
 // Executes the WQEs between q->consumed and q->db_pi.
 bool execute(Qp* q) {
   uint16_t n = uint16_t(q->db_pi - q->consumed);
@@ -153,6 +171,7 @@ bool execute(Qp* q) {
     return false;
   }
   g_stage.resize(size_t(n) * m5::kWqeBbSize);
+  uint64_t t_read = now_ns();
   uint32_t start = q->consumed & (size - 1);
   uint32_t first = n < size - start ? n : size - start;
   bool ok = umem_read(q->wq, q->wq_off + uint64_t(start) * m5::kWqeBbSize, g_stage.data(),
@@ -164,6 +183,8 @@ bool execute(Qp* q) {
     log("qp 0x%x: cannot read the SQ", q->qpn);
     return false;
   }
+  uint64_t t_read_done = now_ns();
+  q->wqe_read.add(t_read_done - t_read);
   uint32_t pos = 0;
   while (pos < n) {
     const uint8_t* w = g_stage.data() + size_t(pos) * m5::kWqeBbSize;
@@ -171,13 +192,26 @@ bool execute(Qp* q) {
     memcpy(&ctrl, w, sizeof ctrl);
     m5::CtrlFields c = m5::decode_ctrl(ctrl);
     uint32_t nbb = c.ds ? (uint32_t(c.ds) * m5::kDsUnit + m5::kWqeBbSize - 1) / m5::kWqeBbSize : 1;
+    uint16_t slot_idx = uint16_t(q->consumed + pos);
+    bool stale = c.idx != slot_idx && !q->broken;
+    if (stale) {
+      q->stale_wqe_reads++;
+      if (!q->stale_since_ns) q->stale_since_ns = t_read_done;
+      if (t_read_done - q->stale_since_ns < kStaleWqeLimitNs) break;  // read it again
+      log("qp 0x%x: WQEBB %u still names WQE index %u after %llu ms: rejected", q->qpn, slot_idx,
+          c.idx, (unsigned long long)(kStaleWqeLimitNs / 1000000));
+    }
+    q->stale_since_ns = 0;
     if (pos + nbb > n) break;  // the rest of this WQE comes with a later doorbell
-    Pending p{q->next_seq++, uint16_t(q->consumed + pos), c.opcode,
-              (c.fm_ce_se & m5::kCtrlCqUpdate) != 0};
+    Pending p{q->next_seq++, slot_idx, c.opcode, (c.fm_ce_se & m5::kCtrlCqUpdate) != 0};
     q->wqes++;
     if (q->broken) {
       p.done = true;
       p.syndrome = m5::kSyndWrFlushErr;
+    } else if (stale) {
+      p.done = true;
+      p.syndrome = m5::kSyndLocalQpOpErr;
+      q->broken = true;
     } else {
       Decoded d;
       uint8_t synd = decode_wqe(w, (n - pos) * m5::kWqeBbSize, &d);
@@ -192,6 +226,7 @@ bool execute(Qp* q) {
         p.done = true;
       } else {
         d.wr.wr_id = p.seq;
+        p.posted_ns = now_ns();
         ibv_send_wr* bad = nullptr;
         if (int err = ibv_post_send(q->qp, &d.wr, &bad)) {
           log("qp 0x%x: WQE %u: post failed (%d)", q->qpn, p.idx, err);
@@ -205,6 +240,7 @@ bool execute(Qp* q) {
     pos += nbb;
   }
   q->consumed = uint16_t(q->consumed + pos);
+  if (pos) q->last_progress_ns = t_read_done;
   return pos > 0;
 }
 
@@ -219,6 +255,8 @@ void emit_cqe(Qp* q, const Pending& p, std::vector<Emitted>& out) {
   uint64_t ci = cq->produced++;
   m5::Cqe cqe;
   uint8_t owner = uint8_t((ci >> cq->log_size) & 1);
+  cq->last_wqe_counter = p.idx;
+  cq->last_opcode = p.syndrome ? m5::kCqeReqErr : m5::kCqeReq;
   if (p.syndrome)
     m5::make_cqe(&cqe, m5::kCqeReqErr, p.idx, q->qpn, 0, p.opcode, p.syndrome, owner);
   else
@@ -243,8 +281,14 @@ bool complete(Qp* q, std::vector<Emitted>& out) {
     any = true;
     for (int i = 0; i < k; ++i) {
       uint64_t base = q->pending.front().seq;
-      if (wc[i].wr_id < base || wc[i].wr_id - base >= q->pending.size()) continue;
+      if (wc[i].wr_id < base || wc[i].wr_id - base >= q->pending.size()) {
+        q->stray_completions++;
+        log("qp 0x%x: transport completion for unknown WQE sequence %llu (pending %llu..+%zu)",
+            q->qpn, (unsigned long long)wc[i].wr_id, (unsigned long long)base, q->pending.size());
+        continue;
+      }
       Pending& p = q->pending[wc[i].wr_id - base];
+      if (p.posted_ns) q->transport.add(now_ns() - p.posted_ns);
       p.done = true;
       p.syndrome = syndrome_of(wc[i].status);
       if (p.syndrome) log("qp 0x%x: WQE %u failed: %s", q->qpn, p.idx, ibv_wc_status_str(wc[i].status));
@@ -267,6 +311,7 @@ bool complete(Qp* q, std::vector<Emitted>& out) {
     if (p.syndrome || p.signal) emit_cqe(q, p, out);
     any = true;
   }
+  if (any) q->last_progress_ns = now_ns();
   return any;
 }
 
@@ -279,21 +324,39 @@ struct StopAtExit {
   }
 } g_stop_at_exit;
 
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+// SOFTNIC_DEBUG=2: dump once per stall when a QP with work has not moved for kStallDumpNs.
+void check_stalls(uint64_t now) {
+  bool stalled = false;
+  for (Qp* q : qps()) {
+    bool has_work = q->db_pi != q->consumed || !q->pending.empty();
+    if (!has_work || now - q->last_progress_ns < kStallDumpNs) {
+      q->stall_reported = false;
+      continue;
+    }
+    if (!q->stall_reported) stalled = true;
+    q->stall_reported = true;
+  }
+  if (stalled) dump_state("a QP with work made no progress for 5 s", true);
 }
 
 void run() {
   const char* e = getenv("SOFTNIC_DEVX_SPIN_US");
   uint64_t spin_ns = uint64_t(e ? strtoull(e, nullptr, 10) : 2000) * 1000;
-  uint64_t last_busy = now_ns();
+  uint64_t last_busy = now_ns(), last_stall_check = last_busy;
+  EngineClock& clk = engine_clock();
   while (g_running.load(std::memory_order_relaxed)) {
     bool busy;
+    uint64_t t = now_ns();
+    if (clk.last_round_ns && t - last_busy <= spin_ns) clk.gap.add(t - clk.last_round_ns);
+    clk.last_round_ns = t;
+    clk.rounds++;
     {
       std::lock_guard<std::mutex> g(mu());
       busy = engine_round();
+      if (debug_level() >= 2 && t - last_stall_check > 1000000000ull) {
+        last_stall_check = t;
+        check_stalls(t);
+      }
     }
     if (busy) {
       last_busy = now_ns();
@@ -304,7 +367,8 @@ void run() {
       sched_yield();  // spinning, but never starving the threads that produce our work
     }
   }
-  cuda_release();
+  print_engine_stats();
+  cuda::release_thread();
 }
 
 }  // namespace
@@ -324,6 +388,7 @@ bool engine_round() {
     }
     q->db_pi = db.pi;
     q->doorbells++;
+    q->last_progress_ns = now_ns();
     busy = true;
   }
   std::vector<Emitted> cqes;
@@ -333,8 +398,12 @@ bool engine_round() {
   }
   for (const Emitted& e : cqes) {
     uint64_t slot = e.cq->collapsed ? 0 : (e.ci & ((1ull << e.cq->log_size) - 1));
+    uint64_t t0 = now_ns();
     if (!write_cqe(e.cq->umem, e.cq->off + slot * m5::kCqeSize, e.cqe))
       log("cq 0x%x: cannot write CQE %llu", e.cq->cqn, (unsigned long long)e.ci);
+    e.cq->last_write_ns = now_ns();
+    for (Qp* q : qps())
+      if (q->scq == e.cq) q->cqe_write.add(e.cq->last_write_ns - t0);
   }
   return busy;
 }
@@ -343,10 +412,12 @@ void qp_reset(Qp* q) {
   q->pending.clear();
   q->consumed = q->db_pi = 0;
   q->broken = q->in_error = false;
+  q->stale_since_ns = 0;
 }
 
 void engine_start() {
   if (g_running.load()) return;
+  if (debug_level() >= 2) install_dump_signal();
   g_running = true;
   g_thread = std::thread(run);
 }

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "devx.hpp"
-#include "devx_cuda.hpp"
+#include "cuda_driver.hpp"
 #include "exports.hpp"
 #include "mlx5/prm.hpp"
 #include "mlx5/wqe.hpp"
@@ -429,7 +429,7 @@ static mlx5dv_devx_umem* umem_register(ibv_context* ctx, void* addr, size_t size
   u->ctx = ctx;
   u->addr = reinterpret_cast<uint64_t>(addr);
   u->size = size;
-  u->gpu = cuda_is_device_pointer(addr, &u->cu_ctx);
+  u->gpu = softnic::cuda::is_device_pointer(addr, &u->cu_ctx);
   std::lock_guard<std::mutex> g(mu());
   static uint32_t next_id = 1;
   u->pub.umem_id = next_id++;
@@ -531,6 +531,7 @@ SOFTNIC_EXPORT int mlx5dv_devx_obj_destroy(mlx5dv_devx_obj* obj) {
     delete c;
   } else {
     Qp* q = obj->qp;
+    print_qp_stats(q);
     if (int err = ibv_destroy_qp(q->qp)) return err;
     ibv_destroy_cq(q->icq);
     auto& v = qps();

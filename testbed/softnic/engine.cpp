@@ -65,10 +65,9 @@ bool sge_copy(const Sge* sges, uint32_t n, uint64_t off, uint8_t* buf, uint64_t 
     uint64_t take = std::min<uint64_t>(sges[i].length - off, len);
     Mr* mr = mr_lookup(sges[i].lkey);
     if (!mr) return false;
-    if (kGather)
-      mem_read(mr, sges[i].addr + off, buf, take);
-    else
-      mem_write(mr, sges[i].addr + off, buf, take);
+    if (!(kGather ? mem_read(mr, sges[i].addr + off, buf, take)
+                  : mem_write(mr, sges[i].addr + off, buf, take)))
+      return false;
     buf += take;
     len -= take;
     off = 0;
@@ -259,8 +258,8 @@ bool Engine::transmit(Qp* qp) {
           h->total_len = op.length;
           if (op.inlined)
             memcpy(payload(h), sq.inline_buf(sq.send) + op.sent, chunk);
-          else
-            sge_copy<true>(sges, op.num_sge, op.sent, payload(h), chunk);
+          else if (!sge_copy<true>(sges, op.num_sge, op.sent, payload(h), chunk))
+            memset(payload(h), 0, chunk);  // keys were checked at post: only the driver fails here, and it said so
           wire.commit(qp->remote_ep, h);
           qp->next_psn = (qp->next_psn + 1) & kPsnMask;
           op.sent += chunk;
@@ -510,8 +509,13 @@ void Engine::handle_request(Qp* qp, int src, PacketHeader* h) {
         }
       }
       if (!qp->recv_active) return;
-      sge_copy<false>(qp->recv_sges.data(), uint32_t(qp->recv_sges.size()), qp->recv_offset,
-                      payload(h), h->payload_len);
+      if (!sge_copy<false>(qp->recv_sges.data(), uint32_t(qp->recv_sges.size()), qp->recv_offset,
+                           payload(h), h->payload_len)) {
+        nak(NakCode::RemoteOperation, 0);  // the driver could not write the receive buffer
+        send_responses(qp);
+        move_to_error(qp);
+        return;
+      }
       qp->recv_offset += h->payload_len;
       qp->expected_psn = (qp->expected_psn + 1) & kPsnMask;
       if (h->flags & kLast) {
@@ -545,8 +549,9 @@ void Engine::handle_request(Qp* qp, int src, PacketHeader* h) {
           std::atomic_thread_fence(std::memory_order_release);
           __atomic_store_n(reinterpret_cast<uint8_t*>(h->raddr + n - 1), src[n - 1],
                            __ATOMIC_RELEASE);
-        } else {
-          mem_write(qp->write_mr, h->raddr, src, n);
+        } else if (!mem_write(qp->write_mr, h->raddr, src, n)) {
+          nak(NakCode::RemoteOperation, 0);  // the driver could not write GPU memory
+          return;
         }
       }
       qp->expected_psn = (qp->expected_psn + 1) & kPsnMask;
@@ -599,9 +604,13 @@ void Engine::handle_request(Qp* qp, int src, PacketHeader* h) {
         }
       } else {
         // GPU memory: read-modify-write through the driver, atomic only among NIC atomics.
-        mem_read(mr, h->raddr, &old, 8);
-        uint64_t nv = h->op == WireOp::FetchAdd ? old + h->arg0 : (old == h->arg0 ? h->arg1 : old);
-        if (nv != old) mem_write(mr, h->raddr, &nv, 8);
+        uint64_t nv = 0;
+        bool ok = mem_read(mr, h->raddr, &old, 8);
+        if (ok) nv = h->op == WireOp::FetchAdd ? old + h->arg0 : (old == h->arg0 ? h->arg1 : old);
+        if (!ok || (nv != old && !mem_write(mr, h->raddr, &nv, 8))) {
+          nak(NakCode::RemoteOperation, 0);
+          return;
+        }
       }
       qp->expected_psn = (qp->expected_psn + 1) & kPsnMask;
       qp->resp_msn = h->msn;
@@ -690,8 +699,11 @@ void Engine::handle_response(Qp* qp, PacketHeader* h) {
       // Find the send-queue counter of this slot to reach its SGEs.
       uint32_t n = sq.head;
       while (n % sq.cap != idx) ++n;
-      if (h->payload_len)
-        sge_copy<false>(sq.sge(n), op->num_sge, op->received, payload(h), h->payload_len);
+      if (h->payload_len &&
+          !sge_copy<false>(sq.sge(n), op->num_sge, op->received, payload(h), h->payload_len)) {
+        fail_op(qp, h->msn, IBV_WC_LOC_PROT_ERR);  // the driver could not write local GPU memory
+        return;
+      }
       op->received += h->payload_len;
       if (h->flags & kLast) {
         op->data_done = true;
@@ -707,7 +719,10 @@ void Engine::handle_response(Qp* qp, PacketHeader* h) {
       uint32_t n = sq.head;
       while (n % sq.cap != idx) ++n;
       uint64_t v = h->arg0;
-      sge_copy<false>(sq.sge(n), op->num_sge, 0, reinterpret_cast<uint8_t*>(&v), 8);
+      if (!sge_copy<false>(sq.sge(n), op->num_sge, 0, reinterpret_cast<uint8_t*>(&v), 8)) {
+        fail_op(qp, h->msn, IBV_WC_LOC_PROT_ERR);
+        return;
+      }
       op->data_done = true;
       if (int32_t(h->msn - qp->acked_msn) > 0) qp->acked_msn = h->msn;
       retire(qp);
@@ -736,7 +751,9 @@ bool Engine::send_responses(Qp* qp) {
         h->src_qpn = qp->qp()->qp_num;
         h->msn = it.msn;
         h->payload_len = chunk;
-        if (chunk) mem_read(it.mr, it.raddr, payload(h), chunk);
+        // A read the driver fails was printed by it; the request was accepted, so the data go
+        // out zeroed rather than leave the requester waiting.
+        if (chunk && !mem_read(it.mr, it.raddr, payload(h), chunk)) memset(payload(h), 0, chunk);
         wire.commit(qp->remote_ep, h);
         it.raddr += chunk;
         it.offset += chunk;

@@ -22,8 +22,9 @@ inline bool mr_covers(const Mr* mr, uint64_t addr, uint64_t len) {
 // GPU detection through libcuda.so.1 if it can be loaded; false otherwise.
 bool cuda_pointer_is_device(const void* p, void** cu_ctx);
 
-// Copies between registered memory and host buffers, honouring GPU-resident regions.
-void mem_write(const Mr* mr, uint64_t addr, const void* src, size_t len);
-void mem_read(const Mr* mr, uint64_t addr, void* dst, size_t len);
+// Copies between registered memory and host buffers, honouring GPU-resident regions. false when
+// the CUDA driver failed the copy (it printed why).
+bool mem_write(const Mr* mr, uint64_t addr, const void* src, size_t len);
+bool mem_read(const Mr* mr, uint64_t addr, void* dst, size_t len);
 
 }  // namespace softnic

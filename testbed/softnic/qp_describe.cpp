@@ -1,0 +1,22 @@
+// See qp_describe.hpp.
+#include "qp_describe.hpp"
+
+#include <cstdio>
+
+#include "objects.hpp"
+
+namespace softnic::debug {
+
+size_t describe_qp(const ibv_qp* qp, char* buf, size_t n) {
+  const Qp* q = reinterpret_cast<const Qp*>(qp);
+  int len = snprintf(buf, n,
+                     "transport qp 0x%x state %d: sq head %u send %u tail %u (cap %u), next_psn %u "
+                     "next_msn %u acked_msn %u; responder expected_psn %u resp_msn %u, %zu responses "
+                     "queued, nak_outstanding %d; send cq %u entries",
+                     qp->qp_num, int(qp->state), q->sq.head, q->sq.send, q->sq.tail, q->sq.cap,
+                     q->next_psn, q->next_msn, q->acked_msn, q->expected_psn, q->resp_msn,
+                     q->resp_q.size(), int(q->nak_outstanding), q->scq ? q->scq->count : 0);
+  return len < 0 ? 0 : (size_t(len) < n ? size_t(len) : n - 1);
+}
+
+}  // namespace softnic::debug
