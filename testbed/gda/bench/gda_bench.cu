@@ -6,10 +6,11 @@
 // One GPU thread per PE issues and times every iteration with %globaltimer. Every result is
 // verified (gets return what was written, fetch-add returns exactly 0,1,2,..., ping-pong
 // values match). Usage: gda_bench --pe N --npes 2 --dir DIR [--test all|put|get|fadd|pingpong]
-//   [--warmup 1000] [--iters 5000] [--json FILE] [--verbose]
+//   [--warmup 1000] [--iters 5000] [--json FILE] [--device-timeout 10] [--verbose]
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +35,7 @@ __host__ __device__ inline uint64_t get_pattern(uint64_t j) { return 0x670000000
 struct Result {
   unsigned long long errors;
   unsigned long long first_bad;
+  unsigned long long measured;  // timed iterations completed (entries of t[] that hold a time)
   unsigned int qp_error;
 };
 
@@ -51,7 +53,7 @@ __global__ void k_put(DeviceState* s, int peer, int warm, int iters, uint64_t* t
     bool ok = dev::put8(s, peer, kPutOff + 8 * (uint64_t(i) % kSlots), put_pattern(i)) && dev::quiet(s, peer);
     uint64_t t1 = dev::globaltimer();
     if (!ok) { r->errors++; break; }
-    if (i >= warm) t[i - warm] = t1 - t0;
+    if (i >= warm) t[r->measured++] = t1 - t0;
   }
   // Verify: read every slot back; each holds the last value put into it.
   int n = warm + iters;
@@ -73,7 +75,7 @@ __global__ void k_get(DeviceState* s, int peer, int warm, int iters, uint64_t* t
     if (!ok) { r->errors++; break; }
     uint64_t v = *reinterpret_cast<volatile uint64_t*>(s->heap + kGetDst);
     if (v != get_pattern(j)) { if (!r->errors) r->first_bad = i; r->errors++; }
-    if (i >= warm) t[i - warm] = t1 - t0;
+    if (i >= warm) t[r->measured++] = t1 - t0;
   }
   finish(s, peer, r);
 }
@@ -86,7 +88,7 @@ __global__ void k_fadd(DeviceState* s, int peer, int warm, int iters, uint64_t* 
     uint64_t t1 = dev::globaltimer();
     if (!ok) { r->errors++; break; }
     if (old != uint64_t(i)) { if (!r->errors) r->first_bad = i; r->errors++; }
-    if (i >= warm) t[i - warm] = t1 - t0;
+    if (i >= warm) t[r->measured++] = t1 - t0;
   }
   uint64_t final_v = 0;
   if (!dev::fetch_add(s, peer, kCounterOff, 0, &final_v) || final_v != uint64_t(warm + iters)) r->errors++;
@@ -100,7 +102,7 @@ __global__ void k_ping(DeviceState* s, int peer, int warm, int iters, uint64_t* 
     bool ok = dev::put8(s, peer, kPingOff, v) && dev::wait_eq(s, kPingOff, v);
     uint64_t t1 = dev::globaltimer();
     if (!ok) { r->errors++; r->first_bad = i; break; }
-    if (i >= warm) t[i - warm] = t1 - t0;
+    if (i >= warm) t[r->measured++] = t1 - t0;
   }
   if (!dev::quiet(s, peer)) r->errors++;
   finish(s, peer, r);
@@ -117,7 +119,7 @@ __global__ void k_pong(DeviceState* s, int peer, int warm, int iters, Result* r)
 
 static void usage() {
   fprintf(stderr, "usage: gda_bench --pe N --npes 2 --dir DIR [--test all|put|get|fadd|pingpong] "
-                  "[--warmup N] [--iters N] [--json FILE] [--verbose]\n");
+                  "[--warmup N] [--iters N] [--json FILE] [--device-timeout SECONDS] [--verbose]\n");
   exit(2);
 }
 
@@ -134,6 +136,7 @@ int main(int argc, char** argv) {
   int pe = -1, npes = 2, warm = 1000, iters = 5000;
   std::string dir, test = "all", json;
   bool verbose = false;
+  double device_timeout_s = Options{}.device_timeout_s;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { if (i + 1 >= argc) usage(); return argv[++i]; };
@@ -144,6 +147,7 @@ int main(int argc, char** argv) {
     else if (a == "--warmup") warm = std::stoi(next());
     else if (a == "--iters") iters = std::stoi(next());
     else if (a == "--json") json = next();
+    else if (a == "--device-timeout") device_timeout_s = std::stod(next());
     else if (a == "--verbose") verbose = true;
     else usage();
   }
@@ -155,9 +159,19 @@ int main(int argc, char** argv) {
   o.npes = npes;
   o.dir = dir;
   o.verbose = verbose;
+  o.device_timeout_s = device_timeout_s;
   Context ctx;
   if (ctx.init(o)) {
     fprintf(stderr, "gda_bench: setup failed: %s\n", ctx.error().c_str());
+    return 1;
+  }
+  // Every kernel is loaded before the first launch: k_barrier spins until the peer arrives, and
+  // under lazy loading the load of the next kernel would wait behind it (docs/gda.md).
+  const void* kernels[] = {(const void*)k_barrier, (const void*)k_put, (const void*)k_get,
+                           (const void*)k_fadd, (const void*)k_ping, (const void*)k_pong};
+  std::string kerr;
+  if (load_kernels(kernels, int(sizeof kernels / sizeof kernels[0]), &kerr)) {
+    fprintf(stderr, "gda_bench: pe %d: %s\n", pe, kerr.c_str());
     return 1;
   }
   DeviceState* s = ctx.device_state();
@@ -176,12 +190,30 @@ int main(int argc, char** argv) {
   std::vector<std::string> tests;
   if (test == "all") tests = {"put", "get", "fadd", "pingpong"};
   else tests = {test};
+  for (const std::string& name : tests)
+    if (name != "put" && name != "get" && name != "fadd" && name != "pingpong") usage();
 
   FILE* jf = json.empty() ? nullptr : fopen(json.c_str(), "w");
+  if (!json.empty() && !jf) {
+    fprintf(stderr, "gda_bench: pe %d: cannot write %s: %s\n", pe, json.c_str(), strerror(errno));
+    return 1;
+  }
   if (jf) fprintf(jf, "[\n");
   int failures = 0;
   bool first_json = true;
+  std::string broken_by;  // a failed test leaves the QP in error: later tests are not run
   for (const std::string& name : tests) {
+    const char* label = name == "put" ? "Put+Quiet" : name == "get" ? "Get" : name == "fadd" ? "Atomic FetchAdd" : "Ping-Pong RTT";
+    if (!broken_by.empty()) {
+      printf("pe %d: %-16s not run: the QP failed in %s\n", pe, label, broken_by.c_str());
+      if (jf && pe == 0) {
+        fprintf(jf, "%s  {\"benchmark\": \"%s\", \"label\": \"%s\", \"run\": false, \"reason\": \"the QP failed in %s\"}",
+                first_json ? "" : ",\n", name.c_str(), label, broken_by.c_str());
+        first_json = false;
+      }
+      failures++;
+      continue;
+    }
     CK(cudaMemset(ctx.heap() + kCounterOff, 0, 64));
     CK(cudaMemset(ctx.heap() + kPingOff, 0, 64));
     CK(cudaMemset(d_r, 0, sizeof(Result)));
@@ -192,8 +224,7 @@ int main(int argc, char** argv) {
       if (name == "put") k_put<<<1, 1, 0, st>>>(s, peer, warm, iters, d_t, d_r);
       else if (name == "get") k_get<<<1, 1, 0, st>>>(s, peer, warm, iters, d_t, d_r);
       else if (name == "fadd") k_fadd<<<1, 1, 0, st>>>(s, peer, warm, iters, d_t, d_r);
-      else if (name == "pingpong") k_ping<<<1, 1, 0, st>>>(s, peer, warm, iters, d_t, d_r);
-      else usage();
+      else k_ping<<<1, 1, 0, st>>>(s, peer, warm, iters, d_t, d_r);
     } else if (name == "pingpong") {
       k_pong<<<1, 1, 0, st>>>(s, peer, warm, iters, d_r);
     }
@@ -202,29 +233,46 @@ int main(int argc, char** argv) {
     CK(cudaGetLastError());
     Result r{};
     CK(cudaMemcpy(&r, d_r, sizeof r, cudaMemcpyDeviceToHost));
-    bool ok = r.errors == 0 && r.qp_error == 0;
-    if (!ok) failures++;
+    WaitFailure wf{};
+    if (ctx.read_failure(&wf)) {
+      fprintf(stderr, "gda_bench: %s\n", ctx.error().c_str());
+      return 1;
+    }
+    bool ok = r.errors == 0 && r.qp_error == 0 && wf.kind == 0;
+    if (!ok) {
+      failures++;
+      broken_by = name;
+      if (wf.kind) printf("%s\n", describe_failure(wf, pe).c_str());
+    }
     if (!timed) {
       printf("pe %d: %-8s target side %s (errors %llu, qp error 0x%x)\n", pe, name.c_str(),
              ok ? "ok" : "FAILED", r.errors, r.qp_error);
       continue;
     }
-    std::vector<uint64_t> t(iters);
-    CK(cudaMemcpy(t.data(), d_t, sizeof(uint64_t) * iters, cudaMemcpyDeviceToHost));
+    // Statistics over the iterations that were measured, never over unfilled entries.
+    size_t m = size_t(std::min<unsigned long long>(r.measured, (unsigned long long)iters));
+    std::vector<uint64_t> t(m);
+    if (m) CK(cudaMemcpy(t.data(), d_t, sizeof(uint64_t) * m, cudaMemcpyDeviceToHost));
     std::sort(t.begin(), t.end());
     double sum = 0;
     for (uint64_t x : t) sum += double(x);
     auto q = [&](double p) { return double(t[std::min<size_t>(t.size() - 1, size_t(p * (t.size() - 1) + 0.5))]) / 1000.0; };
-    const char* label = name == "put" ? "Put+Quiet" : name == "get" ? "Get" : name == "fadd" ? "Atomic FetchAdd" : "Ping-Pong RTT";
-    printf("pe %d: %-16s median %8.2f us  p99 %8.2f us  min %8.2f us  max %8.2f us  verified: %s (errors %llu, qp error 0x%x)\n",
-           pe, label, q(0.5), q(0.99), q(0.0), q(1.0), ok ? "yes" : "NO", r.errors, r.qp_error);
+    if (m)
+      printf("pe %d: %-16s median %8.2f us  p99 %8.2f us  min %8.2f us  max %8.2f us  (%zu of %d measured)  verified: %s (errors %llu, qp error 0x%x)\n",
+             pe, label, q(0.5), q(0.99), q(0.0), q(1.0), m, iters, ok ? "yes" : "NO", r.errors, r.qp_error);
+    else
+      printf("pe %d: %-16s nothing measured (failed during warm-up)  verified: NO (errors %llu, qp error 0x%x)\n",
+             pe, label, r.errors, r.qp_error);
     if (jf) {
-      fprintf(jf,
-              "%s  {\"benchmark\": \"%s\", \"label\": \"%s\", \"pes\": %d, \"size_bytes\": 8, \"warmup\": %d, "
-              "\"iterations\": %d, \"median_us\": %.3f, \"p99_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, "
-              "\"mean_us\": %.3f, \"verified\": %s, \"errors\": %llu, \"qp_error\": %u, \"timer\": \"globaltimer\"}",
-              first_json ? "" : ",\n", name.c_str(), label, npes, warm, iters, q(0.5), q(0.99), q(0.0), q(1.0),
-              sum / t.size() / 1000.0, ok ? "true" : "false", r.errors, r.qp_error);
+      fprintf(jf, "%s  {\"benchmark\": \"%s\", \"label\": \"%s\", \"run\": true, \"pes\": %d, \"size_bytes\": 8, \"warmup\": %d, "
+                  "\"iterations\": %d, \"measured\": %zu, ", first_json ? "" : ",\n", name.c_str(), label, npes, warm, iters, m);
+      if (m)
+        fprintf(jf, "\"median_us\": %.3f, \"p99_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"mean_us\": %.3f, ",
+                q(0.5), q(0.99), q(0.0), q(1.0), sum / double(m) / 1000.0);
+      else
+        fprintf(jf, "\"median_us\": null, \"p99_us\": null, \"min_us\": null, \"max_us\": null, \"mean_us\": null, ");
+      fprintf(jf, "\"verified\": %s, \"errors\": %llu, \"qp_error\": %u, \"timer\": \"globaltimer\"}",
+              ok ? "true" : "false", r.errors, r.qp_error);
       first_json = false;
     }
   }

@@ -356,6 +356,66 @@ int Context::init(const Options& o) {
   return 0;
 }
 
+int load_kernels(const void* const* kernels, int n, std::string* err) {
+  for (int i = 0; i < n; ++i) {
+    cudaFuncAttributes attr{};
+    if (cudaError_t e = cudaFuncGetAttributes(&attr, kernels[i])) {
+      *err = "loading kernel " + std::to_string(i) + ": " + cuda_err(e);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+std::string describe_failure(const WaitFailure& f, int pe) {
+  if (!f.kind) return "";
+  char buf[512];
+  double s = double(f.waited_ns) / 1e9;
+  m5::CqeTail t = m5::decode_cqe_tail(f.cqe_word);
+  char cq[160];
+  snprintf(cq, sizeof cq, "its CQ shows wqe_counter %u opcode 0x%x%s", t.wqe_counter, t.opcode,
+           t.opcode == m5::kCqeInvalid ? " (no CQE yet)" : "");
+  switch (f.kind) {
+    case kErrTimeoutCq:
+      snprintf(buf, sizeof buf,
+               "pe %d: quiet on QP 0x%x towards PE %d gave up after %.1f s: %llu WQEBBs posted, %llu "
+               "completed (waiting for WQE index %llu); %s",
+               pe, f.qpn, f.peer, s, (unsigned long long)f.prod, (unsigned long long)f.cons,
+               (unsigned long long)((f.prod - 1) & 0xffff), cq);
+      break;
+    case kErrTimeoutSlot:
+      snprintf(buf, sizeof buf,
+               "pe %d: waiting for send-queue room on QP 0x%x towards PE %d gave up after %.1f s: %llu "
+               "posted, %llu completed, needed %llu completed; %s",
+               pe, f.qpn, f.peer, s, (unsigned long long)f.prod, (unsigned long long)f.cons,
+               (unsigned long long)f.expected, cq);
+      break;
+    case kErrTimeoutWait:
+      snprintf(buf, sizeof buf,
+               "pe %d: waiting for the word at heap offset %llu to become %llu gave up after %.1f s: it "
+               "holds %llu",
+               pe, (unsigned long long)f.heap_off, (unsigned long long)f.expected, s,
+               (unsigned long long)f.observed);
+      break;
+    case kErrTimeoutBarrier:
+      snprintf(buf, sizeof buf,
+               "pe %d: barrier waiting for PE %d's flag (heap offset %llu) to reach epoch %llu gave up "
+               "after %.1f s: it holds %llu",
+               pe, f.peer, (unsigned long long)f.heap_off, (unsigned long long)f.expected, s,
+               (unsigned long long)f.observed);
+      break;
+    default:
+      snprintf(buf, sizeof buf, "pe %d: device wait failure 0x%x", pe, f.kind);
+  }
+  return buf;
+}
+
+int Context::read_failure(WaitFailure* f) {
+  if (cudaError_t e = cudaMemcpy(f, &d_state_->failure, sizeof *f, cudaMemcpyDeviceToHost))
+    return fail("reading the device's wait failure: " + cuda_err(e));
+  return 0;
+}
+
 void Context::finalize() {
   if (!ctx_) return;
   cudaDeviceSynchronize();

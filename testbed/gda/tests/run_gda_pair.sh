@@ -2,8 +2,17 @@
 # Runs gda_bench as two PEs (two processes) over softnic on this machine's GPU and checks both
 # verified their results. Exit 77 (skip) when there is no usable CUDA device.
 # usage: run_gda_pair.sh PROBE BENCH SOFTNIC_LIBDIR TEST WARMUP ITERS [JSON_OUT_DIR]
+# Environment: GDA_PAIR_TIMEOUT_S (default 50: below ctest's 70), GDA_PAIR_TAG (names the JSON
+# files and the fabric, for pairs run side by side), SOFTNIC_DEBUG (default 2: the devx engine
+# dumps its state when a QP stalls and on SIGUSR2).
+#
+# A PE that fails, or a pair that outlives its timeout, never lingers to make the next test find
+# the GPU busy: the survivors are asked for a state dump and every thread's backtrace (SIGUSR2),
+# then stopped with SIGTERM and, after a grace period, SIGKILL.
 set -u
 probe=$1 bench=$2 libdir=$3 test=$4 warm=$5 iters=$6 outdir=${7:-}
+timeout_s=${GDA_PAIR_TIMEOUT_S:-50}
+tag=${GDA_PAIR_TAG:-$test}
 out=$("$probe" 2>&1)
 rc=$?
 echo "$out"
@@ -14,31 +23,45 @@ export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SOFTNIC_FABRIC="gda-$$"
 export SOFTNIC_SPIN_US=${SOFTNIC_SPIN_US:-200000}
 export SOFTNIC_DEVX_SPIN_US=${SOFTNIC_DEVX_SPIN_US:-1000000}
+export SOFTNIC_DEBUG=${SOFTNIC_DEBUG:-2}
 j0=() ; j1=()
-if [ -n "$outdir" ]; then j0=(--json "$outdir/gda_${test}_pe0.json"); j1=(--json "$outdir/gda_${test}_pe1.json"); fi
-p0=; p1=
-show() { echo "--- pe 0"; cat "$dir/pe0.log" 2>/dev/null; echo "--- pe 1"; cat "$dir/pe1.log" 2>/dev/null; }
-cleanup() { [ -n "$p0" ] && kill "$p0" 2>/dev/null; [ -n "$p1" ] && kill "$p1" 2>/dev/null; }
-trap 'cleanup; echo "gda pair $test: INTERRUPTED (timeout?)"; show; exit 1' TERM INT
-"$bench" --pe 1 --npes 2 --dir "$dir" --test "$test" --warmup "$warm" --iters "$iters" "${j1[@]}" > "$dir/pe1.log" 2>&1 &
-p1=$!
-"$bench" --pe 0 --npes 2 --dir "$dir" --test "$test" --warmup "$warm" --iters "$iters" "${j0[@]}" > "$dir/pe0.log" 2>&1 &
-p0=$!
-# When one PE fails, the other would only notice at its bootstrap or device timeout: stop it.
-rc0=; rc1=
-while [ -z "$rc0" ] || [ -z "$rc1" ]; do
-  if [ -z "$rc0" ] && ! kill -0 "$p0" 2>/dev/null; then wait "$p0"; rc0=$?; fi
-  if [ -z "$rc1" ] && ! kill -0 "$p1" 2>/dev/null; then wait "$p1"; rc1=$?; fi
-  if [[ ( -n "$rc0" && "$rc0" != 0 && -z "$rc1" ) || ( -n "$rc1" && "$rc1" != 0 && -z "$rc0" ) ]]; then
-    sleep 5
-    [ -z "$rc0" ] && kill "$p0" 2>/dev/null && { wait "$p0"; rc0=$?; echo "pe 0 stopped: pe 1 failed"; }
-    [ -z "$rc1" ] && kill "$p1" 2>/dev/null && { wait "$p1"; rc1=$?; echo "pe 1 stopped: pe 0 failed"; }
+if [ -n "$outdir" ]; then j0=(--json "$outdir/gda_${tag}_pe0.json"); j1=(--json "$outdir/gda_${tag}_pe1.json"); fi
+declare -A pid=() rc=()
+start() {  # start PE
+  "$bench" --pe "$1" --npes 2 --dir "$dir" --test "$test" --warmup "$warm" --iters "$iters" \
+    $([ "$1" = 0 ] && echo "${j0[@]}" || echo "${j1[@]}") > "$dir/pe$1.log" 2>&1 &
+  pid[$1]=$!
+}
+alive() { [ -n "${pid[$1]:-}" ] && [ -z "${rc[$1]:-}" ] && kill -0 "${pid[$1]}" 2>/dev/null; }
+reap() { if [ -z "${rc[$1]:-}" ] && ! kill -0 "${pid[$1]}" 2>/dev/null; then wait "${pid[$1]}"; rc[$1]=$?; fi; }
+# Dump, then stop, every PE still running; $1 says why.
+stop_all() {
+  echo "gda pair $tag: $1: asking the running PEs for a state dump, then stopping them"
+  for p in 0 1; do alive $p && kill -USR2 "${pid[$p]}" 2>/dev/null; done
+  sleep 2
+  for p in 0 1; do alive $p && kill -TERM "${pid[$p]}" 2>/dev/null; done
+  for _ in $(seq 30); do alive 0 || alive 1 || break; sleep 0.1; done
+  for p in 0 1; do alive $p && { kill -KILL "${pid[$p]}" 2>/dev/null; echo "pe $p: SIGKILL after the grace period"; }; done
+  for p in 0 1; do [ -z "${rc[$p]:-}" ] && { wait "${pid[$p]}"; rc[$p]=$?; }; done
+}
+trap 'stop_all "interrupted"; cat "$dir"/pe*.log; rm -rf "$dir"; exit 1' TERM INT
+start 1
+start 0
+deadline=$(( $(date +%s) + timeout_s ))
+while [ -z "${rc[0]:-}" ] || [ -z "${rc[1]:-}" ]; do
+  reap 0; reap 1
+  failed=
+  for p in 0 1; do [ -n "${rc[$p]:-}" ] && [ "${rc[$p]}" != 0 ] && failed=$p; done
+  if [ -n "$failed" ] && { alive 0 || alive 1; }; then
+    sleep 3  # the peer usually reports its own view of the failure within its device timeout
+    reap 0; reap 1
+    if alive 0 || alive 1; then stop_all "pe $failed failed (rc ${rc[$failed]})"; fi
+  elif [ "$(date +%s)" -ge "$deadline" ]; then
+    stop_all "timeout after ${timeout_s} s"
   fi
   sleep 0.05
 done
-p0=; p1=
-echo "--- pe 0 (rc $rc0)"; cat "$dir/pe0.log"
-echo "--- pe 1 (rc $rc1)"; cat "$dir/pe1.log"
+for p in 0 1; do echo "--- pe $p (rc ${rc[$p]})"; cat "$dir/pe$p.log"; done
 rm -rf "$dir"
-if [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ]; then echo "gda pair $test: PASSED"; exit 0; fi
-echo "gda pair $test: FAILED"; exit 1
+if [ "${rc[0]}" -eq 0 ] && [ "${rc[1]}" -eq 0 ]; then echo "gda pair $tag: PASSED"; exit 0; fi
+echo "gda pair $tag: FAILED"; exit 1

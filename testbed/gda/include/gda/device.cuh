@@ -54,6 +54,23 @@ GDA_FN uint64_t timeout_of(const DeviceState* s) {
   return s->timeout_ns ? s->timeout_ns : 10000000000ull;
 }
 
+// Records the first wait that gave up (DeviceState::failure); later ones keep the first.
+GDA_FN void record_failure(DeviceState* s, uint32_t kind, int peer, const QpDev* q, uint64_t heap_off,
+                           uint64_t expected, uint64_t observed, uint64_t waited_ns) {
+  WaitFailure& f = s->failure;
+  if (f.kind) return;
+  f.kind = kind;
+  f.peer = peer;
+  f.qpn = q ? q->qpn : 0;
+  f.cqe_word = q ? *reinterpret_cast<volatile uint32_t*>(q->cqe + m5::kCqeWqeCounter) : 0;
+  f.prod = q ? q->prod : 0;
+  f.cons = q ? q->cons : 0;
+  f.heap_off = heap_off;
+  f.expected = expected;
+  f.observed = observed;
+  f.waited_ns = waited_ns;
+}
+
 // Reads entry 0 of the collapsed CQ and advances cons. Error CQEs are recorded in q->error and
 // count as completions (the QP is then in error; later WQEs are flushed with error CQEs too).
 GDA_FN void poll_cq(QpDev* q) {
@@ -67,15 +84,17 @@ GDA_FN void poll_cq(QpDev* q) {
   if (done > q->cons && done <= q->prod) q->cons = done;
 }
 
-// Waits for room for n WQEBBs; returns a pointer-free index (the first WQEBB's counter).
-GDA_FN bool reserve(const DeviceState* s, QpDev* q, uint32_t n) {
+// Waits for room for n WQEBBs in the send queue towards peer.
+GDA_FN bool reserve(DeviceState* s, int peer, QpDev* q, uint32_t n) {
   if (q->prod + n - q->cons <= q->nwqes) return true;
   uint64_t t0 = globaltimer();
   while (q->prod + n - q->cons > q->nwqes) {
     poll_cq(q);
     relax();
-    if (globaltimer() - t0 > timeout_of(s)) {
+    uint64_t waited = globaltimer() - t0;
+    if (waited > timeout_of(s)) {
       if (!q->error) q->error = kErrTimeoutSlot;
+      record_failure(s, kErrTimeoutSlot, peer, q, 0, q->prod + n - q->nwqes, q->cons, waited);
       return false;
     }
   }
@@ -121,9 +140,10 @@ GDA_FN void ring(QpDev* q) {
 }
 
 // ---- operations on one QP -------------------------------------------------------------------
-GDA_FN bool post_write_inline8(const DeviceState* s, QpDev* q, uint64_t raddr,
-                                                   uint32_t rkey, uint64_t value) {
-  if (!reserve(s, q, 1)) return false;
+GDA_FN bool post_write_inline8(DeviceState* s, int peer, uint64_t raddr, uint32_t rkey,
+                               uint64_t value) {
+  QpDev* q = &s->qp[peer];
+  if (!reserve(s, peer, q, 1)) return false;
   uint8_t* w = wqebb(q, q->prod);
   ctrl(w, q, m5::kOpRdmaWrite, 3, true);
   raddr_seg(w + 16, raddr, rkey);
@@ -132,9 +152,10 @@ GDA_FN bool post_write_inline8(const DeviceState* s, QpDev* q, uint64_t raddr,
   ring(q);
   return true;
 }
-GDA_FN bool post_rdma(const DeviceState* s, QpDev* q, uint8_t opcode, uint64_t laddr,
-                                          uint32_t lkey, uint32_t len, uint64_t raddr, uint32_t rkey) {
-  if (!reserve(s, q, 1)) return false;
+GDA_FN bool post_rdma(DeviceState* s, int peer, uint8_t opcode, uint64_t laddr, uint32_t lkey,
+                      uint32_t len, uint64_t raddr, uint32_t rkey) {
+  QpDev* q = &s->qp[peer];
+  if (!reserve(s, peer, q, 1)) return false;
   uint8_t* w = wqebb(q, q->prod);
   ctrl(w, q, opcode, 3, true);
   raddr_seg(w + 16, raddr, rkey);
@@ -143,9 +164,10 @@ GDA_FN bool post_rdma(const DeviceState* s, QpDev* q, uint8_t opcode, uint64_t l
   ring(q);
   return true;
 }
-GDA_FN bool post_fetch_add(const DeviceState* s, QpDev* q, uint64_t raddr, uint32_t rkey,
-                                               uint64_t add, uint64_t laddr, uint32_t lkey) {
-  if (!reserve(s, q, 1)) return false;
+GDA_FN bool post_fetch_add(DeviceState* s, int peer, uint64_t raddr, uint32_t rkey, uint64_t add,
+                           uint64_t laddr, uint32_t lkey) {
+  QpDev* q = &s->qp[peer];
+  if (!reserve(s, peer, q, 1)) return false;
   uint8_t* w = wqebb(q, q->prod);
   ctrl(w, q, m5::kOpAtomicFa, 4, true);
   raddr_seg(w + 16, raddr, rkey);
@@ -156,15 +178,18 @@ GDA_FN bool post_fetch_add(const DeviceState* s, QpDev* q, uint64_t raddr, uint3
   ring(q);
   return true;
 }
-// Waits until everything posted on q has completed. false on error or timeout.
-GDA_FN bool quiet_qp(const DeviceState* s, QpDev* q) {
+// Waits until everything posted towards peer has completed. false on error or timeout.
+GDA_FN bool quiet(DeviceState* s, int peer) {
+  QpDev* q = &s->qp[peer];
   uint64_t t0 = globaltimer();
   while (q->cons < q->prod) {
     poll_cq(q);
     if (q->cons >= q->prod) break;
     relax();
-    if (globaltimer() - t0 > timeout_of(s)) {
+    uint64_t waited = globaltimer() - t0;
+    if (waited > timeout_of(s)) {
       if (!q->error) q->error = kErrTimeoutCq;
+      record_failure(s, kErrTimeoutCq, peer, q, 0, q->prod, q->cons, waited);
       return false;
     }
   }
@@ -173,30 +198,29 @@ GDA_FN bool quiet_qp(const DeviceState* s, QpDev* q) {
 
 // ---- PE-level API (heap offsets) ------------------------------------------------------------
 GDA_FN bool put8(DeviceState* s, int pe, uint64_t off, uint64_t value) {
-  return post_write_inline8(s, &s->qp[pe], s->remote_heap[pe] + off, s->rkey[pe], value);
+  return post_write_inline8(s, pe, s->remote_heap[pe] + off, s->rkey[pe], value);
 }
 GDA_FN bool put(DeviceState* s, int pe, uint64_t dst_off, uint64_t src_off, uint32_t len) {
-  return post_rdma(s, &s->qp[pe], m5::kOpRdmaWrite, uint64_t(s->heap + src_off), s->lkey, len,
+  return post_rdma(s, pe, m5::kOpRdmaWrite, uint64_t(s->heap + src_off), s->lkey, len,
                    s->remote_heap[pe] + dst_off, s->rkey[pe]);
 }
-GDA_FN bool quiet(DeviceState* s, int pe) { return quiet_qp(s, &s->qp[pe]); }
 GDA_FN bool quiet_all(DeviceState* s) {
   bool ok = true;
   for (int p = 0; p < s->npes; ++p)
-    if (p != s->pe) ok &= quiet_qp(s, &s->qp[p]);
+    if (p != s->pe) ok &= quiet(s, p);
   return ok;
 }
 // Blocking get: remote [src_off, +len) of pe into local [dst_off, +len).
 GDA_FN bool get(DeviceState* s, int pe, uint64_t dst_off, uint64_t src_off, uint32_t len) {
-  return post_rdma(s, &s->qp[pe], m5::kOpRdmaRead, uint64_t(s->heap + dst_off), s->lkey, len,
+  return post_rdma(s, pe, m5::kOpRdmaRead, uint64_t(s->heap + dst_off), s->lkey, len,
                    s->remote_heap[pe] + src_off, s->rkey[pe]) &&
          quiet(s, pe);
 }
 // Blocking 8-byte fetch-and-add; *old receives the previous value.
 GDA_FN bool fetch_add(DeviceState* s, int pe, uint64_t off, uint64_t add, uint64_t* old) {
   uint64_t slot = kFetchOff + 8 * uint64_t(pe);
-  if (!post_fetch_add(s, &s->qp[pe], s->remote_heap[pe] + off, s->rkey[pe], add,
-                      uint64_t(s->heap + slot), s->lkey) ||
+  if (!post_fetch_add(s, pe, s->remote_heap[pe] + off, s->rkey[pe], add, uint64_t(s->heap + slot),
+                      s->lkey) ||
       !quiet(s, pe))
     return false;
   *old = *reinterpret_cast<volatile uint64_t*>(s->heap + slot);
@@ -209,7 +233,11 @@ GDA_FN bool wait_eq(DeviceState* s, uint64_t off, uint64_t v) {
   uint64_t t0 = globaltimer();
   while (*p != v) {
     relax();
-    if (globaltimer() - t0 > timeout_of(s)) return false;
+    uint64_t waited = globaltimer() - t0;
+    if (waited > timeout_of(s)) {
+      record_failure(s, kErrTimeoutWait, -1, nullptr, off, v, *p, waited);
+      return false;
+    }
   }
   return true;
 }
@@ -227,7 +255,9 @@ GDA_FN bool barrier(DeviceState* s) {
     uint64_t t0 = globaltimer();
     while (*f < epoch) {
       relax();
-      if (globaltimer() - t0 > timeout_of(s)) {
+      uint64_t waited = globaltimer() - t0;
+      if (waited > timeout_of(s)) {
+        record_failure(s, kErrTimeoutBarrier, p, &s->qp[p], kBarrierOff + 8 * uint64_t(p), epoch, *f, waited);
         ok = false;
         break;
       }

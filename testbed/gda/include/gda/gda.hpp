@@ -29,8 +29,21 @@ struct Options {
   int cuda_device = 0;
   bool verbose = false;            // print every setup step
   double bootstrap_timeout_s = 60;
-  double device_timeout_s = 60;    // bound on every device-side wait (then an error, not a hang)
+  // Bound on every device-side wait, then an error naming the wait (WaitFailure), not a hang;
+  // well below the tests' own timeouts, so a lost completion is reported, not killed.
+  double device_timeout_s = 10;
 };
+
+// Loads the given kernels (host stubs of __global__ functions) now, before any of them runs.
+// With CUDA's lazy loading (the default since 12.2) a kernel is loaded at its first launch, and
+// loading waits for the kernels already running: a kernel that spins waiting for the NIC (or a
+// peer) then blocks the load of the next one, and every copy the NIC emulation queues behind it.
+// A GPU-initiated program must load what it will launch before it launches anything that waits.
+// 0 on success; -1 with *err set.
+int load_kernels(const void* const* kernels, int n, std::string* err);
+
+// One line naming a device-side wait that gave up (state.hpp WaitFailure); "" if f.kind == 0.
+std::string describe_failure(const WaitFailure& f, int pe);
 
 class Context {
  public:
@@ -45,6 +58,8 @@ class Context {
   const std::string& error() const { return err_; }
   // Host-side barrier through the bootstrap directory (tag must be unique per use).
   int host_barrier(const std::string& tag);
+  // Copies the device's WaitFailure back (after the kernels of a test have finished).
+  int read_failure(WaitFailure* f);
 
  private:
   struct Peer {

@@ -27,6 +27,21 @@ constexpr uint64_t kFetchOff = 512;                    // 8 bytes per PE: atomic
 constexpr uint64_t kScratchOff = 1024;                 // 8 bytes per PE: put8 staging (unused)
 constexpr uint64_t kHeapReserved = 4096;
 
+// The first device-side wait of a PE that gave up: which wait, on which QP, at which index, and
+// what it saw. Filled by the device, printed by the host (describe_failure in gda.hpp), so that
+// a lost completion or a silent peer is named instead of hanging the test.
+struct WaitFailure {
+  uint32_t kind;          // kErrTimeout* (0: no failure)
+  int32_t peer;           // PE the wait concerned (-1: a local flag)
+  uint32_t qpn;           // QP towards peer (0: none)
+  uint32_t cqe_word;      // CQE bytes 60..63 of the QP's CQ as last read
+  uint64_t prod, cons;    // WQEBBs posted / known complete on that QP
+  uint64_t heap_off;      // wait_eq / barrier: the flag's heap offset
+  uint64_t expected;      // the value waited for (wait_eq: equal, barrier: at least)
+  uint64_t observed;      // the value last seen
+  uint64_t waited_ns;
+};
+
 struct DeviceState {
   int pe;
   int npes;
@@ -39,11 +54,13 @@ struct DeviceState {
   QpDev qp[kMaxPes];         // qp[pe]: towards pe (none towards itself)
   uint64_t barrier_epoch;
   uint64_t timeout_ns;       // bound on every device-side wait (0: 10 s)
+  WaitFailure failure;       // the first wait that timed out
 };
 
 // Error codes of device waits (QpDev::error values above 0xff).
 constexpr uint32_t kErrTimeoutSlot = 0x101;
 constexpr uint32_t kErrTimeoutCq = 0x102;
 constexpr uint32_t kErrTimeoutWait = 0x103;
+constexpr uint32_t kErrTimeoutBarrier = 0x104;
 
 }  // namespace gda
