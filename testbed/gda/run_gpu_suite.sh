@@ -130,7 +130,7 @@ ROUNDS=${GDA_ROUNDS:-3}
 for round in $(seq "$ROUNDS"); do
   note "5. round $round of $ROUNDS: ctest -L gpu, one test at a time, then the microbenchmarks"
   round_ok=1
-  for t in $(ctest --test-dir "$B" -L gpu -N | awk '/Test +#/ {print $3}'); do
+  for t in $(ctest --test-dir "$B" -L '^gpu$' -N | awk '/Test +#/ {print $3}'); do
     mps_restart
     timeout 100 ctest --test-dir "$B" -R "^${t//./\\.}\$" -V > "$LOGS/ctest-$t-r$round.log" 2>&1
     rc=$?

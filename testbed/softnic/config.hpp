@@ -13,7 +13,7 @@ struct Config {
   std::string fabric;           // SOFTNIC_FABRIC: shared-memory namespace (default: per uid)
   Identity identity = Identity::ConnectX6;  // SOFTNIC_IDENTITY=classic|cx6
   uint32_t spin_us = 5;         // SOFTNIC_SPIN_US: engine busy-poll time before sleeping
-  bool debug = false;           // SOFTNIC_DEBUG=1: trace to stderr
+  bool debug = false;           // SOFTNIC_DEBUG bit 1 (=1 or 3): trace to stderr
 };
 
 // Parsed on first use; never changes afterwards.

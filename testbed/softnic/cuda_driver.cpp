@@ -3,10 +3,13 @@
 #include "cuda_driver.hpp"
 
 #include <dlfcn.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -67,21 +70,57 @@ uint64_t now_ns() {
 
 bool check(CUresult r, const char* call, uint64_t dev, size_t len);
 
+// Pinned staging: [0, kStagingBytes) for synchronous copies, then a ring of small slots for
+// write_async (the stream is synchronised before a slot is reused).
+constexpr size_t kAsyncSlots = 64;
 struct PerCtx {
   void* ctx = nullptr;
   void* stream = nullptr;
-  void* staging = nullptr;  // pinned
+  uint8_t* staging = nullptr;  // pinned
+  uint32_t async_next = 0;     // next ring slot
+  uint32_t async_queued = 0;   // async writes since the stream was last synchronised
 };
 struct ThreadState {
   PerCtx slot[kMaxContextsPerThread];
   int n = 0;
+  int inflight = -1;  // this thread's entry in g_inflight
 };
 thread_local ThreadState t_state;
 
 std::atomic<uint64_t> g_reads{0}, g_writes{0}, g_read_ns{0}, g_write_ns{0}, g_read_max{0},
     g_write_max{0}, g_failures{0};
-std::atomic<uint64_t> g_inflight_since{0}, g_inflight_addr{0}, g_inflight_len{0};
-std::atomic<bool> g_inflight_read{false};
+
+// One in-flight record per copying thread (dumps list them; a thread keeps its entry).
+constexpr int kMaxCopyThreads = 32;
+struct InFlightSlot {
+  std::atomic<long> tid{0};
+  std::atomic<uint64_t> since{0}, addr{0}, len{0};
+  std::atomic<bool> is_read{false};
+};
+InFlightSlot g_inflight[kMaxCopyThreads];
+
+InFlightSlot* my_inflight() {
+  ThreadState& t = t_state;
+  if (t.inflight < 0) {
+    long tid = long(syscall(SYS_gettid));
+    for (int i = 0; i < kMaxCopyThreads; ++i) {
+      long expect = 0;
+      if (g_inflight[i].tid.compare_exchange_strong(expect, tid)) {
+        t.inflight = i;
+        break;
+      }
+    }
+    if (t.inflight < 0) return nullptr;  // more copying threads than slots: not shown in dumps
+  }
+  return &g_inflight[t.inflight];
+}
+
+// Runs before CUDA can be initialised by the program (softnic's libibverbs is loaded with it).
+__attribute__((constructor)) void reserve_work_queues() {
+  const char* want = getenv("SOFTNIC_CUDA_CONNECTIONS");
+  if (want && strcmp(want, "0") == 0) return;
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", want && *want ? want : "4", 0);
+}
 
 void raise_max(std::atomic<uint64_t>& m, uint64_t v) {
   uint64_t cur = m.load(std::memory_order_relaxed);
@@ -112,7 +151,8 @@ PerCtx* per_ctx(void* ctx) {
   PerCtx p;
   p.ctx = ctx;
   if (!check(a.stream_create(&p.stream, kStreamNonBlocking), "cuStreamCreate", 0, 0)) return nullptr;
-  if (!check(a.host_alloc(&p.staging, kStagingBytes, 0), "cuMemHostAlloc(staging)", 0, kStagingBytes)) {
+  size_t bytes = kStagingBytes + kAsyncSlots * kAsyncWriteMaxBytes;
+  if (!check(a.host_alloc(reinterpret_cast<void**>(&p.staging), bytes, 0), "cuMemHostAlloc(staging)", 0, bytes)) {
     a.stream_destroy(p.stream);
     return nullptr;
   }
@@ -127,10 +167,13 @@ bool copy(void* ctx, uint64_t dev, void* host, size_t len) {
   const Api& a = api();
   if (!a.ok) return false;
   uint64_t t0 = now_ns();
-  g_inflight_addr.store(dev, std::memory_order_relaxed);
-  g_inflight_len.store(len, std::memory_order_relaxed);
-  g_inflight_read.store(kRead, std::memory_order_relaxed);
-  g_inflight_since.store(t0, std::memory_order_release);
+  InFlightSlot* rec = my_inflight();
+  if (rec) {
+    rec->addr.store(dev, std::memory_order_relaxed);
+    rec->len.store(len, std::memory_order_relaxed);
+    rec->is_read.store(kRead, std::memory_order_relaxed);
+    rec->since.store(t0, std::memory_order_release);
+  }
   bool ok = check(a.push_ctx(ctx), "cuCtxPushCurrent", dev, len);
   if (ok) {
     PerCtx* p = per_ctx(ctx);
@@ -149,10 +192,11 @@ bool copy(void* ctx, uint64_t dev, void* host, size_t len) {
       }
       done += n;
     }
+    if (ok) p->async_queued = 0;  // the synchronisation also finished every queued async write
     void* prev = nullptr;
     check(a.pop_ctx(&prev), "cuCtxPopCurrent", dev, len);
   }
-  g_inflight_since.store(0, std::memory_order_release);
+  if (rec) rec->since.store(0, std::memory_order_release);
   uint64_t dt = now_ns() - t0;
   (kRead ? g_reads : g_writes).fetch_add(1, std::memory_order_relaxed);
   (kRead ? g_read_ns : g_write_ns).fetch_add(dt, std::memory_order_relaxed);
@@ -182,18 +226,52 @@ bool write(void* ctx, uint64_t dst_dev, const void* src, size_t len) {
   return copy<false>(ctx, dst_dev, const_cast<void*>(src), len);
 }
 
+bool write_async(void* ctx, uint64_t dst_dev, const void* src, size_t len) {
+  const Api& a = api();
+  if (!a.ok) return false;
+  if (len > kAsyncWriteMaxBytes) return write(ctx, dst_dev, src, len);
+  uint64_t t0 = now_ns();
+  if (!check(a.push_ctx(ctx), "cuCtxPushCurrent", dst_dev, len)) return false;
+  PerCtx* p = per_ctx(ctx);
+  bool ok = p != nullptr;
+  // A full ring: wait for the queued writes before a slot is reused.
+  if (ok && p->async_queued == kAsyncSlots) {
+    ok = check(a.stream_sync(p->stream), "cuStreamSynchronize(async writes)", dst_dev, len);
+    if (ok) p->async_queued = 0;
+  }
+  if (ok) {
+    uint8_t* slot = p->staging + kStagingBytes + size_t(p->async_next) * kAsyncWriteMaxBytes;
+    memcpy(slot, src, len);
+    ok = check(a.htod_async(dst_dev, slot, len, p->stream), "cuMemcpyHtoDAsync", dst_dev, len);
+    if (ok) {
+      p->async_next = uint32_t((p->async_next + 1) % kAsyncSlots);
+      p->async_queued++;
+    }
+  }
+  void* prev = nullptr;
+  check(a.pop_ctx(&prev), "cuCtxPopCurrent", dst_dev, len);
+  uint64_t dt = now_ns() - t0;
+  g_writes.fetch_add(1, std::memory_order_relaxed);
+  g_write_ns.fetch_add(dt, std::memory_order_relaxed);
+  raise_max(g_write_max, dt);
+  return ok;
+}
+
 void release_thread() {
   const Api& a = api();
   ThreadState& t = t_state;
   for (int i = 0; i < t.n; ++i) {
     PerCtx& p = t.slot[i];
     if (a.push_ctx(p.ctx) != 0) continue;  // the context is gone, and its resources with it
+    a.stream_sync(p.stream);                // queued async writes still read the staging
     a.stream_destroy(p.stream);
     a.host_free(p.staging);
     void* prev = nullptr;
     a.pop_ctx(&prev);
   }
   t.n = 0;
+  if (t.inflight >= 0) g_inflight[t.inflight].tid.store(0);
+  t.inflight = -1;
 }
 
 CopyStats copy_stats() {
@@ -201,12 +279,15 @@ CopyStats copy_stats() {
                    g_read_max.load(), g_write_max.load(), g_failures.load()};
 }
 
-uint64_t copy_in_flight_since_ns(uint64_t* dev_addr, size_t* len, bool* is_read) {
-  uint64_t since = g_inflight_since.load(std::memory_order_acquire);
-  *dev_addr = g_inflight_addr.load(std::memory_order_relaxed);
-  *len = g_inflight_len.load(std::memory_order_relaxed);
-  *is_read = g_inflight_read.load(std::memory_order_relaxed);
-  return since;
+int copies_in_flight(InFlight* out, int max) {
+  int n = 0;
+  for (int i = 0; i < kMaxCopyThreads && n < max; ++i) {
+    uint64_t since = g_inflight[i].since.load(std::memory_order_acquire);
+    if (!since) continue;
+    out[n++] = InFlight{g_inflight[i].tid.load(), since, g_inflight[i].addr.load(),
+                        g_inflight[i].len.load(), g_inflight[i].is_read.load()};
+  }
+  return n;
 }
 
 }  // namespace softnic::cuda

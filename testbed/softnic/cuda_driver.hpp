@@ -9,6 +9,15 @@
 // destination when the call returns (a NIC writes data before it acknowledges it).
 // The caller must not hold locks that an application thread needs while a kernel spins: a copy
 // can wait behind the GPU.
+//
+// A copy must never wait for the application's kernels, and streams that the driver maps onto
+// the same hardware work queue as a spinning kernel's stream do (under MPS a client's streams
+// share a small pool of queues). Unless the environment says otherwise, softnic therefore asks
+// for CUDA_DEVICE_MAX_CONNECTIONS=4 when its library is loaded, before CUDA is initialised
+// (SOFTNIC_CUDA_CONNECTIONS=N asks for N; 0 leaves the driver's default). Measured on an H200
+// under MPS (docs/gda.md): with the default or 2, a responder's copy waited behind the peer's
+// spinning kernel; 8 and 16 left too few queues in MPS's shared pool for ten processes (setup
+// failures, or queues silently shared again); 4 passed with ten processes side by side.
 // It lives in softnic's libibverbs and reaches libmlx5 through the private version node
 // SOFTNIC_PRIVATE_1 (as rdma-core's providers import libibverbs' IBVERBS_PRIVATE_* symbols), so
 // the process has one loader, one set of statistics and one in-flight record.
@@ -39,8 +48,20 @@ struct CopyStats {
 };
 SOFTNIC_PRIVATE_API CopyStats copy_stats();
 
-// What the calling process's copies are doing now, for state dumps taken while a copy hangs:
-// 0 when none is in flight, else the CLOCK_MONOTONIC ns at which the oldest one started.
-SOFTNIC_PRIVATE_API uint64_t copy_in_flight_since_ns(uint64_t* dev_addr, size_t* len, bool* is_read);
+// Like write, for a small buffer (at most kAsyncWriteMaxBytes) whose landing nobody on the host
+// waits for (a CQE the GPU polls): queued behind the thread's earlier copies, returns without
+// waiting. Later copies of the thread, and read(), are ordered after it.
+constexpr size_t kAsyncWriteMaxBytes = 256;
+SOFTNIC_PRIVATE_API bool write_async(void* ctx, uint64_t dst_dev, const void* src, size_t len);
+
+// The copies in flight now, for state dumps taken while a copy hangs (one per thread at most).
+struct InFlight {
+  long tid;             // the copying thread
+  uint64_t since_ns;    // CLOCK_MONOTONIC when it started
+  uint64_t dev_addr;
+  uint64_t len;
+  bool is_read;
+};
+SOFTNIC_PRIVATE_API int copies_in_flight(InFlight* out, int max);
 
 }  // namespace softnic::cuda

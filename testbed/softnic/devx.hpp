@@ -122,19 +122,25 @@ void engine_stop_if_idle();     // stops it when no UAR is left
 bool engine_round();
 void qp_reset(Qp* q);           // forget queued work (2RST)
 
-// Debug logging (SOFTNIC_DEBUG=1); SOFTNIC_DEBUG=2 also dumps the engine state on SIGUSR2 and
-// when a QP with work has made no progress for kStallDumpNs (devx_debug.cpp).
+// SOFTNIC_DEBUG is a set of bits: 1 (=1 or 3) prints a line per devx command, UAR, umem,
+// rejected WQE and failed completion; 2 (=2 or 3) dumps the engine state (devx_debug.cpp) on
+// SIGUSR2, when a QP with work has made no progress for kStallDumpNs, and when a GPU copy has
+// been in flight for kStuckCopyDumpNs.
 bool debug();
+bool dumps_enabled();
 int debug_level();
 void log(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 constexpr uint64_t kStallDumpNs = 5'000'000'000ull;
+constexpr uint64_t kStuckCopyDumpNs = 2'000'000'000ull;
 uint64_t now_ns();
 
-// State dumps (devx_debug.cpp). dump_state may run in a signal handler: it reads the engine's
-// state without its lock and allocates nothing. from_engine: called by the engine thread, which
-// may also read the CQ and doorbell record back from GPU memory.
-void dump_state(const char* why, bool from_engine);
-void install_dump_signal();      // SIGUSR2 -> dump_state + every thread's backtrace
+// State dumps (devx_debug.cpp). dump_state reads the engine's state without its lock when it
+// cannot have it (the engine may be stuck holding it: that is what the dump is for) and may run
+// in a signal handler: it allocates nothing.
+void dump_state(const char* why);
+// Installs the SIGUSR2 handler (dump + every thread's backtrace) and starts a watch thread that
+// dumps once per stall. Called when the engine starts with dumps enabled.
+void start_dump_watch();
 // SOFTNIC_DEVX_STATS=1: a QP's stage times when it is destroyed, the engine's and the GPU copies
 // at engine stop.
 bool stats_enabled();

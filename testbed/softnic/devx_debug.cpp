@@ -1,8 +1,8 @@
 // What the devx engine is doing, for people diagnosing a GPU-initiated program that hangs on a
 // machine without gdb: a state dump (every UAR register, every QP's doorbell producer index,
 // consumed index, pending WQEs, last CQE written, the transport QP's state and the GPU copy in
-// flight), on SIGUSR2 and when a QP stalls (SOFTNIC_DEBUG=2), with every thread's backtrace on
-// the signal; and per-stage timings at engine stop (SOFTNIC_DEVX_STATS=1).
+// flight), on SIGUSR2 and when a QP or a copy stalls (SOFTNIC_DEBUG=2 or 3), with every thread's
+// backtrace on the signal; and per-stage timings (SOFTNIC_DEVX_STATS=1).
 //
 // The signal path runs in a handler: it reads the engine's state without its lock (the engine
 // may be stuck holding it, which is what the dump is for), writes with write(2) from stack
@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "cuda_driver.hpp"
 #include "devx.hpp"
@@ -46,7 +47,7 @@ void out(const char* fmt, ...) {
 
 double ms_since(uint64_t then, uint64_t now) { return then && now >= then ? double(now - then) / 1e6 : -1.0; }
 
-void dump_qp(const Qp* q, uint64_t now, bool from_engine) {
+void dump_qp(const Qp* q, uint64_t now) {
   out("  qp 0x%x: state %u, doorbell pi %u (%llu doorbells), consumed %u, %llu WQEs, %zu pending, "
       "broken %d, in_error %d, stale reads %llu, stray completions %llu, last progress %.1f ms ago",
       q->qpn, q->state, q->db_pi, (unsigned long long)q->doorbells, q->consumed,
@@ -71,20 +72,6 @@ void dump_qp(const Qp* q, uint64_t now, bool from_engine) {
     char line[512];
     debug::describe_qp(q->qp, line, sizeof line);
     out("    %s", line);
-  }
-  // The engine thread may copy: show what the GPU sees now, at the CQ entry and the DBR.
-  if (from_engine && q->scq && q->scq->umem && q->scq->umem->gpu && q->dbr && q->dbr->gpu) {
-    uint8_t cqe[m5::kCqeSize];
-    uint32_t dbr[2];
-    uint64_t slot = q->scq->collapsed ? 0 : ((q->scq->produced - 1) & ((1ull << q->scq->log_size) - 1));
-    if (cuda::read(q->scq->umem->cu_ctx, cqe, q->scq->umem->addr + q->scq->off + slot * m5::kCqeSize, sizeof cqe) &&
-        cuda::read(q->dbr->cu_ctx, dbr, q->dbr->addr + q->dbr_off, sizeof dbr)) {
-      uint32_t tail;
-      memcpy(&tail, cqe + m5::kCqeWqeCounter, 4);
-      m5::CqeTail t = m5::decode_cqe_tail(tail);
-      out("    in GPU memory now: CQE wqe_counter %u opcode 0x%x; doorbell record SQ counter %u",
-          t.wqe_counter, t.opcode, m5::be32(dbr[m5::kDbrSendIndex]));
-    }
   }
 }
 
@@ -129,7 +116,7 @@ void on_dump_signal(int, siginfo_t*, void*) {
     g_print_lock.clear(std::memory_order_release);
     g_backtraces_left.fetch_sub(1);
   } else if (g_dumping.exchange(1) == 0) {
-    dump_state("SIGUSR2", false);
+    dump_state("SIGUSR2");
     print_backtrace();
     signal_other_threads();
     g_dumping.store(0);
@@ -139,33 +126,64 @@ void on_dump_signal(int, siginfo_t*, void*) {
 
 }  // namespace
 
-void dump_state(const char* why, bool from_engine) {
+void dump_state(const char* why) {
   uint64_t now = now_ns();
   const EngineClock& clk = engine_clock();
   out("softnic devx [pid %d] state dump (%s): %llu engine rounds, the last one started %.3f ms ago",
       int(getpid()), why, (unsigned long long)clk.rounds, ms_since(clk.last_round_ns, now));
-  uint64_t addr = 0;
-  size_t len = 0;
-  bool is_read = false;
-  if (uint64_t since = cuda::copy_in_flight_since_ns(&addr, &len, &is_read))
-    out("  GPU copy in flight: %s GPU 0x%llx, %zu bytes, for %.1f ms", is_read ? "read from" : "write to",
-        (unsigned long long)addr, len, ms_since(since, now));
-  else
-    out("  no GPU copy in flight");
+  cuda::InFlight copies[16];
+  int n = cuda::copies_in_flight(copies, 16);
+  if (!n) out("  no GPU copy in flight");
+  for (int i = 0; i < n; ++i)
+    out("  GPU copy in flight on thread %ld: %s GPU 0x%llx, %llu bytes, for %.1f ms", copies[i].tid,
+        copies[i].is_read ? "read from" : "write to", (unsigned long long)copies[i].dev_addr,
+        (unsigned long long)copies[i].len, ms_since(copies[i].since_ns, now));
+  if (const char* c = getenv("CUDA_DEVICE_MAX_CONNECTIONS")) out("  CUDA_DEVICE_MAX_CONNECTIONS=%s", c);
   for (const Uar* u : uars()) {
     uint64_t v = __atomic_load_n(reinterpret_cast<const uint64_t*>(u->pub.reg_addr), __ATOMIC_ACQUIRE);
     m5::Doorbell db = m5::decode_doorbell(v), seen = m5::decode_doorbell(u->last);
     out("  uar page %u: register qpn 0x%x pi %u; engine last saw qpn 0x%x pi %u", u->pub.page_id, db.qpn,
         db.pi, seen.qpn, seen.pi);
   }
-  for (const Qp* q : qps()) dump_qp(q, now, from_engine);
+  for (const Qp* q : qps()) dump_qp(q, now);
   out("softnic devx [pid %d] end of state dump", int(getpid()));
 }
 
-void install_dump_signal() {
-  static bool installed = false;
-  if (installed) return;
-  installed = true;
+namespace {
+
+// Something worth a dump: a QP with work that has not moved, or a GPU copy that does not end.
+const char* stall_reason(uint64_t now) {
+  for (const Qp* q : qps())
+    if ((q->db_pi != q->consumed || !q->pending.empty()) && now - q->last_progress_ns > kStallDumpNs)
+      return "a QP with work made no progress for 5 s";
+  cuda::InFlight copies[16];
+  int n = cuda::copies_in_flight(copies, 16);
+  for (int i = 0; i < n; ++i)
+    if (now - copies[i].since_ns > kStuckCopyDumpNs) return "a GPU copy has been in flight for 2 s";
+  return nullptr;
+}
+
+// Once a second: dump once per stall. The lock is taken when it can be; when the engine holds
+// it for long (stuck in a copy), the dump reads without it.
+void watch() {
+  bool reported = false;
+  for (;;) {
+    sleep(1);
+    bool locked = false;
+    for (int i = 0; i < 100 && !(locked = mu().try_lock()); ++i) usleep(1000);
+    const char* why = stall_reason(now_ns());
+    if (why && !reported) dump_state(why);
+    reported = why != nullptr;
+    if (locked) mu().unlock();
+  }
+}
+
+}  // namespace
+
+void start_dump_watch() {
+  static bool started = false;
+  if (started) return;
+  started = true;
   void* warm[2];
   backtrace(warm, 2);  // loads libgcc's unwinder now, not inside the handler
   struct sigaction sa {};
@@ -173,7 +191,9 @@ void install_dump_signal() {
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGUSR2, &sa, nullptr);
-  log("SIGUSR2 dumps the devx engine state and every thread's backtrace");
+  std::thread(watch).detach();  // lives as long as the process: it only reads and prints
+  out("softnic devx [pid %d]: state dumps on: SIGUSR2 (with every thread's backtrace) and stalls",
+      int(getpid()));
 }
 
 bool stats_enabled() {

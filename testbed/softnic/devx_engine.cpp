@@ -27,7 +27,8 @@ int debug_level() {
   return d;
 }
 
-bool debug() { return debug_level() > 0; }
+bool debug() { return (debug_level() & 1) != 0; }
+bool dumps_enabled() { return (debug_level() & 2) != 0; }
 
 uint64_t now_ns() {
   timespec ts;
@@ -65,7 +66,8 @@ bool umem_read(const Umem* u, uint64_t off, void* dst, size_t len) {
 // A CQE is written so that its last 4 bytes (wqe_counter, op_own) land last.
 bool write_cqe(const Umem* u, uint64_t off, const m5::Cqe& cqe) {
   if (off > u->size || m5::kCqeSize > u->size - off) return false;
-  if (u->gpu) return cuda::write(u->cu_ctx, u->addr + off, cqe.bytes, m5::kCqeSize);
+  // Nothing on the host waits for a CQE to land, and later copies are ordered after it.
+  if (u->gpu) return cuda::write_async(u->cu_ctx, u->addr + off, cqe.bytes, m5::kCqeSize);
   auto* p = reinterpret_cast<uint8_t*>(u->addr + off);
   memcpy(p, cqe.bytes, m5::kCqeSize - 4);
   uint32_t tail;
@@ -324,25 +326,10 @@ struct StopAtExit {
   }
 } g_stop_at_exit;
 
-// SOFTNIC_DEBUG=2: dump once per stall when a QP with work has not moved for kStallDumpNs.
-void check_stalls(uint64_t now) {
-  bool stalled = false;
-  for (Qp* q : qps()) {
-    bool has_work = q->db_pi != q->consumed || !q->pending.empty();
-    if (!has_work || now - q->last_progress_ns < kStallDumpNs) {
-      q->stall_reported = false;
-      continue;
-    }
-    if (!q->stall_reported) stalled = true;
-    q->stall_reported = true;
-  }
-  if (stalled) dump_state("a QP with work made no progress for 5 s", true);
-}
-
 void run() {
   const char* e = getenv("SOFTNIC_DEVX_SPIN_US");
   uint64_t spin_ns = uint64_t(e ? strtoull(e, nullptr, 10) : 2000) * 1000;
-  uint64_t last_busy = now_ns(), last_stall_check = last_busy;
+  uint64_t last_busy = now_ns();
   EngineClock& clk = engine_clock();
   while (g_running.load(std::memory_order_relaxed)) {
     bool busy;
@@ -353,10 +340,6 @@ void run() {
     {
       std::lock_guard<std::mutex> g(mu());
       busy = engine_round();
-      if (debug_level() >= 2 && t - last_stall_check > 1000000000ull) {
-        last_stall_check = t;
-        check_stalls(t);
-      }
     }
     if (busy) {
       last_busy = now_ns();
@@ -417,7 +400,7 @@ void qp_reset(Qp* q) {
 
 void engine_start() {
   if (g_running.load()) return;
-  if (debug_level() >= 2) install_dump_signal();
+  if (dumps_enabled()) start_dump_watch();
   g_running = true;
   g_thread = std::thread(run);
 }

@@ -2,7 +2,8 @@
 # Runs gda_bench as two PEs (two processes) over softnic on this machine's GPU and checks both
 # verified their results. Exit 77 (skip) when there is no usable CUDA device.
 # usage: run_gda_pair.sh PROBE BENCH SOFTNIC_LIBDIR TEST WARMUP ITERS [JSON_OUT_DIR]
-# Environment: GDA_PAIR_TIMEOUT_S (default 50: below ctest's 70), GDA_PAIR_TAG (names the JSON
+# Environment: GDA_PAIR_TIMEOUT_S (default 50: below ctest's 70), GDA_DEVICE_TIMEOUT_S (gda_bench's
+# bound on every device-side wait, default its own 10 s), GDA_PAIR_TAG (names the JSON
 # files and the fabric, for pairs run side by side), SOFTNIC_DEBUG (default 2: the devx engine
 # dumps its state when a QP stalls and on SIGUSR2).
 #
@@ -29,6 +30,7 @@ if [ -n "$outdir" ]; then j0=(--json "$outdir/gda_${tag}_pe0.json"); j1=(--json 
 declare -A pid=() rc=()
 start() {  # start PE
   "$bench" --pe "$1" --npes 2 --dir "$dir" --test "$test" --warmup "$warm" --iters "$iters" \
+    ${GDA_DEVICE_TIMEOUT_S:+--device-timeout "$GDA_DEVICE_TIMEOUT_S"} \
     $([ "$1" = 0 ] && echo "${j0[@]}" || echo "${j1[@]}") > "$dir/pe$1.log" 2>&1 &
   pid[$1]=$!
 }
