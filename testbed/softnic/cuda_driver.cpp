@@ -1,5 +1,5 @@
-// See cuda_driver.hpp. Entry points are resolved once; streams and staging buffers are made per
-// thread and context on first use.
+// See cuda_driver.hpp. Entry points are resolved once; a context's stream and staging buffers
+// are made on its first copy.
 #include "cuda_driver.hpp"
 
 #include <dlfcn.h>
@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <type_traits>
 
 namespace softnic::cuda {
@@ -26,6 +27,7 @@ struct Api {
   CUresult (*stream_create)(void**, unsigned) = nullptr;
   CUresult (*stream_destroy)(void*) = nullptr;
   CUresult (*stream_sync)(void*) = nullptr;
+  CUresult (*stream_query)(void*) = nullptr;
   CUresult (*dtoh_async)(void*, CUdeviceptr, size_t, void*) = nullptr;
   CUresult (*htod_async)(CUdeviceptr, const void*, size_t, void*) = nullptr;
   CUresult (*host_alloc)(void**, size_t, unsigned) = nullptr;
@@ -46,6 +48,7 @@ const Api& api() {
     r.ok = sym(r.get_attr, "cuPointerGetAttribute") & sym(r.push_ctx, "cuCtxPushCurrent_v2") &
            sym(r.pop_ctx, "cuCtxPopCurrent_v2") & sym(r.stream_create, "cuStreamCreate") &
            sym(r.stream_destroy, "cuStreamDestroy_v2") & sym(r.stream_sync, "cuStreamSynchronize") &
+           sym(r.stream_query, "cuStreamQuery") &
            sym(r.dtoh_async, "cuMemcpyDtoHAsync_v2") & sym(r.htod_async, "cuMemcpyHtoDAsync_v2") &
            sym(r.host_alloc, "cuMemHostAlloc") & sym(r.host_free, "cuMemFreeHost") &
            sym(r.error_name, "cuGetErrorName");
@@ -60,7 +63,8 @@ constexpr int kAttrMemoryType = 2;
 constexpr unsigned kMemoryTypeDevice = 2;
 constexpr unsigned kStreamNonBlocking = 1;
 constexpr size_t kStagingBytes = 1 << 20;
-constexpr int kMaxContextsPerThread = 8;
+constexpr int kMaxContexts = 8;
+const char* const kDefaultConnections = "4";
 
 uint64_t now_ns() {
   timespec ts;
@@ -70,22 +74,29 @@ uint64_t now_ns() {
 
 bool check(CUresult r, const char* call, uint64_t dev, size_t len);
 
-// Pinned staging: [0, kStagingBytes) for synchronous copies, then a ring of small slots for
-// write_async (the stream is synchronised before a slot is reused).
-constexpr size_t kAsyncSlots = 64;
-struct PerCtx {
+
+// softnic's one stream per context with its pinned staging: [0, kStagingBytes) for synchronous
+// copies, then a ring of kRingBytes for posted writes (the stream is synchronised before ring
+// space is reused). One stream, not one per thread: every stream of a process may need a
+// hardware work queue of its own (cuda_driver.hpp), and a single one keeps all of softnic's GPU
+// accesses of a context in issue order.
+constexpr size_t kRingBytes = 1 << 20;
+// At most this many posted writes wait on a channel: under contention (ten processes on one
+// GPU) the stream may drain more slowly than a requester posts, and an unbounded backlog
+// delays a barrier's flag by seconds (seen on the H200 under MPS). Beyond it a post waits.
+constexpr uint32_t kMaxPostedWrites = 16;
+struct Channel {
   void* ctx = nullptr;
   void* stream = nullptr;
-  uint8_t* staging = nullptr;  // pinned
-  uint32_t async_next = 0;     // next ring slot
-  uint32_t async_queued = 0;   // async writes since the stream was last synchronised
+  uint8_t* staging = nullptr;  // pinned, kStagingBytes + kRingBytes
+  size_t ring_off = 0;         // next free ring byte; 0 once everything posted has landed
+  uint32_t posted = 0;         // posted writes queued since the last synchronisation
+  std::atomic<uint64_t> posted_since{0};  // first posted write not known to have landed (0: none)
+  std::mutex mu;
 };
-struct ThreadState {
-  PerCtx slot[kMaxContextsPerThread];
-  int n = 0;
-  int inflight = -1;  // this thread's entry in g_inflight
-};
-thread_local ThreadState t_state;
+std::mutex g_channels_mu;
+Channel g_channels[kMaxContexts];
+std::atomic<int> g_channels_n{0};
 
 std::atomic<uint64_t> g_reads{0}, g_writes{0}, g_read_ns{0}, g_write_ns{0}, g_read_max{0},
     g_write_max{0}, g_failures{0};
@@ -98,28 +109,28 @@ struct InFlightSlot {
   std::atomic<bool> is_read{false};
 };
 InFlightSlot g_inflight[kMaxCopyThreads];
+thread_local int t_inflight = -1;
 
 InFlightSlot* my_inflight() {
-  ThreadState& t = t_state;
-  if (t.inflight < 0) {
+  if (t_inflight < 0) {
     long tid = long(syscall(SYS_gettid));
     for (int i = 0; i < kMaxCopyThreads; ++i) {
       long expect = 0;
       if (g_inflight[i].tid.compare_exchange_strong(expect, tid)) {
-        t.inflight = i;
+        t_inflight = i;
         break;
       }
     }
-    if (t.inflight < 0) return nullptr;  // more copying threads than slots: not shown in dumps
+    if (t_inflight < 0) return nullptr;  // more copying threads than slots: not shown in dumps
   }
-  return &g_inflight[t.inflight];
+  return &g_inflight[t_inflight];
 }
 
 // Runs before CUDA can be initialised by the program (softnic's libibverbs is loaded with it).
 __attribute__((constructor)) void reserve_work_queues() {
   const char* want = getenv("SOFTNIC_CUDA_CONNECTIONS");
   if (want && strcmp(want, "0") == 0) return;
-  setenv("CUDA_DEVICE_MAX_CONNECTIONS", want && *want ? want : "4", 0);
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", want && *want ? want : kDefaultConnections, 0);
 }
 
 void raise_max(std::atomic<uint64_t>& m, uint64_t v) {
@@ -138,32 +149,80 @@ bool check(CUresult r, const char* call, uint64_t dev, size_t len) {
   return false;
 }
 
-// The calling thread's stream and staging buffer for ctx; the context must be current.
-PerCtx* per_ctx(void* ctx) {
-  ThreadState& t = t_state;
-  for (int i = 0; i < t.n; ++i)
-    if (t.slot[i].ctx == ctx) return &t.slot[i];
-  if (t.n == kMaxContextsPerThread) {
-    fprintf(stderr, "softnic: a thread copies for more than %d CUDA contexts\n", kMaxContextsPerThread);
+// The channel of ctx, created on first use; ctx must be current.
+Channel* channel(void* ctx) {
+  int n = g_channels_n.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i)
+    if (g_channels[i].ctx == ctx) return &g_channels[i];
+  std::lock_guard<std::mutex> g(g_channels_mu);
+  n = g_channels_n.load();
+  for (int i = 0; i < n; ++i)
+    if (g_channels[i].ctx == ctx) return &g_channels[i];
+  if (n == kMaxContexts) {
+    fprintf(stderr, "softnic: GPU memory of more than %d CUDA contexts\n", kMaxContexts);
     return nullptr;
   }
   const Api& a = api();
-  PerCtx p;
-  p.ctx = ctx;
-  if (!check(a.stream_create(&p.stream, kStreamNonBlocking), "cuStreamCreate", 0, 0)) return nullptr;
-  size_t bytes = kStagingBytes + kAsyncSlots * kAsyncWriteMaxBytes;
-  if (!check(a.host_alloc(reinterpret_cast<void**>(&p.staging), bytes, 0), "cuMemHostAlloc(staging)", 0, bytes)) {
-    a.stream_destroy(p.stream);
+  Channel& ch = g_channels[n];
+  if (!check(a.stream_create(&ch.stream, kStreamNonBlocking), "cuStreamCreate", 0, 0)) return nullptr;
+  size_t bytes = kStagingBytes + kRingBytes;
+  if (!check(a.host_alloc(reinterpret_cast<void**>(&ch.staging), bytes, 0), "cuMemHostAlloc(staging)", 0, bytes)) {
+    a.stream_destroy(ch.stream);
     return nullptr;
   }
-  t.slot[t.n] = p;
-  return &t.slot[t.n++];
+  ch.ctx = ctx;
+  g_channels_n.store(n + 1, std::memory_order_release);
+  return &ch;
 }
 
-// Runs one copy with ctx pushed (the thread's own current context, an application's among
-// them, is restored afterwards) and the in-flight record and statistics kept.
+bool sync_channel(Channel* ch, uint64_t dev, size_t len) {
+  if (!check(api().stream_sync(ch->stream), "cuStreamSynchronize", dev, len)) return false;
+  ch->ring_off = 0;  // everything queued, posted writes included, has landed
+  ch->posted = 0;
+  ch->posted_since.store(0, std::memory_order_relaxed);
+  return true;
+}
+
+// Synchronous copy on ch: it has landed (and everything queued on ch before it) on return.
 template <bool kRead>
-bool copy(void* ctx, uint64_t dev, void* host, size_t len) {
+bool copy_on(Channel* ch, uint64_t dev, uint8_t* host, size_t len) {
+  const Api& a = api();
+  bool ok = true;
+  for (size_t done = 0; ok && done < len;) {
+    size_t n = len - done < kStagingBytes ? len - done : kStagingBytes;
+    if (kRead) {
+      ok = check(a.dtoh_async(ch->staging, dev + done, n, ch->stream), "cuMemcpyDtoHAsync", dev + done, n) &&
+           sync_channel(ch, dev + done, n);
+      if (ok) memcpy(host + done, ch->staging, n);
+    } else {
+      memcpy(ch->staging, host + done, n);
+      ok = check(a.htod_async(dev + done, ch->staging, n, ch->stream), "cuMemcpyHtoDAsync", dev + done, n) &&
+           sync_channel(ch, dev + done, n);
+    }
+    done += n;
+  }
+  return ok;
+}
+
+// Posted write on ch: queued behind ch's earlier copies, not waited for.
+bool post_on(Channel* ch, uint64_t dev, const uint8_t* src, size_t len) {
+  if (len > kRingBytes) return copy_on<false>(ch, dev, const_cast<uint8_t*>(src), len);
+  if ((ch->ring_off + len > kRingBytes || ch->posted == kMaxPostedWrites) && !sync_channel(ch, dev, len))
+    return false;  // ring full, or enough waiting
+  uint8_t* slot = ch->staging + kStagingBytes + ch->ring_off;
+  memcpy(slot, src, len);
+  if (!check(api().htod_async(dev, slot, len, ch->stream), "cuMemcpyHtoDAsync(posted)", dev, len)) return false;
+  if (!ch->ring_off) ch->posted_since.store(now_ns(), std::memory_order_relaxed);
+  ch->ring_off += (len + 63) & ~size_t(63);
+  ch->posted++;
+  return true;
+}
+
+enum class Kind { kRead, kWrite, kPost };
+
+// Runs one copy on ctx's channel with ctx pushed (the thread's own current context, an
+// application's among them, is restored afterwards), keeping the in-flight record and statistics.
+bool run_copy(void* ctx, Kind kind, uint64_t dev, uint8_t* host, size_t len) {
   const Api& a = api();
   if (!a.ok) return false;
   uint64_t t0 = now_ns();
@@ -171,36 +230,28 @@ bool copy(void* ctx, uint64_t dev, void* host, size_t len) {
   if (rec) {
     rec->addr.store(dev, std::memory_order_relaxed);
     rec->len.store(len, std::memory_order_relaxed);
-    rec->is_read.store(kRead, std::memory_order_relaxed);
+    rec->is_read.store(kind == Kind::kRead, std::memory_order_relaxed);
     rec->since.store(t0, std::memory_order_release);
   }
   bool ok = check(a.push_ctx(ctx), "cuCtxPushCurrent", dev, len);
   if (ok) {
-    PerCtx* p = per_ctx(ctx);
-    ok = p != nullptr;
-    uint8_t* h = static_cast<uint8_t*>(host);
-    for (size_t done = 0; ok && done < len;) {
-      size_t n = len - done < kStagingBytes ? len - done : kStagingBytes;
-      if (kRead) {
-        ok = check(a.dtoh_async(p->staging, dev + done, n, p->stream), "cuMemcpyDtoHAsync", dev + done, n) &&
-             check(a.stream_sync(p->stream), "cuStreamSynchronize(after a read)", dev + done, n);
-        if (ok) memcpy(h + done, p->staging, n);
-      } else {
-        memcpy(p->staging, h + done, n);
-        ok = check(a.htod_async(dev + done, p->staging, n, p->stream), "cuMemcpyHtoDAsync", dev + done, n) &&
-             check(a.stream_sync(p->stream), "cuStreamSynchronize(after a write)", dev + done, n);
-      }
-      done += n;
+    Channel* ch = channel(ctx);
+    ok = ch != nullptr;
+    if (ok) {
+      std::lock_guard<std::mutex> g(ch->mu);
+      ok = kind == Kind::kRead    ? copy_on<true>(ch, dev, host, len)
+           : kind == Kind::kWrite ? copy_on<false>(ch, dev, host, len)
+                                  : post_on(ch, dev, host, len);
     }
-    if (ok) p->async_queued = 0;  // the synchronisation also finished every queued async write
     void* prev = nullptr;
     check(a.pop_ctx(&prev), "cuCtxPopCurrent", dev, len);
   }
   if (rec) rec->since.store(0, std::memory_order_release);
   uint64_t dt = now_ns() - t0;
-  (kRead ? g_reads : g_writes).fetch_add(1, std::memory_order_relaxed);
-  (kRead ? g_read_ns : g_write_ns).fetch_add(dt, std::memory_order_relaxed);
-  raise_max(kRead ? g_read_max : g_write_max, dt);
+  bool is_read = kind == Kind::kRead;
+  (is_read ? g_reads : g_writes).fetch_add(1, std::memory_order_relaxed);
+  (is_read ? g_read_ns : g_write_ns).fetch_add(dt, std::memory_order_relaxed);
+  raise_max(is_read ? g_read_max : g_write_max, dt);
   return ok;
 }
 
@@ -219,59 +270,58 @@ bool is_device_pointer(const void* p, void** ctx) {
 }
 
 bool read(void* ctx, void* dst, uint64_t src_dev, size_t len) {
-  return copy<true>(ctx, src_dev, dst, len);
+  return run_copy(ctx, Kind::kRead, src_dev, static_cast<uint8_t*>(dst), len);
 }
 
-bool write(void* ctx, uint64_t dst_dev, const void* src, size_t len) {
-  return copy<false>(ctx, dst_dev, const_cast<void*>(src), len);
+bool write(void* ctx, uint64_t dst_dev, const void* src, size_t len, bool posted) {
+  return run_copy(ctx, posted ? Kind::kPost : Kind::kWrite, dst_dev,
+                  static_cast<uint8_t*>(const_cast<void*>(src)), len);
 }
 
-bool write_async(void* ctx, uint64_t dst_dev, const void* src, size_t len) {
+bool flush_posted() {
   const Api& a = api();
-  if (!a.ok) return false;
-  if (len > kAsyncWriteMaxBytes) return write(ctx, dst_dev, src, len);
-  uint64_t t0 = now_ns();
-  if (!check(a.push_ctx(ctx), "cuCtxPushCurrent", dst_dev, len)) return false;
-  PerCtx* p = per_ctx(ctx);
-  bool ok = p != nullptr;
-  // A full ring: wait for the queued writes before a slot is reused.
-  if (ok && p->async_queued == kAsyncSlots) {
-    ok = check(a.stream_sync(p->stream), "cuStreamSynchronize(async writes)", dst_dev, len);
-    if (ok) p->async_queued = 0;
-  }
-  if (ok) {
-    uint8_t* slot = p->staging + kStagingBytes + size_t(p->async_next) * kAsyncWriteMaxBytes;
-    memcpy(slot, src, len);
-    ok = check(a.htod_async(dst_dev, slot, len, p->stream), "cuMemcpyHtoDAsync", dst_dev, len);
-    if (ok) {
-      p->async_next = uint32_t((p->async_next + 1) % kAsyncSlots);
-      p->async_queued++;
+  if (!a.ok) return true;
+  bool ok = true;
+  int n = g_channels_n.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) {
+    Channel& ch = g_channels[i];
+    std::lock_guard<std::mutex> g(ch.mu);
+    if (!ch.ring_off) continue;
+    if (!check(a.push_ctx(ch.ctx), "cuCtxPushCurrent", 0, 0)) {
+      ok = false;
+      continue;
     }
+    ok &= sync_channel(&ch, 0, ch.ring_off);
+    void* prev = nullptr;
+    check(a.pop_ctx(&prev), "cuCtxPopCurrent", 0, 0);
   }
-  void* prev = nullptr;
-  check(a.pop_ctx(&prev), "cuCtxPopCurrent", dst_dev, len);
-  uint64_t dt = now_ns() - t0;
-  g_writes.fetch_add(1, std::memory_order_relaxed);
-  g_write_ns.fetch_add(dt, std::memory_order_relaxed);
-  raise_max(g_write_max, dt);
   return ok;
 }
 
-void release_thread() {
+uint64_t oldest_unlanded_post_ns() {
   const Api& a = api();
-  ThreadState& t = t_state;
-  for (int i = 0; i < t.n; ++i) {
-    PerCtx& p = t.slot[i];
-    if (a.push_ctx(p.ctx) != 0) continue;  // the context is gone, and its resources with it
-    a.stream_sync(p.stream);                // queued async writes still read the staging
-    a.stream_destroy(p.stream);
-    a.host_free(p.staging);
-    void* prev = nullptr;
-    a.pop_ctx(&prev);
+  if (!a.ok) return 0;
+  uint64_t oldest = 0;
+  int n = g_channels_n.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) {
+    Channel& ch = g_channels[i];
+    uint64_t since = ch.posted_since.load(std::memory_order_relaxed);
+    if (!since) continue;
+    // The stream may have finished them: ask it, without waiting, when the channel is free.
+    std::unique_lock<std::mutex> g(ch.mu, std::try_to_lock);
+    if (g.owns_lock() && a.push_ctx(ch.ctx) == 0) {
+      if (a.stream_query(ch.stream) == 0) {
+        ch.ring_off = 0;
+        ch.posted = 0;
+        ch.posted_since.store(0, std::memory_order_relaxed);
+        since = 0;
+      }
+      void* prev = nullptr;
+      a.pop_ctx(&prev);
+    }
+    if (since && (!oldest || since < oldest)) oldest = since;
   }
-  t.n = 0;
-  if (t.inflight >= 0) g_inflight[t.inflight].tid.store(0);
-  t.inflight = -1;
+  return oldest;
 }
 
 CopyStats copy_stats() {

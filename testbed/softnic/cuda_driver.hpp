@@ -3,16 +3,15 @@
 // runs without CUDA. Every driver result is checked: a failed call returns false and prints one
 // line naming the call, its CUresult and the copy.
 //
-// Copies go through a non-blocking stream and a pinned staging buffer that belong to the
-// calling thread (per CUDA context), so they never wait for the application's kernels or
-// streams, the engines' threads never contend for one stream, and a copy has landed in its
-// destination when the call returns (a NIC writes data before it acknowledges it).
+// Copies go through a non-blocking stream and pinned staging buffers of softnic's own, so they
+// never wait for the application's streams.
 // The caller must not hold locks that an application thread needs while a kernel spins: a copy
 // can wait behind the GPU.
 //
 // A copy must never wait for the application's kernels, and streams that the driver maps onto
 // the same hardware work queue as a spinning kernel's stream do (under MPS a client's streams
-// share a small pool of queues). Unless the environment says otherwise, softnic therefore asks
+// share a small pool of queues), so softnic uses one stream per context, and unless the
+// environment says otherwise, softnic therefore asks
 // for CUDA_DEVICE_MAX_CONNECTIONS=4 when its library is loaded, before CUDA is initialised
 // (SOFTNIC_CUDA_CONNECTIONS=N asks for N; 0 leaves the driver's default). Measured on an H200
 // under MPS (docs/gda.md): with the default or 2, a responder's copy waited behind the peer's
@@ -32,12 +31,22 @@ namespace softnic::cuda {
 // Is p device memory? Sets *ctx to the CUDA context that owns it. false without CUDA.
 SOFTNIC_PRIVATE_API bool is_device_pointer(const void* p, void** ctx);
 
-// Copies between GPU memory of context ctx and host memory; false (and one line) on failure.
+// Copies between GPU memory of context ctx and host memory, all on one stream per context and
+// executed in the order they are issued, whichever thread issues them, as a NIC's DMA is
+// ordered: read, and a write that is not posted, return once they (and everything issued before
+// them) have landed. A posted write is queued and not waited for: the responder acknowledges a
+// WRITE once its data are on their way, as a NIC does, and the devx engine posts CQEs. false
+// (and one line) on failure.
 SOFTNIC_PRIVATE_API bool read(void* ctx, void* dst, uint64_t src_dev, size_t len);
-SOFTNIC_PRIVATE_API bool write(void* ctx, uint64_t dst_dev, const void* src, size_t len);
+SOFTNIC_PRIVATE_API bool write(void* ctx, uint64_t dst_dev, const void* src, size_t len, bool posted);
 
-// Destroys the calling thread's streams and staging buffers (an engine thread that exits).
-SOFTNIC_PRIVATE_API void release_thread();
+// Waits until every posted write has landed (before a receive completion). Cheap when none is
+// queued.
+SOFTNIC_PRIVATE_API bool flush_posted();
+
+// When the oldest posted write that has not landed was queued (CLOCK_MONOTONIC ns), 0 if none:
+// a posted write that never lands is a stream stuck behind a kernel. For state dumps.
+SOFTNIC_PRIVATE_API uint64_t oldest_unlanded_post_ns();
 
 // Copy statistics of the calling process (all threads), for the engines' timing summaries.
 struct CopyStats {
@@ -47,12 +56,6 @@ struct CopyStats {
   uint64_t failures;
 };
 SOFTNIC_PRIVATE_API CopyStats copy_stats();
-
-// Like write, for a small buffer (at most kAsyncWriteMaxBytes) whose landing nobody on the host
-// waits for (a CQE the GPU polls): queued behind the thread's earlier copies, returns without
-// waiting. Later copies of the thread, and read(), are ordered after it.
-constexpr size_t kAsyncWriteMaxBytes = 256;
-SOFTNIC_PRIVATE_API bool write_async(void* ctx, uint64_t dst_dev, const void* src, size_t len);
 
 // The copies in flight now, for state dumps taken while a copy hangs (one per thread at most).
 struct InFlight {

@@ -136,8 +136,9 @@ uint64_t now_ns();
 
 // State dumps (devx_debug.cpp). dump_state reads the engine's state without its lock when it
 // cannot have it (the engine may be stuck holding it: that is what the dump is for) and may run
-// in a signal handler: it allocates nothing.
-void dump_state(const char* why);
+// in a signal handler (in_signal_handler: then it asks the CUDA driver nothing and allocates
+// nothing).
+void dump_state(const char* why, bool in_signal_handler);
 // Installs the SIGUSR2 handler (dump + every thread's backtrace) and starts a watch thread that
 // dumps once per stall. Called when the engine starts with dumps enabled.
 void start_dump_watch();

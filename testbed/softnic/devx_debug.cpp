@@ -116,7 +116,7 @@ void on_dump_signal(int, siginfo_t*, void*) {
     g_print_lock.clear(std::memory_order_release);
     g_backtraces_left.fetch_sub(1);
   } else if (g_dumping.exchange(1) == 0) {
-    dump_state("SIGUSR2");
+    dump_state("SIGUSR2", true);
     print_backtrace();
     signal_other_threads();
     g_dumping.store(0);
@@ -126,7 +126,7 @@ void on_dump_signal(int, siginfo_t*, void*) {
 
 }  // namespace
 
-void dump_state(const char* why) {
+void dump_state(const char* why, bool in_signal_handler) {
   uint64_t now = now_ns();
   const EngineClock& clk = engine_clock();
   out("softnic devx [pid %d] state dump (%s): %llu engine rounds, the last one started %.3f ms ago",
@@ -138,6 +138,9 @@ void dump_state(const char* why) {
     out("  GPU copy in flight on thread %ld: %s GPU 0x%llx, %llu bytes, for %.1f ms", copies[i].tid,
         copies[i].is_read ? "read from" : "write to", (unsigned long long)copies[i].dev_addr,
         (unsigned long long)copies[i].len, ms_since(copies[i].since_ns, now));
+  // Asking the driver about the stream is no business of a signal handler.
+  if (uint64_t since = in_signal_handler ? 0 : cuda::oldest_unlanded_post_ns())
+    out("  posted GPU writes not landed for %.1f ms (a stream waiting behind a kernel?)", ms_since(since, now));
   if (const char* c = getenv("CUDA_DEVICE_MAX_CONNECTIONS")) out("  CUDA_DEVICE_MAX_CONNECTIONS=%s", c);
   for (const Uar* u : uars()) {
     uint64_t v = __atomic_load_n(reinterpret_cast<const uint64_t*>(u->pub.reg_addr), __ATOMIC_ACQUIRE);
@@ -160,6 +163,8 @@ const char* stall_reason(uint64_t now) {
   int n = cuda::copies_in_flight(copies, 16);
   for (int i = 0; i < n; ++i)
     if (now - copies[i].since_ns > kStuckCopyDumpNs) return "a GPU copy has been in flight for 2 s";
+  if (uint64_t since = cuda::oldest_unlanded_post_ns(); since && now - since > kStuckCopyDumpNs)
+    return "a posted GPU write has not landed for 2 s";
   return nullptr;
 }
 
@@ -172,7 +177,7 @@ void watch() {
     bool locked = false;
     for (int i = 0; i < 100 && !(locked = mu().try_lock()); ++i) usleep(1000);
     const char* why = stall_reason(now_ns());
-    if (why && !reported) dump_state(why);
+    if (why && !reported) dump_state(why, false);
     reported = why != nullptr;
     if (locked) mu().unlock();
   }

@@ -67,7 +67,7 @@ bool umem_read(const Umem* u, uint64_t off, void* dst, size_t len) {
 bool write_cqe(const Umem* u, uint64_t off, const m5::Cqe& cqe) {
   if (off > u->size || m5::kCqeSize > u->size - off) return false;
   // Nothing on the host waits for a CQE to land, and later copies are ordered after it.
-  if (u->gpu) return cuda::write_async(u->cu_ctx, u->addr + off, cqe.bytes, m5::kCqeSize);
+  if (u->gpu) return cuda::write(u->cu_ctx, u->addr + off, cqe.bytes, m5::kCqeSize, true);
   auto* p = reinterpret_cast<uint8_t*>(u->addr + off);
   memcpy(p, cqe.bytes, m5::kCqeSize - 4);
   uint32_t tail;
@@ -351,7 +351,6 @@ void run() {
     }
   }
   print_engine_stats();
-  cuda::release_thread();
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "config.hpp"
 #include "context.hpp"
+#include "cuda_driver.hpp"
 #include "memory_registry.hpp"
 
 namespace softnic {
@@ -55,8 +56,9 @@ ibv_wc_status nak_status(NakCode c) {
 
 // Copies len bytes starting at message offset off out of (gather) or into (scatter) an
 // SGE list. Returns false if a local key does not resolve.
+// posted: a responder's scatter whose landing nothing waits for yet (see mem_write).
 template <bool kGather>
-bool sge_copy(const Sge* sges, uint32_t n, uint64_t off, uint8_t* buf, uint64_t len) {
+bool sge_copy(const Sge* sges, uint32_t n, uint64_t off, uint8_t* buf, uint64_t len, bool posted = false) {
   for (uint32_t i = 0; i < n && len; ++i) {
     if (off >= sges[i].length) {
       off -= sges[i].length;
@@ -66,7 +68,7 @@ bool sge_copy(const Sge* sges, uint32_t n, uint64_t off, uint8_t* buf, uint64_t 
     Mr* mr = mr_lookup(sges[i].lkey);
     if (!mr) return false;
     if (!(kGather ? mem_read(mr, sges[i].addr + off, buf, take)
-                  : mem_write(mr, sges[i].addr + off, buf, take)))
+                  : mem_write(mr, sges[i].addr + off, buf, take, posted)))
       return false;
     buf += take;
     len -= take;
@@ -487,6 +489,9 @@ void Engine::handle_request(Qp* qp, int src, PacketHeader* h) {
       wc.imm_data = h->imm;
     }
     qp->recv_active = false;
+    // A receive completion says the data are in memory: of this message, and of every WRITE
+    // before it (NCCL's zero-byte WRITE_IMM announces the WRITE that precedes it).
+    if (!cuda::flush_posted()) wc.status = IBV_WC_LOC_PROT_ERR;
     cq_push(qp->rcq, wc, h->flags & kSolicited);
   };
   switch (h->op) {
@@ -510,7 +515,7 @@ void Engine::handle_request(Qp* qp, int src, PacketHeader* h) {
       }
       if (!qp->recv_active) return;
       if (!sge_copy<false>(qp->recv_sges.data(), uint32_t(qp->recv_sges.size()), qp->recv_offset,
-                           payload(h), h->payload_len)) {
+                           payload(h), h->payload_len, true)) {
         nak(NakCode::RemoteOperation, 0);  // the driver could not write the receive buffer
         send_responses(qp);
         move_to_error(qp);
@@ -549,7 +554,9 @@ void Engine::handle_request(Qp* qp, int src, PacketHeader* h) {
           std::atomic_thread_fence(std::memory_order_release);
           __atomic_store_n(reinterpret_cast<uint8_t*>(h->raddr + n - 1), src[n - 1],
                            __ATOMIC_RELEASE);
-        } else if (!mem_write(qp->write_mr, h->raddr, src, n)) {
+        } else if (!mem_write(qp->write_mr, h->raddr, src, n, true)) {
+          // Posted, as a NIC's DMA writes are: later copies are ordered after it, and a receive
+          // completion waits for it (complete_recv).
           nak(NakCode::RemoteOperation, 0);  // the driver could not write GPU memory
           return;
         }
@@ -607,7 +614,7 @@ void Engine::handle_request(Qp* qp, int src, PacketHeader* h) {
         uint64_t nv = 0;
         bool ok = mem_read(mr, h->raddr, &old, 8);
         if (ok) nv = h->op == WireOp::FetchAdd ? old + h->arg0 : (old == h->arg0 ? h->arg1 : old);
-        if (!ok || (nv != old && !mem_write(mr, h->raddr, &nv, 8))) {
+        if (!ok || (nv != old && !mem_write(mr, h->raddr, &nv, 8, true))) {
           nak(NakCode::RemoteOperation, 0);
           return;
         }
