@@ -6,12 +6,17 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -336,6 +341,38 @@ static Seen wait_ring(Endpoint& e) {
   }
 }
 
+// With SOFTNIC_DEBUG=2 (the softnic.devx_dump test), SIGUSR2 makes softnic write a state dump
+// naming every devx QP, and every thread's backtrace, to stderr.
+static void check_dump_on_signal(const Endpoint& e) {
+  fflush(stderr);
+  char path[] = "/tmp/devx-dump-XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  int saved = dup(STDERR_FILENO);
+  dup2(fd, STDERR_FILENO);
+  raise(SIGUSR2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the other threads' backtraces
+  fflush(stderr);
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  lseek(fd, 0, SEEK_SET);
+  while ((n = read(fd, buf, sizeof buf)) > 0) text.append(buf, size_t(n));
+  close(fd);
+  unlink(path);
+  char qp[32];
+  snprintf(qp, sizeof qp, "qp 0x%x: state ", e.qpn);
+  size_t backtraces = 0;
+  for (size_t at = 0; (at = text.find("backtrace", at)) != std::string::npos; ++at) backtraces++;
+  CHECK(text.find("state dump (SIGUSR2)") != std::string::npos);
+  CHECK(text.find(qp) != std::string::npos);
+  CHECK(text.find("transport qp") != std::string::npos);
+  CHECK(backtraces >= 3);  // this thread, the devx engine, softnic's verbs engine
+  printf("state dump on SIGUSR2: %zu bytes, %zu thread backtraces, names %s\n", text.size(), backtraces, qp);
+}
+
 int main() {
   check_layouts();
   int n = 0;
@@ -628,6 +665,8 @@ int main() {
       free(heap[i]);
     }
   }
+
+  if (const char* dbg = getenv("SOFTNIC_DEBUG"); dbg && (atoi(dbg) & 2)) check_dump_on_signal(a);
 
   for (Endpoint* e : {&a, &b, &c, &d}) {
     CHECK(mlx5dv_devx_obj_destroy(e->qp) == 0);
