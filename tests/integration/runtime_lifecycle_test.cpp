@@ -57,6 +57,18 @@ TEST(RuntimeLifecycle, TerminationSignalsFlushEverything) {
   }
 }
 
+TEST(RuntimeLifecycle, SigtermRepeatedWhileTheFirstIsHandledStillFlushesEverything) {
+  for (int run = 0; run < 5; ++run) {
+    TempDir t;
+    ProcessResult r = run_process(workload({"--threads", "3", "--marks", "20000", "--then", "sigterm-storm"}), traced(t / "exp"));
+    EXPECT_EQ(r.term_signal, SIGTERM) << "run " << run;
+    MarkTrace m = read_marks(trace_files(t / "exp").at(0));
+    for (uint64_t id = 0; id < 3; ++id) EXPECT_EQ(m.count_by_id[id], 20000u) << "run " << run;
+    EXPECT_TRUE(m.summary.has_file_end) << "run " << run;
+    EXPECT_STREQ(sigmatrace::analysis::exit_reason_name(m.summary.end_exit_reason), "signal") << "run " << run;
+  }
+}
+
 TEST(RuntimeLifecycle, AbortKeepsWhatWasRecordedAndStillDiesOfSigabrt) {
   TempDir t;
   ProcessResult r = run_process(workload({"--threads", "2", "--marks", "30000", "--then", "abort"}), traced(t / "exp"));

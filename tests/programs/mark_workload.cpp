@@ -3,6 +3,7 @@
 // (exit, fork, signal, abort, exec). It works with or without the profiler (the mark function is
 // looked up at run time) and prints the same output either way.
 #include <dlfcn.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,7 +33,7 @@ void run_threads(int threads, uint64_t marks, uint64_t first_id) {
 }
 
 [[noreturn]] void usage() {
-  std::fprintf(stderr, "usage: mark_workload [--threads T] [--marks N] [--then exit|fork|sigterm|sigint|abort|exec|sleep] [--sleep-ms MS] [--phase2]\n");
+  std::fprintf(stderr, "usage: mark_workload [--threads T] [--marks N] [--then exit|fork|sigterm|sigint|sigterm-storm|abort|exec|sleep] [--sleep-ms MS] [--phase2]\n");
   std::exit(2);
 }
 
@@ -81,6 +82,20 @@ int main(int argc, char** argv) {
     std::printf("raising %s\n", then.c_str());
     std::fflush(stdout);
     kill(getpid(), then == "sigterm" ? SIGTERM : SIGINT);
+    pause();
+    return 1;
+  }
+  if (then == "sigterm-storm") {  // as a launcher that repeats SIGTERM while the first is handled
+    std::printf("raising sigterm from two threads\n");
+    std::fflush(stdout);
+    std::thread idle([] { poll(nullptr, 0, -1); });  // an event loop's thread, blocked
+    std::thread storm([] {
+      for (;;) {
+        kill(getpid(), SIGTERM);
+        usleep(100);
+      }
+    });
+    kill(getpid(), SIGTERM);
     pause();
     return 1;
   }

@@ -123,15 +123,29 @@ bool write_fully(int fd, const void* data, size_t n) {
 struct sigaction g_previous_actions[NSIG];
 bool g_installed[NSIG];
 std::atomic<int> g_signal_flush_started{0};
+std::atomic<int> g_signal_flush_done{0};
+
+void sleep_ms_signal_safe(uint32_t ms) {
+  timespec ts{0, static_cast<long>(ms) * 1000000L};
+  nanosleep(&ts, nullptr);
+}
 
 void on_signal(int sig, siginfo_t*, void*) {
   int saved_errno = errno;
   Runtime* rt = g_runtime;
   bool crash = sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT || sig == SIGFPE || sig == SIGILL;
-  if (rt && rt->owner_pid == getpid() && rt->writer && !rt->writer->on_writer_thread() &&
-      g_signal_flush_started.exchange(1) == 0) {
-    rt->phase.store(static_cast<int>(Phase::closing));
-    rt->writer->finish(crash ? format::ExitReason::crash : format::ExitReason::signal, kSignalFlushTimeoutMs);
+  if (rt && rt->owner_pid == getpid() && rt->writer && !rt->writer->on_writer_thread()) {
+    if (g_signal_flush_started.exchange(1) == 0) {
+      rt->phase.store(static_cast<int>(Phase::closing));
+      rt->writer->finish(crash ? format::ExitReason::crash : format::ExitReason::signal, kSignalFlushTimeoutMs);
+      g_signal_flush_done.store(1, std::memory_order_release);
+    } else {
+      // Another thread is writing the trace out. Launchers signal twice (timeout(1) signals the
+      // program and then its own process group; mpirun and batch systems repeat SIGTERM): the
+      // default action of this second signal would end the process mid-flush, so it waits.
+      for (uint32_t ms = 0; ms < kSignalFlushTimeoutMs + 1000 && !g_signal_flush_done.load(std::memory_order_acquire); ++ms)
+        sleep_ms_signal_safe(1);
+    }
   }
   // Hand the signal to what was there before us (the default action), exactly once.
   sigaction(sig, &g_previous_actions[sig], nullptr);
