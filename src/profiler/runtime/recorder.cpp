@@ -62,9 +62,13 @@ uint8_t* reserve_slow(uint32_t bytes) {
     s->dropped_events.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
+  if (bytes > rt->pool.chunk_bytes()) {  // fits in no chunk: dropped, the current chunk goes on
+    s->dropped_events.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
   hand_over_current_chunk(rt, t, *s);
   uint32_t c = rt->pool.pop_free();
-  if (c == kNoChunk || bytes > rt->pool.chunk_bytes()) {
+  if (c == kNoChunk) {
     s->dropped_events.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
