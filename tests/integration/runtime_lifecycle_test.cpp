@@ -134,6 +134,26 @@ TEST(RuntimeLifecycle, AFailingProviderIsDisabledAndReported) {
   EXPECT_TRUE(m.summary.has_file_end) << "the runtime itself keeps working";
 }
 
+TEST(RuntimeLifecycle, AStartUpFailureLeavesNoLiveExperimentAndNoHeaderOnlyFile) {
+  TempDir t;
+  std::string dir = t / "exp";
+  // The trace buffers cannot be had (an address-space limit below SIGMATRACE_BUFFER_MB): the
+  // experiment directory and the trace file exist by then, and the live lock is held.
+  ProcessOptions o;
+  o.set_env = {{"SIGMATRACE_OUTPUT", dir}, {"SIGMATRACE_BUFFER_MB", "4096"}};
+  std::string cmd = "ulimit -v 1000000 && LD_PRELOAD=" + build_path("lib/libsigmatrace.so") + " exec " +
+                    build_path("tests/bin/mark_workload") + " --marks 100 --then sleep --sleep-ms 1500";
+  BackgroundProcess p = start_process({"/bin/sh", "-c", cmd}, o);
+  usleep(700000);  // the program now sleeps, with the profiler off
+  EXPECT_TRUE(still_running(p));
+  EXPECT_FALSE(sigmatrace::format::experiment_is_live(dir)) << "the failed start kept the live lock";
+  ProcessResult r = wait_process(p);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "workload: 1 threads x 100 marks\ndone\n");
+  EXPECT_NE(r.err.find("cannot allocate 4096 MiB of trace buffers; profiler disabled"), std::string::npos) << r.err;
+  EXPECT_TRUE(trace_files(dir).empty()) << "a header-only trace file was left behind";
+}
+
 TEST(RuntimeLifecycle, SeparatelyStartedProcessesShareALiveExperiment) {
   TempDir t;
   std::string dir = t / "exp";

@@ -253,7 +253,6 @@ bool start(Runtime* rt) {
   rt->trace_fd = open_trace_file(rt->experiment_dir, rt->identity, cfg.force, &rt->trace_path);
   if (rt->trace_fd < 0) {
     log_line("cannot create a trace file in %s: %s; profiler disabled", rt->experiment_dir.c_str(), strerror(errno));
-    format::release_live_lock(rt->live_lock_fd, rt->experiment_dir, rt->identity.host, rt->identity.pid);
     return false;
   }
   std::vector<uint8_t> prefix = format::encode_file_prefix(file_metadata(*rt, run_id, start_sample), format::Schema::builtin());
@@ -299,7 +298,13 @@ bool start_runtime() {
   auto* rt = new (std::nothrow) Runtime();
   if (!rt) return false;
   if (!start(rt)) {
-    if (rt->trace_fd >= 0) close(rt->trace_fd);
+    // Undo what start() had done: no live lock (the experiment would look live for as long as
+    // the program runs) and no trace file holding a header and nothing else.
+    if (rt->trace_fd >= 0) {
+      close(rt->trace_fd);
+      unlink(rt->trace_path.c_str());
+    }
+    format::release_live_lock(rt->live_lock_fd, rt->experiment_dir, rt->identity.host, rt->identity.pid);
     return false;  // rt is leaked on purpose: a writer thread that started may still reference it
   }
   g_runtime = rt;
