@@ -9,6 +9,8 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=${SIGMATRACE_BUILD_DIR:-$here/../../build}
+# shellcheck source=../../scripts/lib/ports.sh
+. "$here/../../scripts/lib/ports.sh"
 reps=7 iters=200000 size=64 libdir=$build/softnic preload=$build/lib/libsigmatrace.so prog=ib_write_bw
 while getopts r:n:s:l:p:b: o; do
   case $o in
@@ -26,17 +28,9 @@ export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # run-to-run spread (needs a few idle cores: 2 engines + 2 perftest threads + 2 writers).
 export SOFTNIC_SPIN_US=${SOFTNIC_SPIN_US:-200000}
 
-wait_listen() {  # port pid
-  local hex; hex=$(printf '%04X' "$1")
-  for _ in $(seq 1 400); do
-    grep -q ":$hex [0-9A-F:]* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0
-    kill -0 "$2" 2>/dev/null || return 1
-    sleep 0.025
-  done
-}
-
 run_one() {  # mode -> prints MsgRate (Mpps) of the client
-  local mode=$1 port=$((20000 + RANDOM % 20000)) envs=()
+  local mode=$1 port envs=()
+  port=$(unused_tcp_port) || return 1  # the kernel's ephemeral range: fixed test ports stay below it
   export SOFTNIC_FABRIC="rate-$$-$RANDOM"
   if [ "$mode" = preload-only ]; then  # the profiler loaded and recording, no provider on
     envs=(LD_PRELOAD="$preload" SIGMATRACE_OUTPUT="$work/exp-$mode-$port" SIGMATRACE_PROVIDERS=none)
@@ -45,7 +39,7 @@ run_one() {  # mode -> prints MsgRate (Mpps) of the client
   fi
   env "${envs[@]}" "$prog" -s "$size" -n "$iters" -p "$port" >"$work/server.log" 2>&1 &
   local spid=$!
-  wait_listen "$port" "$spid"
+  wait_tcp_listening "$port" 100
   env "${envs[@]}" "$prog" -s "$size" -n "$iters" -p "$port" localhost >"$work/client.log" 2>&1
   wait "$spid"
   awk -v s="$size" '$1 == s && NF >= 5 { print $5 }' "$work/client.log" | tail -1

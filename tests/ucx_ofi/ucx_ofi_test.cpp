@@ -140,13 +140,18 @@ void expect_same_output(const PairRun& plain, const PairRun& traced, long iterat
 }
 
 // Runs untraced, then traced; returns both.
-std::pair<PairRun, PairRun> ucx_runs(const UcxCase& c, int port, const std::string& mode, const std::string& dir) {
-  const std::string p = std::to_string(port);
-  std::vector<std::string> server = {"ucx_perftest", "-p", p};
-  std::vector<std::string> client = {"ucx_perftest", "127.0.0.1", "-p", p, "-t", c.test, "-n", std::to_string(c.iterations),
-                                     "-w", "0", "-s", std::to_string(c.size)};
-  PairRun plain = run_pair(server, client, port, "", dir + "/plain", ucx_env(c.tls));
-  PairRun traced = run_pair(server, client, port, mode, dir + "/" + mode, ucx_env(c.tls));
+// Each run gets a port the kernel chooses: a fixed one collides with other tests' servers.
+std::pair<PairRun, PairRun> ucx_runs(const UcxCase& c, const std::string& mode, const std::string& dir) {
+  auto run = [&](const std::string& m, const std::string& out) {
+    const int port = unused_tcp_port();
+    const std::string p = std::to_string(port);
+    std::vector<std::string> server = {"ucx_perftest", "-p", p};
+    std::vector<std::string> client = {"ucx_perftest", "127.0.0.1", "-p", p, "-t", c.test, "-n", std::to_string(c.iterations),
+                                       "-w", "0", "-s", std::to_string(c.size)};
+    return run_pair(server, client, port, m, out, ucx_env(c.tls));
+  };
+  PairRun plain = run("", dir + "/plain");
+  PairRun traced = run(mode, dir + "/" + mode);
   expect_same_output(plain, traced, c.iterations);
   return {std::move(plain), std::move(traced)};
 }
@@ -158,7 +163,7 @@ size_t errors(const ProcessEvents& p) { return p.count(EventType::ucx_call_error
 TEST(UcxPerftest, TagLatencyOverTcpRecordsEverySendAndReceiveWithItsLaneAndPeer) {
   REQUIRE_PROGRAM("ucx_perftest");
   TempDir dir;
-  auto [plain, traced] = ucx_runs({"tag_lat", "tcp", 200, 8}, 13510, "simple", dir.path());
+  auto [plain, traced] = ucx_runs({"tag_lat", "tcp", 200, 8}, "simple", dir.path());
   ASSERT_EQ(traced.client_procs.size(), 1u);
   ASSERT_EQ(traced.server_procs.size(), 1u);
   const ProcessEvents& cl = traced.client_procs[0];
@@ -187,7 +192,7 @@ TEST(UcxPerftest, TagLatencyOverTcpRecordsEverySendAndReceiveWithItsLaneAndPeer)
 TEST(UcxPerftest, TagLatencyInAggregateModeCountsWithoutEvents) {
   REQUIRE_PROGRAM("ucx_perftest");
   TempDir dir;
-  auto [plain, traced] = ucx_runs({"tag_lat", "tcp", 300, 8}, 13520, "aggregate", dir.path());
+  auto [plain, traced] = ucx_runs({"tag_lat", "tcp", 300, 8}, "aggregate", dir.path());
   for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
     ASSERT_EQ(procs->size(), 1u);
     const ProcessEvents& p = (*procs)[0];
@@ -203,7 +208,7 @@ TEST(UcxPerftest, TagLatencyInAggregateModeCountsWithoutEvents) {
 TEST(UcxPerftest, TagLatencyInFullModeAddsUctOperationsAndProgress) {
   REQUIRE_PROGRAM("ucx_perftest");
   TempDir dir;
-  auto [plain, traced] = ucx_runs({"tag_lat", "tcp", 200, 8}, 13530, "full", dir.path());
+  auto [plain, traced] = ucx_runs({"tag_lat", "tcp", 200, 8}, "full", dir.path());
   for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
     ASSERT_EQ(procs->size(), 1u);
     const ProcessEvents& p = (*procs)[0];
@@ -217,7 +222,7 @@ TEST(UcxPerftest, TagLatencyInFullModeAddsUctOperationsAndProgress) {
 TEST(UcxPerftest, PutBandwidthOverTcpCountsEveryPutOnTheInitiatorOnly) {
   REQUIRE_PROGRAM("ucx_perftest");
   TempDir dir;
-  auto [plain, traced] = ucx_runs({"ucp_put_bw", "tcp", 400, 4096}, 13540, "simple", dir.path());
+  auto [plain, traced] = ucx_runs({"ucp_put_bw", "tcp", 400, 4096}, "simple", dir.path());
   ASSERT_EQ(traced.client_procs.size(), 1u);
   ASSERT_EQ(traced.server_procs.size(), 1u);
   const ProcessEvents& cl = traced.client_procs[0];
@@ -237,7 +242,7 @@ TEST(UcxPerftest, PutBandwidthOverTcpCountsEveryPutOnTheInitiatorOnly) {
 TEST(UcxPerftest, ActiveMessageLatencyRecordsSendsAndHandlerArrivals) {
   REQUIRE_PROGRAM("ucx_perftest");
   TempDir dir;
-  auto [plain, traced] = ucx_runs({"ucp_am_lat", "tcp", 200, 8}, 13550, "simple", dir.path());
+  auto [plain, traced] = ucx_runs({"ucp_am_lat", "tcp", 200, 8}, "simple", dir.path());
   for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
     ASSERT_EQ(procs->size(), 1u);
     const ProcessEvents& p = (*procs)[0];
@@ -249,7 +254,7 @@ TEST(UcxPerftest, ActiveMessageLatencyRecordsSendsAndHandlerArrivals) {
 TEST(UcxPerftest, StreamLatencyOverTcpRecordsEveryStreamSendAndReceive) {
   REQUIRE_PROGRAM("ucx_perftest");
   TempDir dir;
-  auto [plain, traced] = ucx_runs({"stream_lat", "tcp", 150, 8}, 13590, "simple", dir.path());
+  auto [plain, traced] = ucx_runs({"stream_lat", "tcp", 150, 8}, "simple", dir.path());
   for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
     ASSERT_EQ(procs->size(), 1u);
     const ProcessEvents& p = (*procs)[0];
@@ -262,7 +267,7 @@ TEST(UcxPerftest, StreamLatencyOverTcpRecordsEveryStreamSendAndReceive) {
 TEST(UcxPerftest, FetchAndAddOverTcpRecordsEachAtomic) {
   REQUIRE_PROGRAM("ucx_perftest");
   TempDir dir;
-  auto [plain, traced] = ucx_runs({"ucp_fadd", "tcp", 200, 8}, 13560, "simple", dir.path());
+  auto [plain, traced] = ucx_runs({"ucp_fadd", "tcp", 200, 8}, "simple", dir.path());
   ASSERT_EQ(traced.client_procs.size(), 1u);
   EXPECT_EQ(count_ucx_ops(traced.client_procs[0], UcxOp::atomic_fetch), 201u);  // + the closing one
 }
@@ -270,7 +275,7 @@ TEST(UcxPerftest, FetchAndAddOverTcpRecordsEachAtomic) {
 TEST(UcxPerftest, TagLatencyOverSharedMemoryUsesThePosixTransport) {
   REQUIRE_PROGRAM("ucx_perftest");
   TempDir dir;
-  auto [plain, traced] = ucx_runs({"tag_lat", "posix,self", 300, 8}, 13570, "simple", dir.path());
+  auto [plain, traced] = ucx_runs({"tag_lat", "posix,self", 300, 8}, "simple", dir.path());
   for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
     ASSERT_EQ(procs->size(), 1u);
     const ProcessEvents& p = (*procs)[0];
@@ -283,7 +288,7 @@ TEST(UcxPerftest, TagLatencyOverSharedMemoryUsesThePosixTransport) {
 TEST(UcxPerftest, GetOverSharedMemoryCountsEveryGet) {
   REQUIRE_PROGRAM("ucx_perftest");
   TempDir dir;
-  auto [plain, traced] = ucx_runs({"ucp_get", "posix,self", 300, 4096}, 13580, "simple", dir.path());
+  auto [plain, traced] = ucx_runs({"ucp_get", "posix,self", 300, 4096}, "simple", dir.path());
   ASSERT_EQ(traced.client_procs.size(), 1u);
   EXPECT_EQ(count_ucx_ops(traced.client_procs[0], UcxOp::get), 300u);
   EXPECT_EQ(count_ucx_ops(traced.server_procs[0], UcxOp::get), 0u);
@@ -308,15 +313,19 @@ struct OfiCase {
 
 // fi_pingpong -I N: after a 4-byte synchronisation message (fi_sendmsg) each side sends N messages
 // (fi_inject when they fit, else fi_send) and posts N + 1 receives (one stays posted at the end).
-std::pair<PairRun, PairRun> fi_pingpong_runs(const OfiCase& c, int port, const std::string& mode, const std::string& dir) {
-  const std::string p = std::to_string(port);
-  std::vector<std::string> common = {"fi_pingpong", "-p", c.provider, "-e", c.ep_type, "-I", std::to_string(c.iterations), "-S",
-                                     std::to_string(c.size)};
-  std::vector<std::string> server = common, client = common;
-  server.insert(server.end(), {"-B", p});
-  client.insert(client.end(), {"-P", p, "127.0.0.1"});
-  PairRun plain = run_pair(server, client, port, "", dir + "/plain", {});
-  PairRun traced = run_pair(server, client, port, mode, dir + "/" + mode, {});
+std::pair<PairRun, PairRun> fi_pingpong_runs(const OfiCase& c, const std::string& mode, const std::string& dir) {
+  auto run = [&](const std::string& m, const std::string& out) {
+    const int port = unused_tcp_port();
+    const std::string p = std::to_string(port);
+    std::vector<std::string> common = {"fi_pingpong", "-p", c.provider, "-e", c.ep_type, "-I", std::to_string(c.iterations), "-S",
+                                       std::to_string(c.size)};
+    std::vector<std::string> server = common, client = common;
+    server.insert(server.end(), {"-B", p});
+    client.insert(client.end(), {"-P", p, "127.0.0.1"});
+    return run_pair(server, client, port, m, out, {});
+  };
+  PairRun plain = run("", dir + "/plain");
+  PairRun traced = run(mode, dir + "/" + mode);
   EXPECT_EQ(plain.client.exit_code, 0) << plain.client.out << plain.client.err;
   EXPECT_EQ(traced.client.exit_code, 0) << traced.client.out << traced.client.err;
   EXPECT_EQ(traced.server.exit_code, 0) << traced.server.err;
@@ -339,7 +348,7 @@ TEST(FiPingpong, TcpMsgCountsEveryMessageAndNamesTheProvider) {
   REQUIRE_PROGRAM("fi_pingpong");
   TempDir dir;
   OfiCase c{"tcp", "msg", 200, 64};
-  auto [plain, traced] = fi_pingpong_runs(c, 13610, "simple", dir.path());
+  auto [plain, traced] = fi_pingpong_runs(c, "simple", dir.path());
   for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
     ASSERT_EQ(procs->size(), 1u);
     expect_pingpong_counts((*procs)[0], c);
@@ -356,7 +365,7 @@ TEST(FiPingpong, TcpRdmLargeMessagesUseSendAndAddressVectors) {
   REQUIRE_PROGRAM("fi_pingpong");
   TempDir dir;
   OfiCase c{"tcp", "rdm", 200, 4096};
-  auto [plain, traced] = fi_pingpong_runs(c, 13620, "simple", dir.path());
+  auto [plain, traced] = fi_pingpong_runs(c, "simple", dir.path());
   for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
     ASSERT_EQ(procs->size(), 1u);
     expect_pingpong_counts((*procs)[0], c);
@@ -368,7 +377,7 @@ TEST(FiPingpong, ShmRdmInFullModeRecordsEachCompletion) {
   REQUIRE_PROGRAM("fi_pingpong");
   TempDir dir;
   OfiCase c{"shm", "rdm", 200, 64};
-  auto [plain, traced] = fi_pingpong_runs(c, 13630, "full", dir.path());
+  auto [plain, traced] = fi_pingpong_runs(c, "full", dir.path());
   for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
     ASSERT_EQ(procs->size(), 1u);
     const ProcessEvents& p = (*procs)[0];
@@ -383,7 +392,7 @@ TEST(FiPingpong, ShmRdmInAggregateModeCountsWithoutEvents) {
   REQUIRE_PROGRAM("fi_pingpong");
   TempDir dir;
   OfiCase c{"shm", "rdm", 300, 64};
-  auto [plain, traced] = fi_pingpong_runs(c, 13640, "aggregate", dir.path());
+  auto [plain, traced] = fi_pingpong_runs(c, "aggregate", dir.path());
   for (const auto* procs : {&traced.client_procs, &traced.server_procs}) {
     ASSERT_EQ(procs->size(), 1u);
     const ProcessEvents& p = (*procs)[0];
@@ -504,9 +513,10 @@ const nlohmann::json* layer_entry(const nlohmann::json& agg, const std::string& 
 TEST(LayerAnalysis, UcxTagMessagesHaveTheirPeerTransportAndMatrixEntry) {
   REQUIRE_PROGRAM("ucx_perftest");
   TempDir dir;
-  const std::string p = "13710";
+  const int port = unused_tcp_port();
+  const std::string p = std::to_string(port);
   PairRun r = run_pair({"ucx_perftest", "-p", p}, {"ucx_perftest", "127.0.0.1", "-p", p, "-t", "tag_lat", "-n", "150", "-w", "0", "-s", "16"},
-                       13710, "simple", dir.path(), ucx_env("tcp"), true);
+                       port, "simple", dir.path(), ucx_env("tcp"), true);
   ASSERT_EQ(r.client.exit_code, 0) << r.client.err;
   sigmatrace::exporter::AnalysisOptions o;
   o.dir = dir.path();
@@ -529,9 +539,10 @@ TEST(LayerAnalysis, LibfabricMessagesFindTheirPeerThroughTheAddressVector) {
   TempDir dir;
   std::vector<std::string> common = {"fi_pingpong", "-p", "shm", "-e", "rdm", "-I", "120", "-S", "64"};
   std::vector<std::string> server = common, client = common;
-  server.insert(server.end(), {"-B", "13720"});
-  client.insert(client.end(), {"-P", "13720", "127.0.0.1"});
-  PairRun r = run_pair(server, client, 13720, "simple", dir.path(), {}, true);
+  const int port = unused_tcp_port();
+  server.insert(server.end(), {"-B", std::to_string(port)});
+  client.insert(client.end(), {"-P", std::to_string(port), "127.0.0.1"});
+  PairRun r = run_pair(server, client, port, "simple", dir.path(), {}, true);
   ASSERT_EQ(r.client.exit_code, 0) << r.client.err;
   sigmatrace::exporter::AnalysisOptions o;
   o.dir = dir.path();
