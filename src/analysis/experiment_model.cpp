@@ -134,7 +134,7 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
     if (m.scan.files[k].usable) order.push_back(k);
   auto key = [&](size_t k) {
     const FileSummary& f = m.scan.files[k];
-    long rank = to_long(f.meta_value("rank"), -1);
+    long rank = f.rank();
     return std::make_tuple(rank < 0, rank, f.meta_value("host"), to_long(f.meta_value("pid"), 0), f.path);
   };
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
@@ -155,7 +155,7 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
     p.host = f.meta_value("host");
     p.host_id = static_cast<uint32_t>(std::lower_bound(m.hosts.begin(), m.hosts.end(), p.host) - m.hosts.begin());
     p.pid = to_long(f.meta_value("pid"), 0);
-    p.rank = to_long(f.meta_value("rank"), -1);
+    p.rank = f.rank();
     p.mode = f.meta_value("mode");
     auto has = [&f](const char* t) {
       auto it = f.events_by_type.find(t);

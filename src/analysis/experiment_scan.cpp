@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <thread>
 
 #include "format/event_types.h"
@@ -51,6 +52,14 @@ uint64_t FileSummary::events_dropped() const {
 std::string FileSummary::meta_value(const std::string& key) const {
   const std::string* v = format::find_meta(meta, key);
   return v ? *v : std::string();
+}
+
+long FileSummary::rank() const {
+  if (mpi_rank >= 0) return mpi_rank;
+  std::string v = meta_value("rank");
+  char* end = nullptr;
+  long r = v.empty() ? -1 : std::strtol(v.c_str(), &end, 10);
+  return end && *end == '\0' ? r : -1;
 }
 
 const char* exit_reason_name(uint64_t reason) {
@@ -111,6 +120,13 @@ FileSummary scan_trace_file(const std::string& path, const ScanHooks* hooks) {
           t.aggregate_overflow = ev.values[4];
           break;
         }
+        case EventType::rank_update:  // rank size source: MPI's own answer wins over the launcher's
+          if (ev.field_count >= 3 && static_cast<int64_t>(ev.values[0]) >= 0 &&
+              (ev.bytes[2] == "MPI_COMM_WORLD" || fs.mpi_rank_source != "MPI_COMM_WORLD")) {
+            fs.mpi_rank = static_cast<long>(static_cast<int64_t>(ev.values[0]));
+            fs.mpi_rank_source = std::string(ev.bytes[2]);
+          }
+          break;
         case EventType::provider_status:
           fs.providers.push_back({std::string(ev.bytes[0]), ev.values[1] != 0, std::string(ev.bytes[2])});
           break;

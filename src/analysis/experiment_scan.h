@@ -80,8 +80,14 @@ struct FileSummary {
   std::vector<format::LossRecord> losses;
   uint64_t chunks_missing = 0;
   uint64_t undecodable_chunks = 0;  // chunks whose events could not all be decoded
+  // rank_update events (the mpi provider): MPI_COMM_WORLD's own answer once MPI_Init returned.
+  long mpi_rank = -1;
+  std::string mpi_rank_source;
   uint64_t events_dropped() const;
   std::string meta_value(const std::string& key) const;
+  // The process's rank: MPI's own (MPI_COMM_WORLD) when it was recorded, else the launcher's
+  // (metadata), -1 when neither is known.
+  long rank() const;
 };
 
 struct ExperimentSummary {

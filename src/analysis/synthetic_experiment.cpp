@@ -206,9 +206,9 @@ SyntheticTruth write_synthetic_experiment(const std::string& dir, const Syntheti
 
     format::Metadata meta = {
         {"sigmatrace_version", "synthetic"}, {"host", host}, {"pid", std::to_string(pid)}, {"ppid", "1"},
-        {"executable", "/usr/bin/synthetic_app"}, {"cmdline", "synthetic_app"}, {"rank", std::to_string(r)},
+        {"executable", "/usr/bin/synthetic_app"}, {"cmdline", "synthetic_app"}, {"rank", s.ranks_from_mpi ? "-1" : std::to_string(r)},
         {"local_rank", std::to_string(r / std::max(1, s.hosts))}, {"world_size", std::to_string(n)},
-        {"rank_source", "synthetic"}, {"job_id", "synthetic"}, {"run_id", "synthetic"},
+        {"rank_source", s.ranks_from_mpi ? "" : "synthetic"}, {"job_id", "synthetic"}, {"run_id", "synthetic"},
         {"mode", s.full_mode ? "full" : "simple"}, {"providers", "ibverbs"}, {"buffer_mb", "64"},
         {"chunk_kb", std::to_string(s.chunk_bytes / 1024)}, {"compression", "zstd"}, {"clock_sync_ms", "1000"},
         {"max_threads", "1024"}, {"tsc_invariant", "1"}, {"start_realtime_ns", std::to_string(s.start_ns)},
@@ -225,6 +225,9 @@ SyntheticTruth write_synthetic_experiment(const std::string& dir, const Syntheti
     for (size_t i = 0; i < tids.size(); ++i)
       w.add(0, EventType::thread_info, tsc(s.start_ns), {uint64_t{tids[i]}, std::string_view(i ? "worker" : "main")});
     w.add(0, EventType::provider_status, tsc(s.start_ns), {std::string_view("ibverbs"), uint64_t{1}, std::string_view("")});
+    if (s.ranks_from_mpi)  // as the mpi provider records it once MPI_Init returned
+      w.add(0, EventType::rank_update, tsc(s.start_ns + 1000),
+            {int64_t{r}, int64_t{n}, std::string_view("MPI_COMM_WORLD")});
     std::vector<format::EventField> fields;
     std::vector<uint64_t> per_thread(tids.size(), 0);
     for (const Ev& e : ev) {

@@ -34,6 +34,7 @@ struct SyntheticSpec {
   int clock_samples = 5;          // clock_sync events spread over the run (at least 2 for a fit)
   std::vector<SyntheticClock> clocks;  // per process (missing: default clock, skewed by rank)
   uint64_t events_dropped = 0;    // reported by thread_summary of each thread (loss accounting)
+  bool ranks_from_mpi = false;    // the launcher set no rank (metadata -1): a rank_update from MPI_COMM_WORLD says it
   size_t chunk_bytes = 64 * 1024;
   unsigned generator_threads = 1;  // processes written in parallel
 };

@@ -88,7 +88,7 @@ void print_text(const analysis::ExperimentSummary& es) {
     std::string exe = f.meta_value("executable");
     exe = exe.substr(exe.find_last_of('/') + 1);
     std::printf("%-20s %6s %8s %-14s %8zu %12" PRIu64 " %10" PRIu64 " %9.3f  %s\n", f.meta_value("host").c_str(),
-                f.meta_value("rank").c_str(), f.meta_value("pid").c_str(), exe.c_str(), f.threads.size(), f.events,
+                std::to_string(f.rank()).c_str(), f.meta_value("pid").c_str(), exe.c_str(), f.threads.size(), f.events,
                 f.events_dropped(), span_seconds(f), status_of(f).c_str());
   }
   std::printf("\nevents by type:\n");

@@ -189,6 +189,23 @@ TEST(AnalyzeSimple, OneOpPerCallAndExactBytes) {
   EXPECT_EQ(sql_rows(db, "SELECT DISTINCT mode FROM process"), (std::vector<std::string>{"simple"}));
 }
 
+// A launcher that sets no rank variable: the ranks are MPI_COMM_WORLD's, from the mpi provider's
+// rank_update events, in the process table and the rank matrix.
+TEST(AnalyzeRanks, RanksComeFromMpiWhenTheLauncherSetNone) {
+  TempDir dir;
+  SyntheticSpec spec = ring_spec(false);
+  spec.ranks_from_mpi = true;
+  SyntheticTruth truth = analysis::write_synthetic_experiment(dir.path(), spec);
+  exporter::AnalysisRun run = analyze_dir(dir.path());
+  ASSERT_TRUE(run.ok) << run.error;
+  std::string db = dir / "trace.sqlite";
+  EXPECT_EQ(sql_rows(db, "SELECT process_id, pid, rank FROM process ORDER BY process_id"),
+            (std::vector<std::string>{"0|1000|0", "1|1001|1", "2|1002|2", "3|1003|3"}));
+  for (int s = 0; s < 4; ++s)
+    for (int d = 0; d < 4; ++d)
+      EXPECT_EQ(run.aggregate_json["matrices"]["rank"]["bytes"][s][d].get<uint64_t>(), truth.bytes[s][d]) << s << "->" << d;
+}
+
 // A QP's bandwidth is its bytes over its active span, from the first post (or completion) to the
 // last, on the normalized clock: 2 x 500 bytes posted 1000 ns apart is 1 GB/s.
 TEST(AnalyzeSimple, QpBandwidthIsBytesOverTheActiveSpan) {
