@@ -534,6 +534,34 @@ TEST(LayerAnalysis, UcxTagMessagesHaveTheirPeerTransportAndMatrixEntry) {
   }
 }
 
+// Handlers set through UCP's old API are recorded with the id the sender used, so every
+// ucp_am_send_nb is matched with its arrival (they were recorded with 0x10000 + id: no flow).
+TEST(LayerAnalysis, OldApiActiveMessagesAreMatchedWithTheirArrivals) {
+  const std::string prog = build_path("tests/bin/ucp_am_old_api");
+  if (!file_exists(prog)) GTEST_SKIP() << "skipped: " << prog << " not built (no UCP headers)";
+  TempDir dir, rendezvous;
+  const std::string exp = dir / "exp", st = build_path("bin/sigmatrace");
+  ProcessOptions o;
+  o.set_env = ucx_env("tcp");
+  o.unset_env = {"SIGMATRACE_MODE", "SIGMATRACE_PROVIDERS", "LD_PRELOAD"};
+  BackgroundProcess receiver = start_process({st, "profile", "-o", exp, "--", prog, "recv", rendezvous.path(), "60"}, o);
+  ProcessResult sender = run_process({st, "profile", "-o", exp, "--", prog, "send", rendezvous.path(), "60"}, o);
+  ProcessResult recv = wait_process(receiver);
+  ASSERT_EQ(sender.exit_code, 0) << sender.err;
+  ASSERT_EQ(recv.exit_code, 0) << recv.err;
+  EXPECT_EQ(sender.out, "sent 60 messages of 64 bytes\n");
+  EXPECT_EQ(recv.out, "received 60 messages of 64 bytes, 0 bad\n");
+  ProcessResult an = run_process({st, "analyze", exp}, o);
+  ASSERT_EQ(an.exit_code, 0) << an.err;
+  ProcessResult q = run_process({st, "sql", "--csv", exp,
+                                 "SELECT (SELECT COUNT(*) FROM op WHERE layer = 'ucx' AND opcode = 'SEND'), "
+                                 "(SELECT COUNT(*) FROM op r WHERE layer = 'ucx' AND opcode = 'RECV' AND flow_id IN "
+                                 "(SELECT flow_id FROM op WHERE layer = 'ucx' AND opcode = 'SEND'))"},
+                                o);
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_NE(q.out.find("\n60,60"), std::string::npos) << "sends, receives matched to a send:\n" << q.out;
+}
+
 TEST(LayerAnalysis, LibfabricMessagesFindTheirPeerThroughTheAddressVector) {
   REQUIRE_PROGRAM("fi_pingpong");
   TempDir dir;

@@ -644,7 +644,9 @@ SIGMATRACE_EXPORT ucs_status_t ucp_worker_set_am_handler(ucp_worker_h worker, ui
   UCP_REAL(ucp_worker_set_am_handler, ucs_status_t (*)(ucp_worker_h, uint16_t, ucp_am_callback_t, void*, uint32_t),
            UCS_ERR_NO_MEMORY);
   if (!guard.outer || !active() || !cb) return fn(worker, id, cb, arg, flags);
-  AmHandler* h = am_handler_slot(worker, 0x10000u + id);
+  // UCP keeps one handler per id, whichever API set it: the slot (and the recorded id, which the
+  // analysis matches against ucp_am_send_nb's) is the plain id.
+  AmHandler* h = am_handler_slot(worker, id);
   if (!h) return fn(worker, id, cb, arg, flags);
   h->old_cb = cb;
   h->arg = arg;
