@@ -98,6 +98,9 @@ TEST(OfiAbi, VendoredLayoutsMatchTheInstalledHeaders) {
   EXPECT_EQ(o::FI_SHUTDOWN, uint32_t{FI_SHUTDOWN});
   EXPECT_EQ(o::kFiEavail, ssize_t{FI_EAVAIL});
   EXPECT_EQ(o::kFiEagain, ssize_t{FI_EAGAIN});
+  EXPECT_EQ(o::FI_SOCKADDR_IN, uint32_t{FI_SOCKADDR_IN});
+  EXPECT_EQ(o::FI_SOCKADDR_IN6, uint32_t{FI_SOCKADDR_IN6});
+  EXPECT_EQ(o::FI_ADDR_STR, uint32_t{FI_ADDR_STR});
   EXPECT_EQ(o::datatype_bytes(FI_DOUBLE), sizeof(double));
   EXPECT_EQ(o::datatype_bytes(FI_UINT16), 2u);
 }

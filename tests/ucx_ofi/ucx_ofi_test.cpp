@@ -586,6 +586,38 @@ TEST(LayerAnalysis, LibfabricMessagesFindTheirPeerThroughTheAddressVector) {
   }
 }
 
+// Each address vector's inserts are recorded with its own domain's address length: with one
+// process-wide length (the last endpoint's), tcp's 16-byte sockaddr was recorded as shm's 18
+// bytes, read past the caller's buffer.
+TEST(OfiAddresses, EachAddressVectorRecordsItsOwnFormatsLength) {
+  const std::string prog = build_path("tests/bin/ofi_two_address_formats");
+  if (!file_exists(prog)) GTEST_SKIP() << "ofi_two_address_formats was not built (no libfabric headers)";
+  TempDir dir;
+  ProcessResult plain = run_process({prog});
+  if (plain.exit_code == 77) GTEST_SKIP() << "skipped: " << plain.err;
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ProcessResult traced = run_process({build_path("bin/sigmatrace"), "profile", "-o", dir.path(), "--", prog});
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_EQ(traced.out, plain.out);
+  std::vector<ProcessEvents> procs;
+  std::string err;
+  ASSERT_TRUE(read_experiment(dir.path(), &procs, &err)) << err;
+  ASSERT_EQ(procs.size(), 1u);
+  std::vector<const VerbsEvent*> inserts = procs[0].of(EventType::ofi_av_insert);
+  std::vector<const VerbsEvent*> local = procs[0].of(EventType::ofi_ep_address);
+  ASSERT_EQ(inserts.size(), 2u);
+  // Each inserted address is the endpoint's own, as fi_getname gave it (recorded as local).
+  for (size_t i = 0; i < 2; ++i) {
+    const std::string want = "address of " + std::to_string(inserts[i]->bytes.size()) + " bytes";
+    EXPECT_NE(plain.out.find(want), std::string::npos) << "insert " << i << " recorded " << inserts[i]->bytes.size()
+                                                       << " bytes; the program said:\n" << plain.out;
+    bool seen = false;
+    for (const VerbsEvent* a : local) seen |= a->bytes == inserts[i]->bytes;
+    EXPECT_TRUE(seen) << "insert " << i << " does not hold an endpoint's address";
+  }
+  EXPECT_NE(inserts[0]->bytes.size(), inserts[1]->bytes.size()) << "the two formats were recorded alike";
+}
+
 // ---- programs that resolve libfabric by name ---------------------------------------------------------
 
 TEST(OfiDlsym, FunctionsResolvedWithDlsymAndDlvsymAreTraced) {

@@ -26,6 +26,8 @@ struct fid_fabric;
 
 constexpr ssize_t kFiEagain = 11;
 constexpr ssize_t kFiEavail = 259;
+// enum fi_addr_format values whose address length the format itself fixes or marks.
+constexpr uint32_t FI_SOCKADDR_IN = 2, FI_SOCKADDR_IN6 = 3, FI_ADDR_STR = 9;
 
 struct fid {
   size_t fclass;

@@ -40,11 +40,59 @@ using format::OfiOp;
 
 std::atomic<bool> g_active{false};
 TraceMode g_mode = TraceMode::simple;
-std::atomic<size_t> g_addrlen{0};  // address length of the last opened endpoint (for fi_av_insert)
 
 inline bool active() { return g_active.load(std::memory_order_relaxed); }
 inline bool control_events() { return g_mode != TraceMode::aggregate; }
 inline uint64_t addr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+// The length of the addresses an object takes (fi_av_insert, fi_connect): a domain's and an
+// endpoint's from the fi_info they were opened with, an address vector's from its domain. One
+// process may use several address formats (tcp's sockaddr, shm's names), so the length belongs
+// to the object; 0 (unknown) records no bytes rather than read past the caller's buffer, and
+// kStringAddresses marks FI_ADDR_STR, whose addresses are NUL-terminated strings of any length.
+// Control path: written once per object, read by a scan from the newest (addresses are reused).
+class AddressLengths {
+ public:
+  void set(const void* object, size_t len) {
+    if (!object || !len) return;
+    uint32_t i = n_.fetch_add(1, std::memory_order_relaxed);
+    if (i >= kMax) return;  // beyond it, addresses are recorded without their bytes
+    len_[i] = len;
+    key_[i].store(addr(object), std::memory_order_release);
+  }
+  size_t get(const void* object) const {
+    uint32_t n = n_.load(std::memory_order_relaxed);
+    for (uint32_t i = n < kMax ? n : kMax; i-- > 0;)
+      if (key_[i].load(std::memory_order_acquire) == addr(object)) return len_[i];
+    return 0;
+  }
+
+ private:
+  static constexpr uint32_t kMax = 4096;
+  std::atomic<uintptr_t> key_[kMax] = {};
+  size_t len_[kMax] = {};
+  std::atomic<uint32_t> n_{0};
+};
+AddressLengths g_address_lengths;
+constexpr size_t kStringAddresses = ~size_t{0};
+constexpr size_t kMaxRecordedAddress = 4096;
+
+// The address length an fi_info describes: its format's, else its addresses' own.
+size_t address_length(const fi_info* info) {
+  if (!info) return 0;
+  switch (info->addr_format) {
+    case FI_SOCKADDR_IN: return 16;   // struct sockaddr_in
+    case FI_SOCKADDR_IN6: return 28;  // struct sockaddr_in6
+    case FI_ADDR_STR: return kStringAddresses;
+    default: return info->src_addrlen > info->dest_addrlen ? info->src_addrlen : info->dest_addrlen;
+  }
+}
+
+// The length of the address at a, for an object whose addresses have length `shape`.
+size_t address_bytes(const void* a, size_t shape) {
+  if (shape != kStringAddresses) return shape;
+  return strnlen(static_cast<const char*>(a), kMaxRecordedAddress - 1) + 1;
+}
 
 thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
 struct Reentry {
@@ -460,7 +508,7 @@ void fill_cq(fi_ops_cq& c, const fi_ops_cq& r) {
 void record_address(const void* object, OfiAddressKind kind, const void* a, size_t len) {
   if (!active() || !control_events() || !a) return;
   const uint64_t words[2] = {addr(object), static_cast<uint64_t>(kind)};
-  record_with_bytes(EventType::ofi_ep_address, words, 2, a, static_cast<uint32_t>(len > 4096 ? 4096 : len));
+  record_with_bytes(EventType::ofi_ep_address, words, 2, a, static_cast<uint32_t>(len > kMaxRecordedAddress ? kMaxRecordedAddress : len));
 }
 
 int cm_getname(fid* f, void* a, size_t* len) {
@@ -478,7 +526,7 @@ int cm_getpeer(fid_ep* ep, void* a, size_t* len) {
 }
 int cm_connect(fid_ep* ep, const void* a, const void* param, size_t paramlen) {
   int r = wrapped(ep->cm).real->connect(ep, a, param, paramlen);
-  if (r == 0) record_address(ep, OfiAddressKind::peer_connect, a, g_addrlen.load(std::memory_order_relaxed));
+  if (r == 0 && a) record_address(ep, OfiAddressKind::peer_connect, a, address_bytes(a, g_address_lengths.get(ep)));
   else if (active()) call_error(OfiOp::connect, ep, r);
   return r;
 }
@@ -506,11 +554,14 @@ int av_insert(fid_av* av, const void* a, size_t count, fi_addr_t* fi_addr, uint6
   if (r < 0) {
     call_error(OfiOp::av_insert, av, r);
   } else if (control_events() && a) {
-    const size_t len = g_addrlen.load(std::memory_order_relaxed);
+    const size_t shape = g_address_lengths.get(av);
     const auto* p = static_cast<const uint8_t*>(a);
     for (size_t i = 0; i < count && i < 256; ++i) {
+      const size_t len = shape ? address_bytes(p, shape) : 0;  // string addresses follow each other
       const uint64_t words[3] = {addr(av), uint64_t{i}, fi_addr ? fi_addr[i] : ~uint64_t{0}};
-      record_with_bytes(EventType::ofi_av_insert, words, 3, len ? p + i * len : nullptr, static_cast<uint32_t>(len));
+      record_with_bytes(EventType::ofi_av_insert, words, 3, len ? p : nullptr,
+                        static_cast<uint32_t>(len > kMaxRecordedAddress ? kMaxRecordedAddress : len));
+      p += len;
     }
   }
   return r;
@@ -554,8 +605,8 @@ void endpoint_opened(fid_domain* domain, fi_info* info, fid_ep* ep) {
   swap_table(&ep->rma, g_rma_tables, &fill_rma);
   swap_table(&ep->atomic, g_atomic_tables, &fill_atomic);
   swap_table(&ep->cm, g_cm_tables, &fill_cm);
-  if (info && (info->src_addrlen || info->dest_addrlen))
-    g_addrlen.store(info->src_addrlen > info->dest_addrlen ? info->src_addrlen : info->dest_addrlen, std::memory_order_relaxed);
+  size_t len = address_length(info);
+  g_address_lengths.set(ep, len ? len : g_address_lengths.get(domain));
   if (!control_events()) return;
   const char* prov = provider_name(info);
   const uint64_t words[4] = {addr(domain), addr(ep), info && info->ep_attr ? static_cast<uint64_t>(info->ep_attr->type) : 0,
@@ -610,6 +661,7 @@ int dom_av_open(fid_domain* d, void* attr, fid_av** av, void* ctx) {
     return r;
   }
   swap_table(&(*av)->ops, g_av_tables, &fill_av);
+  g_address_lengths.set(*av, g_address_lengths.get(d));
   object_opened(OfiObject::av, d, *av, 0);
   return r;
 }
@@ -665,6 +717,7 @@ void fill_mr(fi_ops_mr& c, const fi_ops_mr& r) {
 }
 
 void domain_opened(fid_fabric* fabric, fi_info* info, fid_domain* d) {
+  g_address_lengths.set(d, address_length(info));
   swap_table(&d->ops, g_domain_tables, &fill_domain);
   swap_table(&d->mr, g_mr_tables, &fill_mr);
   if (!control_events()) return;
@@ -695,7 +748,7 @@ int fab_passive_ep(fid_fabric* f, fi_info* info, fid_pep** pep, void* ctx) {
     return r;
   }
   swap_table(&(*pep)->cm, g_cm_tables, &fill_cm);
-  if (info && info->src_addrlen) g_addrlen.store(info->src_addrlen, std::memory_order_relaxed);
+  g_address_lengths.set(*pep, address_length(info));
   object_opened(OfiObject::passive_ep, f, *pep, 0);
   return r;
 }
