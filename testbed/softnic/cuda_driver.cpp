@@ -72,9 +72,6 @@ uint64_t now_ns() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-bool check(CUresult r, const char* call, uint64_t dev, size_t len);
-
-
 // softnic's one stream per context with its pinned staging: [0, kStagingBytes) for synchronous
 // copies, then a ring of kRingBytes for posted writes (the stream is synchronised before ring
 // space is reused). One stream, not one per thread: every stream of a process may need a
@@ -279,10 +276,10 @@ bool write(void* ctx, uint64_t dst_dev, const void* src, size_t len, bool posted
 }
 
 bool flush_posted() {
-  const Api& a = api();
-  if (!a.ok) return true;
-  bool ok = true;
   int n = g_channels_n.load(std::memory_order_acquire);
+  if (!n) return true;  // no GPU memory was ever copied: the common case of host-memory programs
+  const Api& a = api();
+  bool ok = true;
   for (int i = 0; i < n; ++i) {
     Channel& ch = g_channels[i];
     std::lock_guard<std::mutex> g(ch.mu);
@@ -299,10 +296,10 @@ bool flush_posted() {
 }
 
 uint64_t oldest_unlanded_post_ns() {
-  const Api& a = api();
-  if (!a.ok) return 0;
-  uint64_t oldest = 0;
   int n = g_channels_n.load(std::memory_order_acquire);
+  if (!n) return 0;
+  const Api& a = api();
+  uint64_t oldest = 0;
   for (int i = 0; i < n; ++i) {
     Channel& ch = g_channels[i];
     uint64_t since = ch.posted_since.load(std::memory_order_relaxed);

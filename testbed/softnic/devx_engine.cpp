@@ -202,6 +202,7 @@ bool execute(Qp* q) {
       if (t_read_done - q->stale_since_ns < kStaleWqeLimitNs) break;  // read it again
       log("qp 0x%x: WQEBB %u still names WQE index %u after %llu ms: rejected", q->qpn, slot_idx,
           c.idx, (unsigned long long)(kStaleWqeLimitNs / 1000000));
+      nbb = 1;  // its size field is as untrustworthy as its index
     }
     q->stale_since_ns = 0;
     if (pos + nbb > n) break;  // the rest of this WQE comes with a later doorbell

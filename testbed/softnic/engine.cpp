@@ -554,11 +554,13 @@ void Engine::handle_request(Qp* qp, int src, PacketHeader* h) {
           std::atomic_thread_fence(std::memory_order_release);
           __atomic_store_n(reinterpret_cast<uint8_t*>(h->raddr + n - 1), src[n - 1],
                            __ATOMIC_RELEASE);
-        } else if (!mem_write(qp->write_mr, h->raddr, src, n, true)) {
+        } else {
           // Posted, as a NIC's DMA writes are: later copies are ordered after it, and a receive
           // completion waits for it (complete_recv).
-          nak(NakCode::RemoteOperation, 0);  // the driver could not write GPU memory
-          return;
+          if (!mem_write(qp->write_mr, h->raddr, src, n, true)) {
+            nak(NakCode::RemoteOperation, 0);  // the driver could not write GPU memory
+            return;
+          }
         }
       }
       qp->expected_psn = (qp->expected_psn + 1) & kPsnMask;
