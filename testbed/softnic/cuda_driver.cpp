@@ -78,9 +78,8 @@ uint64_t now_ns() {
 // hardware work queue of its own (cuda_driver.hpp), and a single one keeps all of softnic's GPU
 // accesses of a context in issue order.
 constexpr size_t kRingBytes = 1 << 20;
-// At most this many posted writes wait on a channel: under contention (ten processes on one
-// GPU) the stream may drain more slowly than a requester posts, and an unbounded backlog
-// delays a barrier's flag by seconds (seen on the H200 under MPS). Beyond it a post waits.
+// At most this many posted writes wait on a channel, so that a CQE never waits behind a long
+// backlog when the stream drains slowly (ten processes on one GPU). Beyond it a post waits.
 constexpr uint32_t kMaxPostedWrites = 16;
 struct Channel {
   void* ctx = nullptr;
@@ -273,26 +272,6 @@ bool read(void* ctx, void* dst, uint64_t src_dev, size_t len) {
 bool write(void* ctx, uint64_t dst_dev, const void* src, size_t len, bool posted) {
   return run_copy(ctx, posted ? Kind::kPost : Kind::kWrite, dst_dev,
                   static_cast<uint8_t*>(const_cast<void*>(src)), len);
-}
-
-bool flush_posted() {
-  int n = g_channels_n.load(std::memory_order_acquire);
-  if (!n) return true;  // no GPU memory was ever copied: the common case of host-memory programs
-  const Api& a = api();
-  bool ok = true;
-  for (int i = 0; i < n; ++i) {
-    Channel& ch = g_channels[i];
-    std::lock_guard<std::mutex> g(ch.mu);
-    if (!ch.ring_off) continue;
-    if (!check(a.push_ctx(ch.ctx), "cuCtxPushCurrent", 0, 0)) {
-      ok = false;
-      continue;
-    }
-    ok &= sync_channel(&ch, 0, ch.ring_off);
-    void* prev = nullptr;
-    check(a.pop_ctx(&prev), "cuCtxPopCurrent", 0, 0);
-  }
-  return ok;
 }
 
 uint64_t oldest_unlanded_post_ns() {

@@ -32,17 +32,15 @@ namespace softnic::cuda {
 SOFTNIC_PRIVATE_API bool is_device_pointer(const void* p, void** ctx);
 
 // Copies between GPU memory of context ctx and host memory, all on one stream per context and
-// executed in the order they are issued, whichever thread issues them, as a NIC's DMA is
-// ordered: read, and a write that is not posted, return once they (and everything issued before
-// them) have landed. A posted write is queued and not waited for: the responder acknowledges a
-// WRITE once its data are on their way, as a NIC does, and the devx engine posts CQEs. false
-// (and one line) on failure.
+// executed in the order they are issued, whichever thread issues them: read, and a write that
+// is not posted, return once they (and everything issued before them) have landed. A posted
+// write is queued and not waited for: the devx engine posts CQEs, which nothing on the host
+// waits for. The verbs responder waits for its writes (data placed, then acknowledged):
+// posting them too, as a NIC's DMA is posted, brought Put+Quiet from 28-32 to 22-27 us on the
+// H200 but, with ten processes side by side under MPS, barrier flags acknowledged that their
+// kernels never saw, a cause not established (docs/gda.md). false (and one line) on failure.
 SOFTNIC_PRIVATE_API bool read(void* ctx, void* dst, uint64_t src_dev, size_t len);
 SOFTNIC_PRIVATE_API bool write(void* ctx, uint64_t dst_dev, const void* src, size_t len, bool posted);
-
-// Waits until every posted write has landed (before a receive completion). Cheap when none is
-// queued.
-SOFTNIC_PRIVATE_API bool flush_posted();
 
 // When the oldest posted write that has not landed was queued (CLOCK_MONOTONIC ns), 0 if none:
 // a posted write that never lands is a stream stuck behind a kernel. For state dumps.

@@ -75,6 +75,19 @@ struct Pending {
   uint64_t posted_ns = 0;  // when it went to the transport
 };
 
+// What a WQE asked for, kept for state dumps: the last kWqeHistory WQEs of a QP show whether a
+// write went where the program meant it to (a barrier flag, say) with the value it meant.
+struct WqeRecord {
+  uint16_t idx = 0;
+  uint8_t opcode = 0;
+  uint32_t rkey = 0;
+  uint64_t raddr = 0;
+  uint64_t first_word = 0;  // inline data's first 8 bytes, or the first SGE's address
+  uint32_t length = 0;
+  uint64_t read_ns = 0;     // when the engine read it
+};
+constexpr uint32_t kWqeHistory = 8;
+
 struct Qp {
   uint32_t qpn = 0;
   ibv_context* ctx = nullptr;
@@ -104,6 +117,8 @@ struct Qp {
   uint64_t stray_completions = 0;    // transport completions that matched no pending WQE
   bool stall_reported = false;       // SOFTNIC_DEBUG=2 dumped this stall already
   StageTime wqe_read, transport, cqe_write;  // SQ copy, post -> transport completion, CQE copy
+  WqeRecord history[kWqeHistory];    // the WQEs executed last, the newest at (history_n - 1) % kWqeHistory
+  uint64_t history_n = 0;
 };
 
 struct Obj;  // mlx5dv_devx_obj

@@ -33,7 +33,7 @@ namespace {
 
 void out(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void out(const char* fmt, ...) {
-  char buf[640];
+  char buf[1200];
   va_list ap;
   va_start(ap, fmt);
   int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
@@ -64,12 +64,19 @@ void dump_qp(const Qp* q, uint64_t now) {
         p.idx, (unsigned long long)p.seq, p.opcode, int(p.signal), int(p.done), p.syndrome,
         ms_since(p.posted_ns, now));
   }
+  uint64_t shown_history = q->history_n < kWqeHistory ? q->history_n : kWqeHistory;
+  for (uint64_t k = shown_history; k-- > 0;) {
+    const WqeRecord& r = q->history[(q->history_n - 1 - k) % kWqeHistory];
+    out("    WQE %u: opcode 0x%x, remote 0x%llx rkey 0x%x, %u bytes, first word 0x%llx, read %.1f ms ago", r.idx,
+        r.opcode, (unsigned long long)r.raddr, r.rkey, r.length, (unsigned long long)r.first_word,
+        ms_since(r.read_ns, now));
+  }
   if (const Cq* cq = q->scq)
     out("    cq 0x%x (%s): %llu CQEs written, newest: wqe_counter %u opcode 0x%x, %.1f ms ago", cq->cqn,
         cq->collapsed ? "collapsed" : "ring", (unsigned long long)cq->produced, cq->last_wqe_counter,
         cq->last_opcode, ms_since(cq->last_write_ns, now));
   if (q->qp) {
-    char line[512];
+    char line[1024];
     debug::describe_qp(q->qp, line, sizeof line);
     out("    %s", line);
   }

@@ -103,10 +103,19 @@ struct Decoded {
   ibv_sge sge[m5::kMaxParsedSges]{};
   bool post = false;
   uint32_t byte_cnt = 0;
+  WqeRecord record;
 };
 uint8_t decode_wqe(const uint8_t* w, uint32_t bytes, Decoded* d) {
   m5::ParsedWqe p;
   if (uint8_t synd = m5::parse_wqe(w, bytes, &p)) return synd;
+  WqeRecord& r = d->record;
+  r.idx = p.ctrl.idx;
+  r.opcode = p.ctrl.opcode;
+  r.raddr = p.raddr;
+  r.rkey = p.rkey;
+  r.length = uint32_t(p.length);
+  if (p.inline_data && p.inline_len) memcpy(&r.first_word, p.inline_ptr, p.inline_len < 8 ? p.inline_len : 8);
+  else if (p.num_sge) r.first_word = p.sge[0].addr;
   ibv_send_wr& wr = d->wr;
   wr.sg_list = d->sge;
   wr.send_flags = IBV_SEND_SIGNALED;  // internally every WR completes; CQ_UPDATE is applied at retire
@@ -219,6 +228,8 @@ bool execute(Qp* q) {
       Decoded d;
       uint8_t synd = decode_wqe(w, (n - pos) * m5::kWqeBbSize, &d);
       p.byte_cnt = d.byte_cnt;
+      d.record.read_ns = t_read_done;
+      if (!synd) q->history[q->history_n++ % kWqeHistory] = d.record;
       if (synd) {
         log("qp 0x%x: WQE %u (opcode 0x%x, ds %u) rejected: syndrome 0x%x", q->qpn, p.idx, c.opcode,
             c.ds, synd);

@@ -14,7 +14,6 @@
 
 #include "config.hpp"
 #include "context.hpp"
-#include "cuda_driver.hpp"
 #include "memory_registry.hpp"
 
 namespace softnic {
@@ -56,9 +55,8 @@ ibv_wc_status nak_status(NakCode c) {
 
 // Copies len bytes starting at message offset off out of (gather) or into (scatter) an
 // SGE list. Returns false if a local key does not resolve.
-// posted: a responder's scatter whose landing nothing waits for yet (see mem_write).
 template <bool kGather>
-bool sge_copy(const Sge* sges, uint32_t n, uint64_t off, uint8_t* buf, uint64_t len, bool posted = false) {
+bool sge_copy(const Sge* sges, uint32_t n, uint64_t off, uint8_t* buf, uint64_t len) {
   for (uint32_t i = 0; i < n && len; ++i) {
     if (off >= sges[i].length) {
       off -= sges[i].length;
@@ -68,7 +66,7 @@ bool sge_copy(const Sge* sges, uint32_t n, uint64_t off, uint8_t* buf, uint64_t 
     Mr* mr = mr_lookup(sges[i].lkey);
     if (!mr) return false;
     if (!(kGather ? mem_read(mr, sges[i].addr + off, buf, take)
-                  : mem_write(mr, sges[i].addr + off, buf, take, posted)))
+                  : mem_write(mr, sges[i].addr + off, buf, take)))
       return false;
     buf += take;
     len -= take;
@@ -489,9 +487,6 @@ void Engine::handle_request(Qp* qp, int src, PacketHeader* h) {
       wc.imm_data = h->imm;
     }
     qp->recv_active = false;
-    // A receive completion says the data are in memory: of this message, and of every WRITE
-    // before it (NCCL's zero-byte WRITE_IMM announces the WRITE that precedes it).
-    if (!cuda::flush_posted()) wc.status = IBV_WC_LOC_PROT_ERR;
     cq_push(qp->rcq, wc, h->flags & kSolicited);
   };
   switch (h->op) {
@@ -515,7 +510,7 @@ void Engine::handle_request(Qp* qp, int src, PacketHeader* h) {
       }
       if (!qp->recv_active) return;
       if (!sge_copy<false>(qp->recv_sges.data(), uint32_t(qp->recv_sges.size()), qp->recv_offset,
-                           payload(h), h->payload_len, true)) {
+                           payload(h), h->payload_len)) {
         nak(NakCode::RemoteOperation, 0);  // the driver could not write the receive buffer
         send_responses(qp);
         move_to_error(qp);
@@ -548,19 +543,21 @@ void Engine::handle_request(Qp* qp, int src, PacketHeader* h) {
       if (h->payload_len) {
         uint8_t* src = payload(h);
         uint32_t n = h->payload_len;
+        Qp::LandedWrite& lw = qp->landed[qp->landed_n++ % Qp::kLandedHistory];
+        lw.raddr = h->raddr;
+        lw.len = n;
+        lw.psn = h->psn;
+        lw.first_word = 0;
+        memcpy(&lw.first_word, src, n < 8 ? n : 8);
         if (h->flags & kLast && !qp->write_mr->on_gpu) {
           // Pollers (ib_write_lat) watch the last byte: it must land after the rest.
           memcpy(reinterpret_cast<void*>(h->raddr), src, n - 1);
           std::atomic_thread_fence(std::memory_order_release);
           __atomic_store_n(reinterpret_cast<uint8_t*>(h->raddr + n - 1), src[n - 1],
                            __ATOMIC_RELEASE);
-        } else {
-          // Posted, as a NIC's DMA writes are: later copies are ordered after it, and a receive
-          // completion waits for it (complete_recv).
-          if (!mem_write(qp->write_mr, h->raddr, src, n, true)) {
-            nak(NakCode::RemoteOperation, 0);  // the driver could not write GPU memory
-            return;
-          }
+        } else if (!mem_write(qp->write_mr, h->raddr, src, n)) {
+          nak(NakCode::RemoteOperation, 0);  // the driver could not write GPU memory
+          return;
         }
       }
       qp->expected_psn = (qp->expected_psn + 1) & kPsnMask;
@@ -616,7 +613,7 @@ void Engine::handle_request(Qp* qp, int src, PacketHeader* h) {
         uint64_t nv = 0;
         bool ok = mem_read(mr, h->raddr, &old, 8);
         if (ok) nv = h->op == WireOp::FetchAdd ? old + h->arg0 : (old == h->arg0 ? h->arg1 : old);
-        if (!ok || (nv != old && !mem_write(mr, h->raddr, &nv, 8, true))) {
+        if (!ok || (nv != old && !mem_write(mr, h->raddr, &nv, 8))) {
           nak(NakCode::RemoteOperation, 0);
           return;
         }

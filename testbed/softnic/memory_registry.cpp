@@ -59,12 +59,12 @@ Mr* mr_lookup(uint32_t key) {
 
 bool cuda_pointer_is_device(const void* p, void** cu_ctx) { return cuda::is_device_pointer(p, cu_ctx); }
 
-bool mem_write(const Mr* mr, uint64_t addr, const void* src, size_t len, bool posted) {
+bool mem_write(const Mr* mr, uint64_t addr, const void* src, size_t len) {
   if (!mr->on_gpu) {
     memcpy(reinterpret_cast<void*>(addr), src, len);
     return true;
   }
-  return cuda::write(mr->cu_ctx, addr, src, len, posted);
+  return cuda::write(mr->cu_ctx, addr, src, len, false);
 }
 
 bool mem_read(const Mr* mr, uint64_t addr, void* dst, size_t len) {

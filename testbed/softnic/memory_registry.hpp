@@ -23,10 +23,9 @@ inline bool mr_covers(const Mr* mr, uint64_t addr, uint64_t len) {
 bool cuda_pointer_is_device(const void* p, void** cu_ctx);
 
 // Copies between registered memory and host buffers, honouring GPU-resident regions. false when
-// the CUDA driver failed the copy (it printed why). GPU copies of a context are executed in
-// issue order (cuda_driver.hpp); a posted write (the responder's data) is not waited
-// for, every other copy has landed, with everything issued before it, when the call returns.
-bool mem_write(const Mr* mr, uint64_t addr, const void* src, size_t len, bool posted = false);
+// the CUDA driver failed the copy (it printed why). A GPU copy has landed when the call returns,
+// as a NIC places a WRITE's data before it acknowledges it.
+bool mem_write(const Mr* mr, uint64_t addr, const void* src, size_t len);
 bool mem_read(const Mr* mr, uint64_t addr, void* dst, size_t len);
 
 }  // namespace softnic

@@ -161,6 +161,14 @@ struct Qp {
   Mr* write_mr = nullptr;       // multi-segment WRITE in progress
   std::deque<RespItem> resp_q;
   bool in_resp_list = false;
+  // The last RDMA WRITE segments executed as responder (state dumps: where data landed).
+  struct LandedWrite {
+    uint64_t raddr = 0, first_word = 0;
+    uint32_t len = 0, psn = 0;
+  };
+  static constexpr uint32_t kLandedHistory = 4;
+  LandedWrite landed[kLandedHistory];
+  uint32_t landed_n = 0;
 
   // ibv_qp_ex batch: the first staged_n entries; entries are reused so that posting does
   // not allocate once the vectors have grown.

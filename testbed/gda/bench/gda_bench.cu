@@ -8,6 +8,8 @@
 // values match). Usage: gda_bench --pe N --npes 2 --dir DIR [--test all|put|get|fadd|pingpong]
 //   [--warmup 1000] [--iters 5000] [--json FILE] [--device-timeout 10] [--verbose]
 #include <cuda_runtime.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -115,6 +117,15 @@ __global__ void k_pong(DeviceState* s, int peer, int warm, int iters, Result* r)
   }
   if (!dev::quiet(s, peer)) r->errors++;
   finish(s, peer, r);
+}
+
+// A failed test asks the NIC emulation for its state (softnic with SOFTNIC_DEBUG=2 dumps on
+// SIGUSR2): both PEs usually give up at once, so the pair runner finds nobody left to ask.
+static void request_nic_state_dump() {
+  struct sigaction cur {};
+  if (sigaction(SIGUSR2, nullptr, &cur) != 0 || cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN) return;
+  raise(SIGUSR2);
+  usleep(500000);  // the other threads print their backtraces
 }
 
 static void usage() {
@@ -243,6 +254,8 @@ int main(int argc, char** argv) {
       failures++;
       broken_by = name;
       if (wf.kind) printf("%s\n", describe_failure(wf, pe).c_str());
+      fflush(stdout);
+      request_nic_state_dump();
     }
     if (!timed) {
       printf("pe %d: %-8s target side %s (errors %llu, qp error 0x%x)\n", pe, name.c_str(),
