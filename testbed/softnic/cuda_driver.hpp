@@ -16,7 +16,7 @@
 // (SOFTNIC_CUDA_CONNECTIONS=N asks for N; 0 leaves the driver's default). Measured on an H200
 // under MPS (docs/gda.md): with the default or 2, a responder's copy waited behind the peer's
 // spinning kernel; 8 and 16 left too few queues in MPS's shared pool for ten processes (setup
-// failures, or queues silently shared again); 4 passed with ten processes side by side.
+// failures, or queues silently shared again); with 4 no copy waited behind a kernel again.
 // It lives in softnic's libibverbs and reaches libmlx5 through the private version node
 // SOFTNIC_PRIVATE_1 (as rdma-core's providers import libibverbs' IBVERBS_PRIVATE_* symbols), so
 // the process has one loader, one set of statistics and one in-flight record.
@@ -37,8 +37,8 @@ SOFTNIC_PRIVATE_API bool is_device_pointer(const void* p, void** ctx);
 // write is queued and not waited for: the devx engine posts CQEs, which nothing on the host
 // waits for. The verbs responder waits for its writes (data placed, then acknowledged):
 // posting them too, as a NIC's DMA is posted, brought Put+Quiet from 28-32 to 22-27 us on the
-// H200 but, with ten processes side by side under MPS, barrier flags acknowledged that their
-// kernels never saw, a cause not established (docs/gda.md). false (and one line) on failure.
+// H200; it is left out until the side-by-side failure of docs/gda.md ("Open") is understood.
+// false (and one line) on failure.
 SOFTNIC_PRIVATE_API bool read(void* ctx, void* dst, uint64_t src_dev, size_t len);
 SOFTNIC_PRIVATE_API bool write(void* ctx, uint64_t dst_dev, const void* src, size_t len, bool posted);
 
