@@ -73,20 +73,19 @@ uint64_t now_ns() {
 }
 
 // softnic's one stream per context with its pinned staging: [0, kStagingBytes) for synchronous
-// copies, then a ring of kRingBytes for posted writes (the stream is synchronised before ring
-// space is reused). One stream, not one per thread: every stream of a process may need a
+// copies, then kMaxPostedWrites slots of kMaxPostBytes for posted writes (the stream is
+// synchronised before a slot is reused). One stream, not one per thread: every stream of a process may need a
 // hardware work queue of its own (cuda_driver.hpp), and a single one keeps all of softnic's GPU
 // accesses of a context in issue order.
-constexpr size_t kRingBytes = 1 << 20;
 // At most this many posted writes wait on a channel, so that a CQE never waits behind a long
 // backlog when the stream drains slowly (ten processes on one GPU). Beyond it a post waits.
 constexpr uint32_t kMaxPostedWrites = 16;
+constexpr size_t kMaxPostBytes = 256;  // a larger "posted" write is made synchronously
 struct Channel {
   void* ctx = nullptr;
   void* stream = nullptr;
-  uint8_t* staging = nullptr;  // pinned, kStagingBytes + kRingBytes
-  size_t ring_off = 0;         // next free ring byte; 0 once everything posted has landed
-  uint32_t posted = 0;         // posted writes queued since the last synchronisation
+  uint8_t* staging = nullptr;  // pinned, kStagingBytes + kMaxPostedWrites * kMaxPostBytes
+  uint32_t posted = 0;         // posted writes queued (slots in use) since they last all landed
   std::atomic<uint64_t> posted_since{0};  // first posted write not known to have landed (0: none)
   std::mutex mu;
 };
@@ -161,7 +160,7 @@ Channel* channel(void* ctx) {
   const Api& a = api();
   Channel& ch = g_channels[n];
   if (!check(a.stream_create(&ch.stream, kStreamNonBlocking), "cuStreamCreate", 0, 0)) return nullptr;
-  size_t bytes = kStagingBytes + kRingBytes;
+  size_t bytes = kStagingBytes + kMaxPostedWrites * kMaxPostBytes;
   if (!check(a.host_alloc(reinterpret_cast<void**>(&ch.staging), bytes, 0), "cuMemHostAlloc(staging)", 0, bytes)) {
     a.stream_destroy(ch.stream);
     return nullptr;
@@ -171,11 +170,15 @@ Channel* channel(void* ctx) {
   return &ch;
 }
 
-bool sync_channel(Channel* ch, uint64_t dev, size_t len) {
-  if (!check(api().stream_sync(ch->stream), "cuStreamSynchronize", dev, len)) return false;
-  ch->ring_off = 0;  // everything queued, posted writes included, has landed
+// Everything queued on ch, posted writes included, has landed: their slots are free again.
+void mark_landed(Channel* ch) {
   ch->posted = 0;
   ch->posted_since.store(0, std::memory_order_relaxed);
+}
+
+bool sync_channel(Channel* ch, uint64_t dev, size_t len) {
+  if (!check(api().stream_sync(ch->stream), "cuStreamSynchronize", dev, len)) return false;
+  mark_landed(ch);
   return true;
 }
 
@@ -202,15 +205,12 @@ bool copy_on(Channel* ch, uint64_t dev, uint8_t* host, size_t len) {
 
 // Posted write on ch: queued behind ch's earlier copies, not waited for.
 bool post_on(Channel* ch, uint64_t dev, const uint8_t* src, size_t len) {
-  if (len > kRingBytes) return copy_on<false>(ch, dev, const_cast<uint8_t*>(src), len);
-  if ((ch->ring_off + len > kRingBytes || ch->posted == kMaxPostedWrites) && !sync_channel(ch, dev, len))
-    return false;  // ring full, or enough waiting
-  uint8_t* slot = ch->staging + kStagingBytes + ch->ring_off;
+  if (len > kMaxPostBytes) return copy_on<false>(ch, dev, const_cast<uint8_t*>(src), len);
+  if (ch->posted == kMaxPostedWrites && !sync_channel(ch, dev, len)) return false;  // every slot waits
+  uint8_t* slot = ch->staging + kStagingBytes + size_t(ch->posted) * kMaxPostBytes;
   memcpy(slot, src, len);
   if (!check(api().htod_async(dev, slot, len, ch->stream), "cuMemcpyHtoDAsync(posted)", dev, len)) return false;
-  if (!ch->ring_off) ch->posted_since.store(now_ns(), std::memory_order_relaxed);
-  ch->ring_off += (len + 63) & ~size_t(63);
-  ch->posted++;
+  if (!ch->posted++) ch->posted_since.store(now_ns(), std::memory_order_relaxed);
   return true;
 }
 
@@ -287,9 +287,7 @@ uint64_t oldest_unlanded_post_ns() {
     std::unique_lock<std::mutex> g(ch.mu, std::try_to_lock);
     if (g.owns_lock() && a.push_ctx(ch.ctx) == 0) {
       if (a.stream_query(ch.stream) == 0) {
-        ch.ring_off = 0;
-        ch.posted = 0;
-        ch.posted_since.store(0, std::memory_order_relaxed);
+        mark_landed(&ch);
         since = 0;
       }
       void* prev = nullptr;

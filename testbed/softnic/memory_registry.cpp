@@ -57,8 +57,6 @@ Mr* mr_lookup(uint32_t key) {
   return m;
 }
 
-bool cuda_pointer_is_device(const void* p, void** cu_ctx) { return cuda::is_device_pointer(p, cu_ctx); }
-
 bool mem_write(const Mr* mr, uint64_t addr, const void* src, size_t len) {
   if (!mr->on_gpu) {
     memcpy(reinterpret_cast<void*>(addr), src, len);

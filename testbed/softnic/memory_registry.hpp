@@ -19,9 +19,6 @@ inline bool mr_covers(const Mr* mr, uint64_t addr, uint64_t len) {
   return addr >= base && len <= mr->mr.length && addr - base <= mr->mr.length - len;
 }
 
-// GPU detection through libcuda.so.1 if it can be loaded; false otherwise.
-bool cuda_pointer_is_device(const void* p, void** cu_ctx);
-
 // Copies between registered memory and host buffers, honouring GPU-resident regions. false when
 // the CUDA driver failed the copy (it printed why). A GPU copy has landed when the call returns,
 // as a NIC places a WRITE's data before it acknowledges it.

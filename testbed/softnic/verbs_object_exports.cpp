@@ -10,6 +10,7 @@
 #include "context.hpp"
 #include "engine.hpp"
 #include "exports.hpp"
+#include "cuda_driver.hpp"
 #include "memory_registry.hpp"
 #include "qp_state_machine.hpp"
 #include "verbs_datapath.hpp"
@@ -88,7 +89,7 @@ SOFTNIC_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* ibpd, void* addr, size_t length,
   Pd* pd = to_pd(ibpd);
   mr->pd = pd;
   mr->access = int(access);
-  mr->on_gpu = cuda_pointer_is_device(addr, &mr->cu_ctx);
+  mr->on_gpu = cuda::is_device_pointer(addr, &mr->cu_ctx);
   mr->mr.context = ibpd->context;
   mr->mr.pd = ibpd;
   mr->mr.addr = addr;
