@@ -10,7 +10,8 @@
 #      the four microbenchmarks (1000 warm-up + 5000 measured, every result verified)
 #   6. stage times: Put+Quiet with SOFTNIC_DEVX_STATS=1 (where the emulator's time goes)
 #   7. the long run: 100 000 iterations of each benchmark
-#   8. five pairs side by side
+#   8. the four microbenchmarks with the NIC buffers (SQ, CQ, doorbell records) in host memory
+#   9. five pairs side by side, GDA_SIDE_REPS times (default 2)
 # Exit status: 0 when every step passed.
 set -u
 ROOT=$(pwd)
@@ -154,19 +155,27 @@ grep -E "median|stage times|engine and GPU|  +[A-Za-z].* mean " "$LOGS/stages.lo
 note "7. long run: 1000 warm-up + 100000 measured iterations of each benchmark"
 GDA_PAIR_TIMEOUT_S=250 bench "long run 100000" long 1000 100000
 
-note "8. five pairs side by side (1000 + 5000 each)"
-mps_restart
-pids=()
-for k in 1 2 3 4 5; do
-  GDA_PAIR_TAG=side$k timeout 300 "$PAIR" "$PROBE" "$BENCH" "$LIBDIR" all 1000 5000 "$LOGS" > "$LOGS/side$k.log" 2>&1 &
-  pids+=($!)
+note "8. NIC buffers (SQ, CQ, doorbell records) in host memory: 1000 + 5000"
+GDA_NIC_BUF=host bench "benchmarks, NIC buffers in host memory" hostbuf 1000 5000
+
+# Ten processes on 16 cores: each pair's whole run may take longer than one pair alone, so the
+# pair timeout is the long run's (barriers give up 15 s before it).
+SIDE_REPS=${GDA_SIDE_REPS:-2}
+for rep in $(seq "$SIDE_REPS"); do
+  note "9. five pairs side by side (1000 + 5000 each), repetition $rep of $SIDE_REPS"
+  mps_restart
+  pids=()
+  for k in 1 2 3 4 5; do
+    GDA_PAIR_TIMEOUT_S=250 GDA_PAIR_TAG=side${rep}_$k timeout 300 "$PAIR" "$PROBE" "$BENCH" "$LIBDIR" all 1000 5000 "$LOGS" > "$LOGS/side${rep}_$k.log" 2>&1 &
+    pids+=($!)
+  done
+  side_ok=0
+  for k in 1 2 3 4 5; do
+    wait "${pids[$((k-1))]}" && side_ok=$((side_ok+1))
+    while read -r line; do SUMMARY+=("  side${rep}_$k$line"); done < <(json_rows "$LOGS/gda_side${rep}_${k}_pe0.json")
+  done
+  [ $side_ok = 5 ] && record "five pairs side by side ($rep)" PASS "5 of 5 verified" || record "five pairs side by side ($rep)" FAIL "$side_ok of 5 passed (side${rep}_*.log)"
 done
-side_ok=0
-for k in 1 2 3 4 5; do
-  wait "${pids[$((k-1))]}" && side_ok=$((side_ok+1))
-  while read -r line; do SUMMARY+=("  side$k$line"); done < <(json_rows "$LOGS/gda_side${k}_pe0.json")
-done
-[ $side_ok = 5 ] && record "five pairs side by side" PASS "5 of 5 verified" || record "five pairs side by side" FAIL "$side_ok of 5 passed (side*.log)"
 
 cat > "$LOGS/commands.txt" <<CMDS
 export CUDA_MODULE_LOADING=LAZY CUDA_MPS_PIPE_DIRECTORY=/tmp/gda-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/gda-mps-log
@@ -176,8 +185,9 @@ nvidia-cuda-mps-control -d        (restarted before every step: echo quit | nvid
 ctest --test-dir build-gpu -R '^gda\.put_get_fadd_barrier$' -V ; ctest --test-dir build-gpu -R '^gda\.pingpong$' -V
 GDA_PAIR_TAG=all_r1 testbed/gda/tests/run_gda_pair.sh $PROBE $BENCH $LIBDIR all 1000 5000 \$LOGS
   = LD_LIBRARY_PATH=$LIBDIR SOFTNIC_SPIN_US=200000 SOFTNIC_DEVX_SPIN_US=1000000 SOFTNIC_DEBUG=2 \\
-    gda_bench --pe {1,0} --npes 2 --dir <tmp> --test all --warmup 1000 --iters 5000 --json \$LOGS/gda_all_r1_pe{1,0}.json
+    gda_bench --pe {1,0} --npes 2 --dir <tmp> --test all --warmup 1000 --iters 5000 --barrier-timeout 35 --json \$LOGS/gda_all_r1_pe{1,0}.json
 SOFTNIC_DEVX_STATS=1 GDA_PAIR_TAG=stages testbed/gda/tests/run_gda_pair.sh ... put 1000 5000 \$LOGS
 GDA_PAIR_TIMEOUT_S=250 GDA_PAIR_TAG=long testbed/gda/tests/run_gda_pair.sh ... all 1000 100000 \$LOGS
-five of: GDA_PAIR_TAG=side\$k testbed/gda/tests/run_gda_pair.sh ... all 1000 5000 \$LOGS &
+GDA_NIC_BUF=host GDA_PAIR_TAG=hostbuf testbed/gda/tests/run_gda_pair.sh ... all 1000 5000 \$LOGS
+five of, twice: GDA_PAIR_TIMEOUT_S=250 GDA_PAIR_TAG=side\$rep_\$k testbed/gda/tests/run_gda_pair.sh ... all 1000 5000 \$LOGS &
 CMDS

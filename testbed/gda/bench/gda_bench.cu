@@ -130,7 +130,8 @@ static void request_nic_state_dump() {
 
 static void usage() {
   fprintf(stderr, "usage: gda_bench --pe N --npes 2 --dir DIR [--test all|put|get|fadd|pingpong] "
-                  "[--warmup N] [--iters N] [--json FILE] [--device-timeout SECONDS] [--verbose]\n");
+                  "[--warmup N] [--iters N] [--json FILE] [--device-timeout SECONDS] "
+                  "[--barrier-timeout SECONDS] [--nic-buf gpu|host] [--verbose]\n");
   exit(2);
 }
 
@@ -148,17 +149,32 @@ int main(int argc, char** argv) {
   std::string dir, test = "all", json;
   bool verbose = false;
   double device_timeout_s = Options{}.device_timeout_s;
+  double barrier_timeout_s = Options{}.barrier_timeout_s;
+  Options::NicBuf nic_buf = Options{}.nic_buf;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { if (i + 1 >= argc) usage(); return argv[++i]; };
-    if (a == "--pe") pe = std::stoi(next());
-    else if (a == "--npes") npes = std::stoi(next());
+    // A number, or a one-line error naming the option.
+    auto num = [&]() -> double {
+      std::string v = next();
+      char* end = nullptr;
+      double d = strtod(v.c_str(), &end);
+      if (v.empty() || *end) {
+        fprintf(stderr, "gda_bench: %s needs a number, got '%s'\n", a.c_str(), v.c_str());
+        exit(2);
+      }
+      return d;
+    };
+    if (a == "--pe") pe = int(num());
+    else if (a == "--npes") npes = int(num());
     else if (a == "--dir") dir = next();
     else if (a == "--test") test = next();
-    else if (a == "--warmup") warm = std::stoi(next());
-    else if (a == "--iters") iters = std::stoi(next());
+    else if (a == "--warmup") warm = int(num());
+    else if (a == "--iters") iters = int(num());
     else if (a == "--json") json = next();
-    else if (a == "--device-timeout") device_timeout_s = std::stod(next());
+    else if (a == "--device-timeout") device_timeout_s = num();
+    else if (a == "--barrier-timeout") barrier_timeout_s = num();
+    else if (a == "--nic-buf") { if (!parse_nic_buf(next(), &nic_buf)) usage(); }
     else if (a == "--verbose") verbose = true;
     else usage();
   }
@@ -171,6 +187,8 @@ int main(int argc, char** argv) {
   o.dir = dir;
   o.verbose = verbose;
   o.device_timeout_s = device_timeout_s;
+  o.barrier_timeout_s = barrier_timeout_s;
+  o.nic_buf = nic_buf;
   Context ctx;
   if (ctx.init(o)) {
     fprintf(stderr, "gda_bench: setup failed: %s\n", ctx.error().c_str());
@@ -277,8 +295,9 @@ int main(int argc, char** argv) {
       printf("pe %d: %-16s nothing measured (failed during warm-up)  verified: NO (errors %llu, qp error 0x%x)\n",
              pe, label, r.errors, r.qp_error);
     if (jf) {
-      fprintf(jf, "%s  {\"benchmark\": \"%s\", \"label\": \"%s\", \"run\": true, \"pes\": %d, \"size_bytes\": 8, \"warmup\": %d, "
-                  "\"iterations\": %d, \"measured\": %zu, ", first_json ? "" : ",\n", name.c_str(), label, npes, warm, iters, m);
+      fprintf(jf, "%s  {\"benchmark\": \"%s\", \"label\": \"%s\", \"run\": true, \"pes\": %d, \"nic_buf\": \"%s\", \"size_bytes\": 8, \"warmup\": %d, "
+                  "\"iterations\": %d, \"measured\": %zu, ", first_json ? "" : ",\n", name.c_str(), label, npes,
+              nic_buf_name(nic_buf), warm, iters, m);
       if (m)
         fprintf(jf, "\"median_us\": %.3f, \"p99_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"mean_us\": %.3f, ",
                 q(0.5), q(0.99), q(0.0), q(1.0), sum / double(m) / 1000.0);

@@ -1,7 +1,7 @@
 // gda host setup; see gda/gda.hpp. The call sequence follows a GPU-initiated stack (NVSHMEM
-// IBGDA, ../shared/research/ibgda-nccl-calls.md §2): PD + mlx5dv_init_obj, QUERY_HCA_CAP
+// IBGDA's transport set-up): PD + mlx5dv_init_obj, QUERY_HCA_CAP
 // (general: cqe_version; atomic: CAS/FA, 8-byte), per peer: query_eqn, NC UAR for the CQ,
-// GPU buffers (SQ, CQ filled with 0xFF, doorbell records) registered as umem, CREATE_CQ
+// GPU (or mapped host) buffers (SQ, CQ filled with 0xFF, doorbell records) registered as umem, CREATE_CQ
 // (collapsed), UAR for the QP doorbell mapped into the GPU with cuMemHostRegister +
 // cuMemHostGetDevicePointer, CREATE_QP, then RST2INIT/INIT2RTR/RTR2RTS with the peer's QPN.
 #include <cuda.h>
@@ -27,6 +27,15 @@ namespace m5 = sigmatrace::mlx5;
 namespace prm = sigmatrace::mlx5::prm;
 
 namespace gda {
+
+const char* nic_buf_name(Options::NicBuf b) { return b == Options::NicBuf::kHost ? "host" : "gpu"; }
+
+bool parse_nic_buf(const std::string& s, Options::NicBuf* out) {
+  if (s == "gpu") *out = Options::NicBuf::kGpu;
+  else if (s == "host") *out = Options::NicBuf::kHost;
+  else return false;
+  return true;
+}
 
 int Context::fail(const std::string& what) {
   err_ = "pe " + std::to_string(o_.pe) + ": " + what;
@@ -98,14 +107,33 @@ int Context::create_peer(int pe) {
   size_t sq_bytes = size_t(m5::kWqeBbSize) << o_.log_sq;
   size_t cq_off = sq_bytes, qdbr_off = cq_off + m5::kCqeSize, cdbr_off = qdbr_off + 8;
   p.ctrl_bytes = cdbr_off + 8;
-  if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&p.ctrl), p.ctrl_bytes)) return fail("cudaMalloc(SQ/CQ/DBR): " + cuda_err(e));
-  cudaMemset(p.ctrl, 0, p.ctrl_bytes);
-  cudaMemset(p.ctrl + cq_off, 0xff, m5::kCqeSize);  // all CQE bytes start as 0xFF
-  cudaDeviceSynchronize();
+  if (o_.nic_buf == Options::NicBuf::kHost) {
+    // As NVSHMEM's host-memory NIC buffers: 64 KiB aligned, registered Portable|Mapped.
+    void* h = nullptr;
+    size_t bytes = (p.ctrl_bytes + 65535) & ~size_t(65535);
+    if (posix_memalign(&h, 65536, bytes)) return fail("posix_memalign(SQ/CQ/DBR) failed");
+    p.ctrl = static_cast<uint8_t*>(h);
+    memset(p.ctrl, 0, bytes);
+    memset(p.ctrl + cq_off, 0xff, m5::kCqeSize);  // all CQE bytes start as 0xFF
+    if (cudaError_t e = cudaHostRegister(p.ctrl, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped))
+      return fail("cudaHostRegister(SQ/CQ/DBR): " + cuda_err(e));
+    p.ctrl_host_registered = true;
+    void* d = nullptr;
+    if (cudaError_t e = cudaHostGetDevicePointer(&d, p.ctrl, 0))
+      return fail("cudaHostGetDevicePointer(SQ/CQ/DBR): " + cuda_err(e));
+    p.ctrl_dev = static_cast<uint8_t*>(d);
+  } else {
+    if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&p.ctrl), p.ctrl_bytes)) return fail("cudaMalloc(SQ/CQ/DBR): " + cuda_err(e));
+    cudaMemset(p.ctrl, 0, p.ctrl_bytes);
+    cudaMemset(p.ctrl + cq_off, 0xff, m5::kCqeSize);  // all CQE bytes start as 0xFF
+    cudaDeviceSynchronize();
+    p.ctrl_dev = p.ctrl;
+  }
   p.umem = mlx5dv_devx_umem_reg(ctx_, p.ctrl, p.ctrl_bytes, IBV_ACCESS_LOCAL_WRITE);
-  if (!p.umem) return fail("mlx5dv_devx_umem_reg of GPU memory failed: " + std::string(strerror(errno)));
-  step("peer %d: GPU SQ/CQ/DBR buffer %p (%zu bytes) = umem %u", pe, (void*)p.ctrl, p.ctrl_bytes,
-       p.umem->umem_id);
+  if (!p.umem)
+    return fail(std::string("mlx5dv_devx_umem_reg of ") + nic_buf_name(o_.nic_buf) + " memory failed: " + strerror(errno));
+  step("peer %d: %s SQ/CQ/DBR buffer %p (%zu bytes) = umem %u", pe, nic_buf_name(o_.nic_buf), (void*)p.ctrl,
+       p.ctrl_bytes, p.umem->umem_id);
 
   {
     uint8_t in[prm::kCreateCqInSize] = {}, out[prm::kCreateCqOutSize] = {};
@@ -176,16 +204,17 @@ int Context::create_peer(int pe) {
                   " syndrome " + std::to_string(prm::get(out, prm::kOutSyndrome)));
     p.qpn = prm::get(out, q::out_qpn);
   }
-  step("peer %d: CQ 0x%x (collapsed), QP 0x%x (SQ 2^%u WQEBBs in GPU memory)", pe, p.cqn, p.qpn, o_.log_sq);
+  step("peer %d: CQ 0x%x (collapsed), QP 0x%x (SQ 2^%u WQEBBs in %s memory)", pe, p.cqn, p.qpn, o_.log_sq,
+       nic_buf_name(o_.nic_buf));
 
   QpDev& d = h_state_.qp[pe];
-  d.sq = p.ctrl;
+  d.sq = p.ctrl_dev;
   d.nwqes = 1u << o_.log_sq;
   d.qpn = p.qpn;
-  d.dbrec = reinterpret_cast<uint32_t*>(p.ctrl + qdbr_off) + m5::kDbrSendIndex;
+  d.dbrec = reinterpret_cast<uint32_t*>(p.ctrl_dev + qdbr_off) + m5::kDbrSendIndex;
   d.bf = reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(p.uar_dev) +
                                      (static_cast<uint8_t*>(p.uar->reg_addr) - static_cast<uint8_t*>(page)));
-  d.cqe = p.ctrl + cq_off;
+  d.cqe = p.ctrl_dev + cq_off;
   return 0;
 }
 
@@ -288,6 +317,9 @@ int Context::init(const Options& o) {
   o_ = o;
   if (o_.npes < 1 || o_.npes > kMaxPes || o_.pe < 0 || o_.pe >= o_.npes) return fail("bad pe/npes");
   if (cudaError_t e = cudaSetDevice(o_.cuda_device)) return fail("cudaSetDevice: " + cuda_err(e));
+  if (o_.blocking_host_waits)
+    if (cudaError_t e = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync))
+      return fail("cudaSetDeviceFlags(BlockingSync): " + cuda_err(e));
   cudaFree(nullptr);  // creates the primary context the driver calls below use
 
   int n = 0;
@@ -335,6 +367,7 @@ int Context::init(const Options& o) {
   h_state_.heap_bytes = o_.heap_bytes;
   h_state_.lkey = mr_->lkey;
   h_state_.timeout_ns = uint64_t(o_.device_timeout_s * 1e9);
+  h_state_.barrier_timeout_ns = uint64_t(o_.barrier_timeout_s * 1e9);
   for (int j = 0; j < o_.npes; ++j)
     if (j != o_.pe && create_peer(j)) return -1;
 
@@ -426,7 +459,9 @@ void Context::finalize() {
     if (p.uar) mlx5dv_devx_free_uar(p.uar);
     if (p.cq_uar) mlx5dv_devx_free_uar(p.cq_uar);
     if (p.umem) mlx5dv_devx_umem_dereg(p.umem);
-    if (p.ctrl) cudaFree(p.ctrl);
+    if (p.ctrl_host_registered) cudaHostUnregister(p.ctrl);
+    if (p.ctrl && o_.nic_buf == Options::NicBuf::kHost) free(p.ctrl);
+    else if (p.ctrl) cudaFree(p.ctrl);
   }
   peers_.clear();
   if (mr_) ibv_dereg_mr(mr_);

@@ -3,7 +3,10 @@
 # verified their results. Exit 77 (skip) when there is no usable CUDA device.
 # usage: run_gda_pair.sh PROBE BENCH SOFTNIC_LIBDIR TEST WARMUP ITERS [JSON_OUT_DIR]
 # Environment: GDA_PAIR_TIMEOUT_S (default 50: below ctest's 70), GDA_DEVICE_TIMEOUT_S (gda_bench's
-# bound on every device-side wait, default its own 10 s), GDA_PAIR_TAG (names the JSON
+# bound on every device-side wait, default its own 10 s), GDA_BARRIER_TIMEOUT_S (bound on a
+# barrier's wait for the peer's whole phase, default 15 s below the pair's timeout, so a silent
+# peer is named before the pair is stopped), GDA_NIC_BUF (gpu or host: where SQ/CQ/doorbell
+# records live, default gda_bench's gpu), GDA_PAIR_TAG (names the JSON
 # files and the fabric, for pairs run side by side), SOFTNIC_DEBUG (default 2: the devx engine
 # dumps its state when a QP stalls and on SIGUSR2).
 #
@@ -13,6 +16,7 @@
 set -u
 probe=$1 bench=$2 libdir=$3 test=$4 warm=$5 iters=$6 outdir=${7:-}
 timeout_s=${GDA_PAIR_TIMEOUT_S:-50}
+barrier_s=${GDA_BARRIER_TIMEOUT_S:-$(( timeout_s > 25 ? timeout_s - 15 : 10 ))}
 tag=${GDA_PAIR_TAG:-$test}
 out=$("$probe" 2>&1)
 rc=$?
@@ -30,7 +34,8 @@ if [ -n "$outdir" ]; then j0=(--json "$outdir/gda_${tag}_pe0.json"); j1=(--json 
 declare -A pid=() rc=()
 start() {  # start PE
   "$bench" --pe "$1" --npes 2 --dir "$dir" --test "$test" --warmup "$warm" --iters "$iters" \
-    ${GDA_DEVICE_TIMEOUT_S:+--device-timeout "$GDA_DEVICE_TIMEOUT_S"} \
+    ${GDA_DEVICE_TIMEOUT_S:+--device-timeout "$GDA_DEVICE_TIMEOUT_S"} --barrier-timeout "$barrier_s" \
+    ${GDA_NIC_BUF:+--nic-buf "$GDA_NIC_BUF"} \
     $([ "$1" = 0 ] && echo "${j0[@]}" || echo "${j1[@]}") > "$dir/pe$1.log" 2>&1 &
   pid[$1]=$!
 }

@@ -53,6 +53,9 @@ GDA_FN void fence_system() {
 GDA_FN uint64_t timeout_of(const DeviceState* s) {
   return s->timeout_ns ? s->timeout_ns : 10000000000ull;
 }
+GDA_FN uint64_t barrier_timeout_of(const DeviceState* s) {
+  return s->barrier_timeout_ns ? s->barrier_timeout_ns : 60000000000ull;
+}
 
 // Records the first wait that gave up (DeviceState::failure); later ones keep the first.
 GDA_FN void record_failure(DeviceState* s, uint32_t kind, int peer, const QpDev* q, uint64_t heap_off,
@@ -256,7 +259,7 @@ GDA_FN bool barrier(DeviceState* s) {
     while (*f < epoch) {
       relax();
       uint64_t waited = globaltimer() - t0;
-      if (waited > timeout_of(s)) {
+      if (waited > barrier_timeout_of(s)) {
         record_failure(s, kErrTimeoutBarrier, p, &s->qp[p], kBarrierOff + 8 * uint64_t(p), epoch, *f, waited);
         ok = false;
         break;

@@ -32,7 +32,25 @@ struct Options {
   // Bound on every device-side wait, then an error naming the wait (WaitFailure), not a hang;
   // well below the tests' own timeouts, so a lost completion is reported, not killed.
   double device_timeout_s = 10;
+  // Bound on a barrier's wait for its peers. Separate from device_timeout_s: a barrier waits for
+  // a peer's whole phase (a PE that only serves a test waits in its closing barrier for as long
+  // as the other PE's 6000 iterations take), which under load legitimately exceeds the bound on
+  // one operation. Keep it below the test's own timeout so a silent peer is still named.
+  double barrier_timeout_s = 60;
+  // Where the send queue, CQ and doorbell records live, as NVSHMEM IBGDA's
+  // NVSHMEM_IBGDA_FORCE_NIC_BUF_MEMTYPE chooses: GPU memory (its default) or pinned host memory
+  // mapped for the GPU.
+  enum class NicBuf { kGpu, kHost };
+  NicBuf nic_buf = NicBuf::kGpu;
+  // Host threads that wait for kernels sleep instead of spinning (cudaDeviceScheduleBlockingSync):
+  // a thread spinning in cudaStreamSynchronize for a whole test takes a core from the NIC
+  // emulation's threads.
+  bool blocking_host_waits = true;
 };
+
+// "gpu" / "host" (the names gda_bench and the docs use).
+const char* nic_buf_name(Options::NicBuf b);
+bool parse_nic_buf(const std::string& s, Options::NicBuf* out);
 
 // Loads the given kernels (host stubs of __global__ functions) now, before any of them runs.
 // With CUDA's lazy loading (the default since 12.2) a kernel is loaded at its first launch, and
@@ -67,7 +85,9 @@ class Context {
     mlx5dv_devx_uar* uar = nullptr;
     void* uar_dev = nullptr;       // device pointer of the registered page
     bool uar_registered = false;
-    uint8_t* ctrl = nullptr;       // GPU: [SQ][CQE][QP DBR][CQ DBR]
+    uint8_t* ctrl = nullptr;       // [SQ][CQE][QP DBR][CQ DBR], as registered (GPU or host)
+    uint8_t* ctrl_dev = nullptr;   // the same buffer as GPU threads address it
+    bool ctrl_host_registered = false;  // host buffers: cudaHostRegister succeeded
     size_t ctrl_bytes = 0;
     mlx5dv_devx_umem* umem = nullptr;
     mlx5dv_devx_obj* cq = nullptr;

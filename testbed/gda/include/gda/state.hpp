@@ -8,7 +8,7 @@ constexpr int kMaxPes = 8;
 
 // One RC send queue as GPU threads drive it (cf. NVSHMEM's device QP descriptor).
 struct QpDev {
-  uint8_t* sq;          // WQEBB ring (GPU memory, umem-registered)
+  uint8_t* sq;          // WQEBB ring (GPU or mapped host memory, umem-registered)
   uint32_t nwqes;       // WQEBBs in the ring (power of two)
   uint32_t qpn;
   uint32_t* dbrec;      // SQ counter word of the doorbell record (DBR + 4)
@@ -53,7 +53,8 @@ struct DeviceState {
   uint32_t rkey[kMaxPes];
   QpDev qp[kMaxPes];         // qp[pe]: towards pe (none towards itself)
   uint64_t barrier_epoch;
-  uint64_t timeout_ns;       // bound on every device-side wait (0: 10 s)
+  uint64_t timeout_ns;       // bound on every device-side wait except barriers (0: 10 s)
+  uint64_t barrier_timeout_ns;  // bound on a barrier's wait for its peers (0: 60 s)
   WaitFailure failure;       // the first wait that timed out
 };
 
