@@ -26,7 +26,6 @@ struct Api {
   CUresult (*pop_ctx)(void**) = nullptr;
   CUresult (*stream_create)(void**, unsigned) = nullptr;
   CUresult (*stream_destroy)(void*) = nullptr;
-  CUresult (*stream_sync)(void*) = nullptr;
   CUresult (*stream_query)(void*) = nullptr;
   CUresult (*dtoh_async)(void*, CUdeviceptr, size_t, void*) = nullptr;
   CUresult (*htod_async)(CUdeviceptr, const void*, size_t, void*) = nullptr;
@@ -47,8 +46,7 @@ const Api& api() {
     };
     r.ok = sym(r.get_attr, "cuPointerGetAttribute") & sym(r.push_ctx, "cuCtxPushCurrent_v2") &
            sym(r.pop_ctx, "cuCtxPopCurrent_v2") & sym(r.stream_create, "cuStreamCreate") &
-           sym(r.stream_destroy, "cuStreamDestroy_v2") & sym(r.stream_sync, "cuStreamSynchronize") &
-           sym(r.stream_query, "cuStreamQuery") &
+           sym(r.stream_destroy, "cuStreamDestroy_v2") & sym(r.stream_query, "cuStreamQuery") &
            sym(r.dtoh_async, "cuMemcpyDtoHAsync_v2") & sym(r.htod_async, "cuMemcpyHtoDAsync_v2") &
            sym(r.host_alloc, "cuMemHostAlloc") & sym(r.host_free, "cuMemFreeHost") &
            sym(r.error_name, "cuGetErrorName");
@@ -176,8 +174,18 @@ void mark_landed(Channel* ch) {
   ch->posted_since.store(0, std::memory_order_relaxed);
 }
 
+// Polls rather than cuStreamSynchronize: that waits the way the application's context was
+// told to, and a context made with cudaDeviceScheduleBlockingSync sleeps on an interrupt. On the
+// H200 that raised a 64-byte WQE read from 9 to 28 us and a responder write from 8 to 22 us.
 bool sync_channel(Channel* ch, uint64_t dev, size_t len) {
-  if (!check(api().stream_sync(ch->stream), "cuStreamSynchronize", dev, len)) return false;
+  constexpr CUresult kNotReady = 600;  // CUDA_ERROR_NOT_READY
+  CUresult r;
+  while ((r = api().stream_query(ch->stream)) == kNotReady) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  if (!check(r, "cuStreamQuery", dev, len)) return false;
   mark_landed(ch);
   return true;
 }

@@ -258,7 +258,7 @@ int main(int argc, char** argv) {
       k_pong<<<1, 1, 0, st>>>(s, peer, warm, iters, d_r);
     }
     k_barrier<<<1, 1, 0, st>>>(s, d_r);
-    CK(cudaStreamSynchronize(st));
+    CK(cudaError_t(sleep_until_done(st)));
     CK(cudaGetLastError());
     Result r{};
     CK(cudaMemcpy(&r, d_r, sizeof r, cudaMemcpyDeviceToHost));

@@ -317,9 +317,6 @@ int Context::init(const Options& o) {
   o_ = o;
   if (o_.npes < 1 || o_.npes > kMaxPes || o_.pe < 0 || o_.pe >= o_.npes) return fail("bad pe/npes");
   if (cudaError_t e = cudaSetDevice(o_.cuda_device)) return fail("cudaSetDevice: " + cuda_err(e));
-  if (o_.blocking_host_waits)
-    if (cudaError_t e = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync))
-      return fail("cudaSetDeviceFlags(BlockingSync): " + cuda_err(e));
   cudaFree(nullptr);  // creates the primary context the driver calls below use
 
   int n = 0;
@@ -387,6 +384,13 @@ int Context::init(const Options& o) {
   up_ = true;
   step("ready");
   return 0;
+}
+
+int sleep_until_done(void* stream) {
+  auto st = static_cast<cudaStream_t>(stream);
+  cudaError_t e;
+  while ((e = cudaStreamQuery(st)) == cudaErrorNotReady) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  return int(e);
 }
 
 int load_kernels(const void* const* kernels, int n, std::string* err) {

@@ -42,10 +42,6 @@ struct Options {
   // mapped for the GPU.
   enum class NicBuf { kGpu, kHost };
   NicBuf nic_buf = NicBuf::kGpu;
-  // Host threads that wait for kernels sleep instead of spinning (cudaDeviceScheduleBlockingSync):
-  // a thread spinning in cudaStreamSynchronize for a whole test takes a core from the NIC
-  // emulation's threads.
-  bool blocking_host_waits = true;
 };
 
 // "gpu" / "host" (the names gda_bench and the docs use).
@@ -59,6 +55,12 @@ bool parse_nic_buf(const std::string& s, Options::NicBuf* out);
 // A GPU-initiated program must load what it will launch before it launches anything that waits.
 // 0 on success; -1 with *err set.
 int load_kernels(const void* const* kernels, int n, std::string* err);
+
+// Waits for everything queued on stream (a cudaStream_t) by polling it every 100 us: a host
+// thread spinning in cudaStreamSynchronize for a whole test takes a core from the NIC
+// emulation's threads, and cudaDeviceScheduleBlockingSync would make every CUDA wait of the
+// process sleep, the emulator's too. Returns the stream's cudaError_t.
+int sleep_until_done(void* stream);
 
 // One line naming a device-side wait that gave up (state.hpp WaitFailure); "" if f.kind == 0.
 std::string describe_failure(const WaitFailure& f, int pe);
