@@ -162,15 +162,19 @@ void dump_state(const char* why, bool in_signal_handler) {
 namespace {
 
 // Something worth a dump: a QP with work that has not moved, or a GPU copy that does not end.
+// Copies and progress are stamped by other threads after `now` was taken: a stamp newer than
+// `now` is no stall (unsigned, it would read as an age of centuries).
+bool older_than(uint64_t stamp, uint64_t now, uint64_t age_ns) { return stamp && stamp < now && now - stamp > age_ns; }
+
 const char* stall_reason(uint64_t now) {
   for (const Qp* q : qps())
-    if ((q->db_pi != q->consumed || !q->pending.empty()) && now - q->last_progress_ns > kStallDumpNs)
+    if ((q->db_pi != q->consumed || !q->pending.empty()) && older_than(q->last_progress_ns, now, kStallDumpNs))
       return "a QP with work made no progress for 5 s";
   cuda::InFlight copies[16];
   int n = cuda::copies_in_flight(copies, 16);
   for (int i = 0; i < n; ++i)
-    if (now - copies[i].since_ns > kStuckCopyDumpNs) return "a GPU copy has been in flight for 2 s";
-  if (uint64_t since = cuda::oldest_unlanded_post_ns(); since && now - since > kStuckCopyDumpNs)
+    if (older_than(copies[i].since_ns, now, kStuckCopyDumpNs)) return "a GPU copy has been in flight for 2 s";
+  if (older_than(cuda::oldest_unlanded_post_ns(), now, kStuckCopyDumpNs))
     return "a posted GPU write has not landed for 2 s";
   return nullptr;
 }
