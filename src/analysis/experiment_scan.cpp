@@ -49,6 +49,20 @@ uint64_t FileSummary::events_dropped() const {
   return n;
 }
 
+uint64_t FileSummary::events_missing_at_least() const {
+  if (has_file_end) return 0;
+  uint64_t n = 0;
+  for (const auto& [tid, t] : threads)
+    if (t.progress_recorded > t.events_in_file) n += t.progress_recorded - t.events_in_file;
+  return n;
+}
+
+uint64_t FileSummary::last_progress_tsc() const {
+  uint64_t last = 0;
+  for (const auto& [tid, t] : threads) last = std::max(last, t.progress_tsc);
+  return last;
+}
+
 std::string FileSummary::meta_value(const std::string& key) const {
   const std::string* v = format::find_meta(meta, key);
   return v ? *v : std::string();
@@ -117,9 +131,26 @@ FileSummary scan_trace_file(const std::string& path, const ScanHooks* hooks) {
           t.has_summary = true;
           t.events_recorded = ev.values[1];
           t.events_dropped = ev.values[2];
+          t.chunks_dropped = ev.values[3];
           t.aggregate_overflow = ev.values[4];
           break;
         }
+        case EventType::thread_progress: {
+          ThreadSummary& t = fs.threads[static_cast<uint32_t>(ev.values[0])];
+          t.tid = static_cast<uint32_t>(ev.values[0]);
+          if (ev.tsc >= t.progress_tsc) {
+            t.progress_tsc = ev.tsc;
+            t.progress_recorded = ev.values[1];
+          }
+          break;
+        }
+        case EventType::write_failure:
+          fs.write_failure.failed = true;
+          fs.write_failure.file_bytes = ev.values[0];
+          fs.write_failure.chunks_lost = ev.values[1];
+          fs.write_failure.events_lost = ev.values[2];
+          fs.write_failure.error = std::string(ev.bytes[3]);
+          break;
         case EventType::rank_update:  // rank size source: MPI's own answer wins over the launcher's
           if (ev.field_count >= 3 && static_cast<int64_t>(ev.values[0]) >= 0 &&
               (ev.bytes[2] == "MPI_COMM_WORLD" || fs.mpi_rank_source != "MPI_COMM_WORLD")) {

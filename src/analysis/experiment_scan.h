@@ -47,8 +47,21 @@ struct ThreadSummary {
   uint64_t events_in_file = 0;   // counted while reading
   uint64_t events_recorded = 0;  // as the writer reported at the end (thread_summary)
   uint64_t events_dropped = 0;
+  uint64_t chunks_dropped = 0;   // buffered but never written (write failure)
   uint64_t aggregate_overflow = 0;
   bool has_summary = false;
+  // The newest thread_progress: events recorded by then (written or still buffered), and when.
+  uint64_t progress_recorded = 0;
+  uint64_t progress_tsc = 0;
+};
+
+// The file could not be written any more (write_failure): where it was cut back, and what was lost.
+struct WriteFailure {
+  bool failed = false;
+  std::string error;
+  uint64_t file_bytes = 0;
+  uint64_t chunks_lost = 0;
+  uint64_t events_lost = 0;
 };
 
 struct ProviderState {
@@ -83,7 +96,12 @@ struct FileSummary {
   // rank_update events (the mpi provider): MPI_COMM_WORLD's own answer once MPI_Init returned.
   long mpi_rank = -1;
   std::string mpi_rank_source;
+  WriteFailure write_failure;
   uint64_t events_dropped() const;
+  // A file without an end record (killed, crashed): events its threads had recorded by their last
+  // progress record that are not in the file — a lower bound on what is missing.
+  uint64_t events_missing_at_least() const;
+  uint64_t last_progress_tsc() const;
   std::string meta_value(const std::string& key) const;
   // The process's rank: MPI's own (MPI_COMM_WORLD) when it was recorded, else the launcher's
   // (metadata), -1 when neither is known.

@@ -25,8 +25,15 @@ double span_seconds(const analysis::FileSummary& f) {
 }
 
 std::string status_of(const analysis::FileSummary& f) {
-  if (!f.has_file_end) return "incomplete (no end record: killed or crashed)";
-  std::string s = std::string("ended by ") + analysis::exit_reason_name(f.end_exit_reason);
+  std::string s;
+  if (!f.has_file_end) {
+    s = "incomplete (no end record: killed or crashed)";
+    if (uint64_t m = f.events_missing_at_least()) s += ", at least " + std::to_string(m) + " events missing";
+  } else {
+    s = std::string("ended by ") + analysis::exit_reason_name(f.end_exit_reason);
+  }
+  if (f.write_failure.failed)
+    s += ", writes failed (" + f.write_failure.error + "): " + std::to_string(f.write_failure.events_lost) + " events lost";
   if (!f.losses.empty() || f.chunks_missing || f.undecodable_chunks) s += ", damaged";
   return s;
 }
@@ -47,6 +54,13 @@ nlohmann::json to_json(const analysis::ExperimentSummary& es) {
     p["events_by_type"] = f.events_by_type;
     p["events_dropped"] = f.events_dropped();
     p["complete"] = f.has_file_end;
+    p["status"] = status_of(f);
+    p["events_missing_at_least"] = f.events_missing_at_least();
+    if (f.write_failure.failed)
+      p["write_failure"] = {{"error", f.write_failure.error},
+                            {"file_bytes", f.write_failure.file_bytes},
+                            {"chunks_lost", f.write_failure.chunks_lost},
+                            {"events_lost", f.write_failure.events_lost}};
     p["exit_reason"] = f.has_file_end ? analysis::exit_reason_name(f.end_exit_reason) : "none";
     p["span_seconds"] = span_seconds(f);
     p["clock_samples"] = f.clock_samples.size();
@@ -60,6 +74,8 @@ nlohmann::json to_json(const analysis::ExperimentSummary& es) {
                               {"events", t.events_in_file},
                               {"events_recorded", t.events_recorded},
                               {"events_dropped", t.events_dropped},
+                              {"chunks_dropped", t.chunks_dropped},
+                              {"events_recorded_at_last_progress", t.progress_recorded},
                               {"aggregate_overflow", t.aggregate_overflow}});
     for (const auto& pr : f.providers) p["providers"].push_back({{"name", pr.name}, {"enabled", pr.enabled}, {"detail", pr.detail}});
     j["processes"].push_back(p);
@@ -97,10 +113,14 @@ void print_text(const analysis::ExperimentSummary& es) {
   for (const auto& f : es.files) {
     if (!f.usable) continue;
     for (const auto& [tid, t] : f.threads) {
-      if (!t.events_dropped && !t.aggregate_overflow) continue;
+      uint64_t missing = !f.has_file_end && t.progress_recorded > t.events_in_file ? t.progress_recorded - t.events_in_file : 0;
+      if (!t.events_dropped && !t.aggregate_overflow && !missing) continue;
       if (!header) std::printf("\ndrops:\n"), header = true;
-      std::printf("  %s tid %u (%s): %" PRIu64 " events dropped, %" PRIu64 " aggregate updates overflowed\n", f.path.c_str(),
-                  tid, t.name.c_str(), t.events_dropped, t.aggregate_overflow);
+      std::printf("  %s tid %u (%s): %" PRIu64 " events dropped (%" PRIu64 " chunks not written), %" PRIu64
+                  " aggregate updates overflowed", f.path.c_str(), tid, t.name.c_str(), t.events_dropped, t.chunks_dropped,
+                  t.aggregate_overflow);
+      if (missing) std::printf(", at least %" PRIu64 " recorded events missing (killed before they were written)", missing);
+      std::printf("\n");
     }
   }
   header = false;

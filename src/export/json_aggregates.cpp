@@ -166,9 +166,15 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
     uint64_t lost = 0;
     for (const auto& l : f.losses) lost += l.bytes;
     const FilePassStats& st = pass.files[p.process_id];
-    if (f.losses.empty() && !f.chunks_missing && !f.undecodable_chunks && !st.skipped_events && f.has_file_end) continue;
+    if (f.losses.empty() && !f.chunks_missing && !f.undecodable_chunks && !st.skipped_events && f.has_file_end &&
+        !f.write_failure.failed)
+      continue;
     damage.push_back({{"file", f.path},
                       {"complete", f.has_file_end},
+                      {"write_error", f.write_failure.failed ? f.write_failure.error : ""},
+                      {"events_lost_to_write_failure", f.write_failure.events_lost},
+                      {"chunks_lost_to_write_failure", f.write_failure.chunks_lost},
+                      {"events_missing_at_least", f.events_missing_at_least()},
                       {"damaged_regions", f.losses.size()},
                       {"bytes_skipped", lost},
                       {"chunks_missing", f.chunks_missing},

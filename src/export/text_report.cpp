@@ -109,10 +109,17 @@ std::string render_text_report(const json& a, size_t top) {
     if (u(p, "events_dropped")) add(&out, "  %-12s %" PRIu64 "\n", s(p, "label").c_str(), u(p, "events_dropped"));
   if (!a["damage"].empty()) {
     add(&out, "damaged or incomplete files (intact parts analysed):\n");
-    for (const json& dmg : a["damage"])
+    for (const json& dmg : a["damage"]) {
       add(&out, "  %s: %s, %" PRIu64 " damaged regions (%s skipped), %" PRIu64 " chunks missing, %" PRIu64 " undecodable\n",
           s(dmg, "file").c_str(), dmg.value("complete", false) ? "complete" : "no end record", u(dmg, "damaged_regions"),
           human_bytes(double(u(dmg, "bytes_skipped"))).c_str(), u(dmg, "chunks_missing"), u(dmg, "undecodable_chunks"));
+      if (!s(dmg, "write_error").empty())
+        add(&out, "    writes failed (%s): %" PRIu64 " events in %" PRIu64 " chunks lost (counted as dropped)\n",
+            s(dmg, "write_error").c_str(), u(dmg, "events_lost_to_write_failure"), u(dmg, "chunks_lost_to_write_failure"));
+      if (u(dmg, "events_missing_at_least"))
+        add(&out, "    at least %" PRIu64 " events recorded before the last progress record are missing\n",
+            u(dmg, "events_missing_at_least"));
+    }
   }
   if (!a["skipped_files"].empty()) {
     add(&out, "skipped files (unusable):\n");

@@ -30,6 +30,13 @@ enum class FieldKind : uint8_t {
   X(6, provider_status, "provider_status", F(bytes, "name") F(u64, "enabled") F(bytes, "detail")) \
   X(7, user_mark, "user_mark", F(u64, "id") F(u64, "value"))                                      \
   X(8, rank_update, "rank_update", F(i64, "rank") F(i64, "size") F(bytes, "source"))             \
+  /* The file could not be written (disk full, I/O error): it was cut back to its last whole */   \
+  /* chunk at file_bytes; chunks and events recorded afterwards were discarded and counted. */    \
+  X(9, write_failure, "write_failure",                                                            \
+    F(u64, "file_bytes") F(u64, "chunks_lost") F(u64, "events_lost") F(bytes, "error"))           \
+  /* Periodic: events each thread had recorded by then (in the file or still buffered), so that */ \
+  /* a process killed without a final flush still tells how much of what it recorded is missing. */ \
+  X(10, thread_progress, "thread_progress", F(u64, "tid") F(u64, "events_recorded"))              \
   /* libibverbs (layer 'ibv'). Objects are identified by their address in the process ("handle"); */ \
   /* QPs also by qp_num, which with the port's LID/GID is the hardware identity across processes. */ \
   X(100, ibv_device_open, "ibv_device_open", F(u64, "context") F(u64, "node_guid") F(bytes, "name")) \

@@ -99,6 +99,13 @@ bool TraceFileReader::next_chunk(Chunk* chunk) {
       return false;
     }
     read_at(pos_, &h, sizeof h);
+    if (std::memcmp(&h, kFileMagic, sizeof kFileMagic) == 0) {
+      // A whole second trace (files concatenated): its chunks would repeat or mix in another
+      // process's events, so the rest is reported, not read.
+      note_loss(pos_, file_bytes_ - pos_, "another trace file begins here (files concatenated?): not read");
+      pos_ = file_bytes_;
+      return false;
+    }
     if (!valid_chunk_header(h)) {
       uint64_t next = resync(pos_ + 1);
       note_loss(pos_, next - pos_, "corrupt chunk header");
@@ -122,6 +129,12 @@ bool TraceFileReader::next_chunk(Chunk* chunk) {
     chunk->payload.resize(h.raw_bytes);
     if (!decompressor_.run(static_cast<Codec>(h.codec), stored_.data(), stored_.size(), chunk->payload.data(), h.raw_bytes)) {
       note_loss(pos_, sizeof h + h.stored_bytes, "chunk does not decompress (" + std::to_string(h.event_count) + " events)");
+      pos_ = payload_at + h.stored_bytes;
+      continue;
+    }
+    if (!seen_seqs_.insert(h.seq).second) {  // a sound chunk written twice (copied data)
+      note_loss(pos_, sizeof h + h.stored_bytes, "repeats chunk " + std::to_string(h.seq) + " (" +
+                std::to_string(h.event_count) + " events, not counted twice)");
       pos_ = payload_at + h.stored_bytes;
       continue;
     }

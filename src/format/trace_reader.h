@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "format/chunk_codec.h"
@@ -66,6 +67,7 @@ class TraceFileReader {
   uint64_t pos_ = 0;
   uint64_t chunks_read_ = 0;
   std::vector<uint32_t> seqs_;
+  std::unordered_set<uint32_t> seen_seqs_;
   std::vector<LossRecord> losses_;
   std::vector<uint8_t> stored_;
   Decompressor decompressor_;

@@ -14,7 +14,8 @@ struct MarkTrace {
   analysis::FileSummary summary;
 };
 
-MarkTrace read_marks(const std::string& trace_file);
+// intact: the file must have no damage (a test failure otherwise); false for salvaged files.
+MarkTrace read_marks(const std::string& trace_file, bool intact = true);
 std::vector<std::string> trace_files(const std::string& dir);
 
 // Aggregate-mode entries of the user-mark kind: id -> (count, sum of values).

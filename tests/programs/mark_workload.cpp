@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -33,7 +34,7 @@ void run_threads(int threads, uint64_t marks, uint64_t first_id) {
 }
 
 [[noreturn]] void usage() {
-  std::fprintf(stderr, "usage: mark_workload [--threads T] [--marks N] [--then exit|fork|sigterm|sigint|sigterm-storm|abort|exec|sleep] [--sleep-ms MS] [--phase2]\n");
+  std::fprintf(stderr, "usage: mark_workload [--threads T] [--marks N] [--then exit|fork|sigterm|sigint|sigterm-storm|abort|exec|exec-other|sleep|hold] [--sleep-ms MS] [--phase2]\n");
   std::exit(2);
 }
 
@@ -58,6 +59,22 @@ int main(int argc, char** argv) {
   uint64_t first_id = phase2 ? 100 : 0;
   std::printf("workload%s: %d threads x %llu marks\n", phase2 ? " phase 2" : "", threads, static_cast<unsigned long long>(marks));
   std::fflush(stdout);
+  if (then == "hold") {  // the threads stay alive with their marks still buffered (to be killed)
+    std::atomic<bool> release{false};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        emit(first_id + t, marks);
+        while (!release.load()) usleep(1000);
+      });
+    std::printf("holding\n");
+    std::fflush(stdout);
+    usleep(static_cast<useconds_t>(sleep_ms) * 1000);
+    release = true;
+    for (auto& th : pool) th.join();
+    std::printf("done\n");
+    return 0;
+  }
   run_threads(threads, marks, first_id);
 
   if (then == "exit") {
@@ -109,6 +126,13 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     std::string m = std::to_string(marks);
     execl("/proc/self/exe", "mark_workload", "--threads", "1", "--marks", m.c_str(), "--phase2", static_cast<char*>(nullptr));
+    std::perror("execl");
+    return 1;
+  }
+  if (then == "exec-other") {  // into a program that records nothing
+    std::printf("exec echo\n");
+    std::fflush(stdout);
+    execl("/bin/echo", "echo", "echo ran", static_cast<char*>(nullptr));
     std::perror("execl");
     return 1;
   }

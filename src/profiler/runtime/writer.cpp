@@ -3,13 +3,16 @@
 #include "profiler/runtime/writer.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "format/raw_event.h"
 #include "profiler/runtime/clock_calibration.h"
 #include "profiler/runtime/log.h"
 #include "profiler/runtime/runtime.h"
@@ -33,7 +36,12 @@ uint64_t monotonic_ms() {
 
 bool Writer::start() {
   sealer_.reserve(rt_->pool.chunk_bytes());
+  process_slot_ = rt_->max_slots;
   events_per_slot_.assign(rt_->max_slots + 1, 0);
+  chunks_lost_per_slot_.assign(rt_->max_slots + 1, 0);
+  events_lost_per_slot_.assign(rt_->max_slots + 1, 0);
+  struct stat st;
+  file_bytes_ = fstat(rt_->trace_fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);  // the writer must never run the application's handlers
@@ -50,11 +58,17 @@ void* Writer::thread_main(void* self) {
   return nullptr;
 }
 
-void Writer::fail(const char* what) {
+void Writer::fail(int err) {
   if (io_failed_) return;
   io_failed_ = true;
-  log_line("cannot write %s (%s): profiler disabled for this process, events from now on are discarded",
-           rt_->trace_path.c_str(), what);
+  io_errno_ = err;
+  // A chunk written in part would be read as damage: cut the file back to its last whole chunk,
+  // which also frees the room the final summary needs on a full disk.
+  if (ftruncate(rt_->trace_fd, static_cast<off_t>(file_bytes_)) != 0)
+    log_line("cannot cut %s back to its last whole chunk (%s): a reader reports the rest as damage",
+             rt_->trace_path.c_str(), strerror(errno));
+  log_line("cannot write %s (%s): events from now on are counted as lost, not written", rt_->trace_path.c_str(),
+           strerror(err));
 }
 
 bool Writer::write_all(const void* a, size_t an, const void* b, size_t bn) {
@@ -63,9 +77,9 @@ bool Writer::write_all(const void* a, size_t an, const void* b, size_t bn) {
   int idx = 0;
   while (idx < 2) {
     ssize_t n = writev(rt_->trace_fd, iov + idx, 2 - idx);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail(strerror(errno));
+    if (n < 0 || (n == 0 && iov[idx].iov_len)) {
+      if (n < 0 && errno == EINTR) continue;
+      fail(n < 0 ? errno : ENOSPC);
       return false;
     }
     size_t left = static_cast<size_t>(n);
@@ -75,14 +89,11 @@ bool Writer::write_all(const void* a, size_t an, const void* b, size_t bn) {
       iov[idx].iov_len -= left;
     }
   }
+  file_bytes_ += an + bn;
   return true;
 }
 
-void Writer::write_chunk(uint32_t tid, const uint8_t* raw, size_t raw_bytes) {
-  if (io_failed_) {
-    ++chunks_discarded_;
-    return;
-  }
+void Writer::write_chunk(uint32_t slot, uint32_t tid, const uint8_t* raw, size_t raw_bytes) {
   format::ChunkSealer::Sealed sealed;
   if (!sealer_.seal(raw, raw_bytes, tid, seq_, rt_->config.codec, 1, &sealed)) return;
   malformed_ += sealed.encoded.malformed;
@@ -90,6 +101,10 @@ void Writer::write_chunk(uint32_t tid, const uint8_t* raw, size_t raw_bytes) {
     ++seq_;
     ++chunks_written_;
     events_written_ += sealed.encoded.events;
+    events_per_slot_[slot] += sealed.encoded.events;
+  } else {
+    ++chunks_lost_per_slot_[slot];
+    events_lost_per_slot_[slot] += sealed.encoded.events;
   }
 }
 
@@ -99,9 +114,7 @@ bool Writer::drain_full_chunks() {
     any = true;
     if (rt_->config.debug_writer_delay_us) sleep_us(rt_->config.debug_writer_delay_us);
     ChunkMeta m = rt_->pool.meta(c);
-    uint64_t before = events_written_;
-    write_chunk(m.tid, rt_->pool.data(c), m.used_bytes);
-    events_per_slot_[m.slot] += events_written_ - before;
+    write_chunk(m.slot, m.tid, rt_->pool.data(c), m.used_bytes);
     rt_->pool.push_free(c);
   }
   return any;
@@ -122,7 +135,30 @@ void Writer::emit_new_thread_infos() {
 void Writer::flush_process_stream() {
   emit_new_thread_infos();
   rt_->process_stream.take(&process_raw_);
-  if (!process_raw_.empty()) write_chunk(0, process_raw_.data(), process_raw_.size());
+  if (!process_raw_.empty()) write_chunk(process_slot_, 0, process_raw_.data(), process_raw_.size());
+}
+
+uint64_t Writer::events_in_partial_chunk(uint32_t i, const uint8_t** base_out, size_t* bytes_out) {
+  ThreadSlot& s = rt_->slots[i];
+  if (!s.active.load(std::memory_order_acquire) || !s.state) return 0;
+  uint32_t c = __atomic_load_n(&s.state->chunk, __ATOMIC_ACQUIRE);
+  uint8_t* cur = __atomic_load_n(&s.state->cur, __ATOMIC_ACQUIRE);
+  if (c == kNoChunk || !cur) return 0;
+  uint8_t* base = rt_->pool.data(c);
+  if (cur < base || cur > base + rt_->pool.chunk_bytes()) return 0;  // moved on meanwhile
+  if (base_out) *base_out = base;
+  if (bytes_out) *bytes_out = static_cast<size_t>(cur - base);
+  return format::count_raw_events(base, static_cast<size_t>(cur - base));
+}
+
+void Writer::emit_thread_progress(uint64_t tsc) {
+  uint32_t used = std::min(rt_->slots_used.load(std::memory_order_acquire), rt_->max_slots);
+  for (uint32_t i = 0; i < used; ++i) {
+    ThreadSlot& s = rt_->slots[i];
+    if (!s.tid) continue;
+    uint64_t recorded = events_per_slot_[i] + events_lost_per_slot_[i] + events_in_partial_chunk(i, nullptr, nullptr);
+    if (recorded) rt_->process_stream.append(EventType::thread_progress, tsc, {uint64_t{s.tid}, recorded});
+  }
 }
 
 void Writer::run() {
@@ -136,7 +172,10 @@ void Writer::run() {
       rt_->process_stream.append(EventType::clock_sync, s.tsc, {s.realtime_ns, s.monotonic_ns});
       next_sync = now + rt_->config.clock_sync_ms;
       // Aggregate mode promises no I/O until exit: the samples wait in memory (~40 bytes each).
-      if (rt_->config.mode != TraceMode::aggregate) flush_process_stream();
+      if (rt_->config.mode != TraceMode::aggregate) {
+        emit_thread_progress(s.tsc);
+        flush_process_stream();
+      }
     }
     // Back off while idle (1 ms up to 10 ms) so an idle profiler costs next to nothing.
     idle_us = busy ? 1000 : (idle_us < 10000 ? idle_us + 1000 : 10000);
@@ -149,21 +188,14 @@ void Writer::run() {
 void Writer::final_flush(format::ExitReason reason) {
   drain_full_chunks();
   // Partial chunks of threads still running, up to what they had committed.
-  uint32_t used = rt_->slots_used.load(std::memory_order_acquire);
-  if (used > rt_->max_slots) used = rt_->max_slots;
+  uint32_t used = std::min(rt_->slots_used.load(std::memory_order_acquire), rt_->max_slots);
   for (uint32_t i = 0; i < used; ++i) {
-    ThreadSlot& s = rt_->slots[i];
-    if (!s.active.load(std::memory_order_acquire) || !s.state) continue;
-    uint32_t c = __atomic_load_n(&s.state->chunk, __ATOMIC_ACQUIRE);
-    uint8_t* cur = __atomic_load_n(&s.state->cur, __ATOMIC_ACQUIRE);
-    if (c == kNoChunk || !cur) continue;
-    uint8_t* base = rt_->pool.data(c);
-    if (cur < base || cur > base + rt_->pool.chunk_bytes()) continue;
-    uint64_t before = events_written_;
-    write_chunk(s.tid, base, static_cast<size_t>(cur - base));
-    events_per_slot_[i] += events_written_ - before;
+    const uint8_t* base = nullptr;
+    size_t bytes = 0;
+    if (events_in_partial_chunk(i, &base, &bytes)) write_chunk(i, rt_->slots[i].tid, base, bytes);
   }
   drain_full_chunks();  // chunks handed over by threads that exited meanwhile
+  if (io_failed_) threads_announced_ = 0;  // the last chunk below must name every thread again
   emit_new_thread_infos();
   ClockSample cs = take_clock_sample();
   rt_->process_stream.append(EventType::clock_sync, cs.tsc, {cs.realtime_ns, cs.monotonic_ns});
@@ -178,26 +210,43 @@ void Writer::final_flush(format::ExitReason reason) {
                                    {uint64_t{s.tid}, kind, e.a, e.b, e.count, e.bytes});
       }
     }
-    uint64_t dropped = s.dropped_events.load();
+    // Dropped: never buffered (no free chunk) or buffered but not written (write failure).
+    uint64_t dropped = s.dropped_events.load() + events_lost_per_slot_[i];
     dropped_total += dropped;
     rt_->process_stream.append(EventType::thread_summary, cs.tsc,
-                               {uint64_t{s.tid}, events_per_slot_[i], dropped, uint64_t{0},
-                                s.aggregate ? s.aggregate->overflow : uint64_t{0}});
+                               {uint64_t{s.tid}, events_per_slot_[i] + events_lost_per_slot_[i], dropped,
+                                chunks_lost_per_slot_[i], s.aggregate ? s.aggregate->overflow : uint64_t{0}});
   }
   if (rt_->untracked_events_dropped.load()) {
     // tid 0: events of threads beyond SIGMATRACE_MAX_THREADS, which had no slot.
     rt_->process_stream.append(EventType::thread_summary, cs.tsc,
                                {uint64_t{0}, uint64_t{0}, rt_->untracked_events_dropped.load(), uint64_t{0}, uint64_t{0}});
   }
-  flush_process_stream();
+  if (!io_failed_) flush_process_stream();
   if (malformed_) log_line("%llu malformed events were skipped by the writer", static_cast<unsigned long long>(malformed_));
-  if (chunks_discarded_)  // the file cannot say it any more: stderr is the only place left
-    log_line("%llu chunks recorded after the write failure were discarded", static_cast<unsigned long long>(chunks_discarded_));
+  uint64_t chunks_lost = 0, events_lost = 0;
+  for (size_t i = 0; i < chunks_lost_per_slot_.size(); ++i) {
+    chunks_lost += chunks_lost_per_slot_[i];
+    events_lost += events_lost_per_slot_[i];
+  }
+  bool failed = io_failed_;
+  if (failed) {
+    const char* err = strerror(io_errno_);
+    rt_->process_stream.append(EventType::write_failure, cs.tsc,
+                               {file_bytes_, chunks_lost, events_lost, std::string_view(err, strlen(err))});
+    // One last attempt, for the summary only: the cut-back file has room again unless the disk
+    // filled to the last byte meanwhile.
+    io_failed_ = false;
+  }
   // chunks_written counts this final chunk too, so a reader can tell that nothing is missing.
   rt_->process_stream.append(EventType::file_end, cs.tsc,
                              {chunks_written_ + 1, events_written_ + 1, dropped_total, static_cast<uint64_t>(reason)});
   rt_->process_stream.take(&process_raw_);
-  write_chunk(0, process_raw_.data(), process_raw_.size());
+  uint64_t before = chunks_written_;
+  write_chunk(process_slot_, 0, process_raw_.data(), process_raw_.size());
+  if (failed && chunks_written_ == before)  // the file cannot say it: stderr is the only place left
+    log_line("%llu chunks (%llu events) were lost after the write failure, and the summary could not be written",
+             static_cast<unsigned long long>(chunks_lost), static_cast<unsigned long long>(events_lost));
 }
 
 bool Writer::finish(format::ExitReason reason, uint32_t timeout_ms) {

@@ -29,12 +29,17 @@ class Writer {
   static void* thread_main(void* self);
   void run();
   bool drain_full_chunks();
-  void write_chunk(uint32_t tid, const uint8_t* raw, size_t raw_bytes);
+  // Seals and writes one chunk of slot (kProcessSlot: the process stream); after a write failure
+  // the chunk is sealed only to count its events as lost.
+  void write_chunk(uint32_t slot, uint32_t tid, const uint8_t* raw, size_t raw_bytes);
   void flush_process_stream();
   void final_flush(format::ExitReason reason);
   void emit_new_thread_infos();
+  void emit_thread_progress(uint64_t tsc);
+  // Events a live thread has committed to its current, not yet handed over, chunk.
+  uint64_t events_in_partial_chunk(uint32_t slot, const uint8_t** base, size_t* bytes);
   bool write_all(const void* a, size_t an, const void* b, size_t bn);
-  void fail(const char* what);
+  void fail(int err);
 
   Runtime* rt_;
   pthread_t thread_{};
@@ -42,13 +47,16 @@ class Writer {
   std::atomic<bool> done_{false};
   std::atomic<int> exit_reason_{0};
   bool io_failed_ = false;
+  int io_errno_ = 0;
+  uint64_t file_bytes_ = 0;  // the file's size after the last whole chunk
   uint32_t seq_ = 0;
   uint64_t chunks_written_ = 0;
   uint64_t events_written_ = 0;
-  uint64_t chunks_discarded_ = 0;
   uint64_t malformed_ = 0;
   uint32_t threads_announced_ = 0;
-  std::vector<uint64_t> events_per_slot_;
+  uint32_t process_slot_ = 0;  // index of the process stream in the per-slot counters
+  std::vector<uint64_t> events_per_slot_;  // written to the file
+  std::vector<uint64_t> chunks_lost_per_slot_, events_lost_per_slot_;  // after a write failure
   format::ChunkSealer sealer_;
   std::vector<uint8_t> process_raw_;
 };
