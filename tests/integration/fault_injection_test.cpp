@@ -171,6 +171,21 @@ TEST(FaultInjection, AnOverloadedWriterNeverBlocksTheProgram) {
   EXPECT_GT(dropped, 0u);
 }
 
+// The program installs its own SIGTERM handler after the profiler's and ends it with _exit, as
+// servers and MPI runtimes do: no exit handler runs, yet everything recorded is on disk.
+TEST(FaultInjection, AProgramsOwnSignalHandlerThatCallsUnderscoreExitLosesNothing) {
+  TempDir t;
+  std::vector<std::string> args = {"--threads", "3", "--marks", "20000", "--then", "own-handler"};
+  ProcessResult plain = run_process(with_workload(args));
+  ASSERT_EQ(plain.exit_code, 3);
+  ProcessResult r = run_process(with_workload(args), traced(t / "exp"));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.out, plain.out);
+  MarkTrace m = read_marks(trace_files(t / "exp").at(0));
+  for (uint64_t id = 0; id < 3; ++id) EXPECT_EQ(m.count_by_id[id], 20000u);
+  EXPECT_TRUE(m.summary.has_file_end);
+}
+
 // exec into a program that records nothing: the first image's trace is complete, the second
 // image gets a file of its own, and the output is the same as without the profiler.
 TEST(FaultInjection, ExecIntoAProgramThatRecordsNothing) {

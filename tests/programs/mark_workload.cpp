@@ -34,7 +34,7 @@ void run_threads(int threads, uint64_t marks, uint64_t first_id) {
 }
 
 [[noreturn]] void usage() {
-  std::fprintf(stderr, "usage: mark_workload [--threads T] [--marks N] [--then exit|fork|sigterm|sigint|sigterm-storm|abort|exec|exec-other|sleep|hold] [--sleep-ms MS] [--phase2]\n");
+  std::fprintf(stderr, "usage: mark_workload [--threads T] [--marks N] [--then exit|fork|sigterm|sigint|sigterm-storm|own-handler|abort|exec|exec-other|sleep|hold] [--sleep-ms MS] [--phase2]\n");
   std::exit(2);
 }
 
@@ -112,6 +112,20 @@ int main(int argc, char** argv) {
         usleep(100);
       }
     });
+    kill(getpid(), SIGTERM);
+    pause();
+    return 1;
+  }
+  if (then == "own-handler") {  // the program's own SIGTERM handler, installed after the profiler's, ends with _exit
+    struct sigaction sa {};
+    sa.sa_handler = [](int) {
+      static const char msg[] = "own handler: _exit(3)\n";
+      if (write(1, msg, sizeof msg - 1) < 0) _exit(4);
+      _exit(3);
+    };
+    sigaction(SIGTERM, &sa, nullptr);
+    std::printf("raising sigterm\n");
+    std::fflush(stdout);
     kill(getpid(), SIGTERM);
     pause();
     return 1;

@@ -316,4 +316,15 @@ bool start_runtime() {
 
 void stop_runtime() { shut_down(format::ExitReason::normal_exit, kExitFlushTimeoutMs); }
 
+void flush_before_underscore_exit() {
+  Runtime* rt = g_runtime;
+  if (!rt || rt->owner_pid != getpid() || !rt->writer || rt->writer->on_writer_thread()) return;
+  int expected = static_cast<int>(Phase::recording);
+  if (!rt->phase.compare_exchange_strong(expected, static_cast<int>(Phase::closing))) return;
+  // Only atomics and nanosleep: a program's signal handler may be the caller. The live lock goes
+  // with the process.
+  rt->writer->finish(format::ExitReason::normal_exit, kSignalFlushTimeoutMs);
+  rt->phase.store(static_cast<int>(Phase::closed));
+}
+
 }  // namespace sigmatrace::profiler

@@ -13,4 +13,7 @@ void stop_runtime();
 // The process is about to exec: write everything out and stop recording. Returns the run id the
 // new image must carry to join the same experiment ("" when this process was not recording).
 std::string flush_before_exec();
+// The process ends through _exit()/_Exit() (a signal handler of the program's own, an abort
+// path): write what was recorded, as on a signal. Async-signal-safe.
+void flush_before_underscore_exit();
 }  // namespace sigmatrace::profiler
