@@ -123,9 +123,22 @@ JoinResult create_or_join_experiment(const std::string& dir, const std::string& 
     r.message = "cannot create experiment directory " + dir + ": " + strerror(errno);
     return r;
   }
+  // A directory someone else can write into, or a symbolic link someone else planted, would let
+  // them replace or redirect the traces (and, for a process with more rights, the files it writes).
+  struct stat lst;
+  if (lstat(dir.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode) && lst.st_uid != geteuid() && lst.st_uid != 0) {
+    r.message = "experiment directory " + dir + " is a symbolic link owned by uid " + std::to_string(lst.st_uid) +
+                ", not by this user: refused";
+    return r;
+  }
   struct stat st;
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     r.message = dir + " exists and is not a directory";
+    return r;
+  }
+  if (st.st_uid != geteuid() && (st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+    r.message = "experiment directory " + dir + " belongs to uid " + std::to_string(st.st_uid) +
+                " and anyone can write into it: refused";
     return r;
   }
   if (access(dir.c_str(), W_OK) != 0) {
@@ -153,7 +166,7 @@ JoinResult create_or_join_experiment(const std::string& dir, const std::string& 
 
 int take_live_lock(const std::string& dir, const std::string& host, long pid) {
   mkdir(live_dir(dir).c_str(), 0755);
-  int fd = open((live_dir(dir) + "/" + lock_name(host, pid)).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = open((live_dir(dir) + "/" + lock_name(host, pid)).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return -1;
   if (flock(fd, LOCK_EX) != 0) {
     close(fd);
@@ -170,7 +183,7 @@ void release_live_lock(int fd, const std::string& dir, const std::string& host, 
 
 bool write_manifest(const std::string& dir, const std::string& json_body) {
   std::string tmp = manifest_path(dir) + ".tmp." + std::to_string(getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return false;
   bool ok = write(fd, json_body.data(), json_body.size()) == static_cast<ssize_t>(json_body.size());
   close(fd);

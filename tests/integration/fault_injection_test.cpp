@@ -287,3 +287,59 @@ TEST(FaultInjection, DamagedTracesAreSalvagedWithAnExactReport) {
   MarkTrace concat = read_marks(trace_files(t / "concatenated").at(0), /*intact=*/false);
   EXPECT_EQ(concat.count_by_id[0], 100000u) << "the first trace is read whole";
 }
+
+// Every file and directory an experiment consists of, even when the program runs with umask 000:
+// nobody else may alter a trace.
+TEST(FaultInjection, NoFileOfAnExperimentIsWritableByOthers) {
+  TempDir t;
+  std::vector<std::string> argv = {"sh", "-c", "umask 000; exec \"$@\"", "sh"};
+  for (const std::string& a : with_workload({"--marks", "1000"})) argv.push_back(a);
+  ProcessResult r = run_process(argv, traced(t / "exp"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(run_process({cli(), "analyze", t / "exp"}).exit_code, 0);
+  ProcessResult list = run_process({"find", t / "exp", "-perm", "-o+w"});
+  ASSERT_EQ(list.exit_code, 0);
+  EXPECT_EQ(list.out, "") << "writable by others";
+  EXPECT_FALSE(trace_files(t / "exp").empty());
+}
+
+// An output path that is a symbolic link planted by another user is refused: one line, the
+// program runs on, nothing is written where the link points.
+TEST(FaultInjection, AnOutputDirectorySymlinkOfAnotherUserIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "skipped: needs root to give the symbolic link another owner";
+  TempDir t;
+  const std::string target = t / "elsewhere", link = t / "exp";
+  ASSERT_EQ(mkdir(target.c_str(), 0755), 0);
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  ASSERT_EQ(lchown(link.c_str(), 65534, 65534), 0);
+  ProcessResult plain = run_process(with_workload({"--marks", "1000"}));
+  ProcessResult r = run_process(with_workload({"--marks", "1000"}), traced(link));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, plain.out);
+  ASSERT_EQ(split_lines(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("is a symbolic link owned by uid 65534, not by this user: refused"), std::string::npos) << r.err;
+  EXPECT_EQ(run_process({"find", target, "-mindepth", "1"}).out, "") << "something was written through the link";
+}
+
+// A set-user-ID program that loads the profiler (dlopen here; a system-wide preload would do the
+// same) keeps it off: the caller's environment must not make a privileged process write files.
+TEST(FaultInjection, ASetuidProcessKeepsTheProfilerOff) {
+  if (geteuid() != 0) GTEST_SKIP() << "skipped: needs root to make a set-user-ID program and drop to another user";
+  if (find_program("setpriv").empty()) GTEST_SKIP() << "skipped: setpriv (util-linux) not installed";
+  TempDir t;
+  ASSERT_EQ(chmod(t.path().c_str(), 0755), 0);
+  const std::string probe = t / "secure_probe", lib = t / "libsigmatrace.so";
+  ASSERT_EQ(run_process({"cp", build_path("tests/bin/secure_probe"), probe}).exit_code, 0);
+  ASSERT_EQ(run_process({"cp", build_path("lib/libsigmatrace.so"), lib}).exit_code, 0);
+  ASSERT_EQ(chown(probe.c_str(), 0, 0), 0);
+  ASSERT_EQ(chmod(probe.c_str(), 04755), 0);
+  ASSERT_EQ(chmod(lib.c_str(), 0755), 0);
+  ProcessOptions o;
+  o.set_env["SIGMATRACE_OUTPUT"] = t / "exp";
+  ProcessResult r = run_process({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", probe, lib}, o);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "loaded\n");
+  EXPECT_NE(r.err.find("secure-execution process"), std::string::npos) << r.err;
+  struct stat st;
+  EXPECT_NE(stat((t / "exp").c_str(), &st), 0) << "the profiler ran in the set-user-ID process";
+}

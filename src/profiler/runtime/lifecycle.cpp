@@ -5,6 +5,7 @@
 // with one line on stderr.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -101,7 +102,8 @@ int open_trace_file(const std::string& dir, const Identity& id, bool force, std:
   std::string base = format::trace_file_name(id.host, id.rank, id.pid);
   for (int attempt = 0; attempt < 100; ++attempt) {
     *path = dir + "/" + (attempt ? base.substr(0, base.size() - 4) + "." + std::to_string(attempt) + ".sgt" : base);
-    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND | (force && attempt == 0 ? O_TRUNC : O_EXCL);
+    // O_NOFOLLOW: --force truncates; a symbolic link planted under the name must not redirect it.
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND | O_NOFOLLOW | (force && attempt == 0 ? O_TRUNC : O_EXCL);
     int fd = open(path->c_str(), flags, 0644);
     if (fd >= 0 || errno != EEXIST) return fd;
   }
@@ -226,6 +228,12 @@ void shut_down(format::ExitReason reason, uint32_t timeout_ms) {
 }
 
 bool start(Runtime* rt) {
+  // set-user-ID, set-group-ID or file capabilities: the environment that configures the profiler
+  // is the unprivileged caller's, and the files it would write the privileged process's.
+  if (getauxval(AT_SECURE)) {
+    log_line("secure-execution process (set-user-ID, set-group-ID or capabilities): profiler off");
+    return false;
+  }
   std::string error;
   if (!parse_config(environ, provider_names(), &rt->config, &error)) {
     log_line("%s; profiler disabled", error.c_str());
