@@ -44,6 +44,11 @@ int main(int argc, char** argv) {
     std::ofstream(dir + "/flipped_" + codec_name(codec) + ".sgt", std::ios::binary)
         .write(flipped.data(), static_cast<std::streamsize>(flipped.size()));
     ++n;
+    // Two traces concatenated (cat a b > c), and a file whose chunks repeat.
+    std::ofstream concat(dir + "/concatenated_" + codec_name(codec) + ".sgt", std::ios::binary);
+    concat.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    concat.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    ++n;
   }
   std::printf("wrote %d seeds to %s\n", n, dir.c_str());
   return 0;

@@ -187,6 +187,33 @@ TEST(FaultInjection, AProgramsOwnSignalHandlerThatCallsUnderscoreExitLosesNothin
   EXPECT_TRUE(m.summary.has_file_end);
 }
 
+// Thread churn: 2000 short threads, eight at a time, with 64 thread slots. Slots of exited
+// threads are reused once the writer has summarised them, so far more than 64 threads are
+// recorded; whatever could not get a slot is counted, and every mark is accounted for.
+TEST(FaultInjection, ThreadChurnReusesSlotsAndAccountsForEveryEvent) {
+  TempDir t;
+  constexpr int kThreads = 2000;
+  std::vector<std::string> args = {"--threads", std::to_string(kThreads), "--marks", "50", "--batch", "8"};
+  ProcessResult plain = run_process(with_workload(args));
+  ProcessResult r = run_process(with_workload(args), traced(t / "exp", {{"SIGMATRACE_MAX_THREADS", "64"}}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, plain.out);
+  MarkTrace m = read_marks(trace_files(t / "exp").at(0));
+  uint64_t in_file = 0;
+  size_t recorded_threads = 0;
+  for (const auto& [id, n] : m.count_by_id) {
+    in_file += n;
+    EXPECT_EQ(n, 50u) << "a thread's marks are all kept or (no slot at all) all dropped, id " << id;
+  }
+  recorded_threads = m.count_by_id.size();
+  EXPECT_GT(recorded_threads, 10u * 64u) << "slots of exited threads are not reused";
+  EXPECT_EQ(in_file + m.summary.events_dropped(), uint64_t{kThreads} * 50u);
+  ASSERT_TRUE(m.summary.has_file_end);
+  size_t summaries = 0;
+  for (const auto& [tid, th] : m.summary.threads) summaries += th.has_summary && tid != 0;
+  EXPECT_EQ(summaries, recorded_threads) << "every recorded thread has its own summary";
+}
+
 // exec into a program that records nothing: the first image's trace is complete, the second
 // image gets a file of its own, and the output is the same as without the profiler.
 TEST(FaultInjection, ExecIntoAProgramThatRecordsNothing) {

@@ -156,7 +156,8 @@ TEST(RuntimeRecording, EveryCodecProducesTheSameEvents) {
 
 TEST(RuntimeRecording, ThreadsBeyondTheLimitAreCountedAsDropped) {
   TempDir t;
-  ProcessResult r = run_workload(t / "exp", {"--threads", "4", "--marks", "1000"}, {{"SIGMATRACE_MAX_THREADS", "2"}});
+  // --together: all four are alive at once (slots of exited threads are reused).
+  ProcessResult r = run_workload(t / "exp", {"--threads", "4", "--marks", "1000", "--together"}, {{"SIGMATRACE_MAX_THREADS", "2"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   MarkTrace m = read_marks(trace_files(t / "exp").at(0));
   uint64_t recorded = 0;

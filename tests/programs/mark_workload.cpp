@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <barrier>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -27,14 +28,27 @@ void emit(uint64_t id, uint64_t n) {
     if (g_mark) g_mark(id, i);
 }
 
-void run_threads(int threads, uint64_t marks, uint64_t first_id) {
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(emit, first_id + t, marks);
-  for (auto& th : pool) th.join();
+// together: every thread records its first mark, then waits until all have, so that all of
+// them are alive at once. batch > 0: threads are started batch at a time, each batch joined
+// before the next (thread churn).
+void run_threads(int threads, uint64_t marks, uint64_t first_id, bool together, int batch) {
+  std::barrier<> all_started(together ? threads : 1);
+  auto body = [&](uint64_t id) {
+    if (marks && g_mark) g_mark(id, 0);
+    if (together) all_started.arrive_and_wait();
+    for (uint64_t i = 1; i < marks; ++i)
+      if (g_mark) g_mark(id, i);
+  };
+  int step = batch > 0 ? batch : threads;
+  for (int first = 0; first < threads; first += step) {
+    std::vector<std::thread> pool;
+    for (int t = first; t < threads && t < first + step; ++t) pool.emplace_back(body, first_id + t);
+    for (auto& th : pool) th.join();
+  }
 }
 
 [[noreturn]] void usage() {
-  std::fprintf(stderr, "usage: mark_workload [--threads T] [--marks N] [--then exit|fork|sigterm|sigint|sigterm-storm|own-handler|abort|exec|exec-other|sleep|hold] [--sleep-ms MS] [--phase2]\n");
+  std::fprintf(stderr, "usage: mark_workload [--threads T] [--marks N] [--then exit|fork|sigterm|sigint|sigterm-storm|own-handler|abort|exec|exec-other|sleep|hold] [--sleep-ms MS] [--phase2] [--together] [--batch N]\n");
   std::exit(2);
 }
 
@@ -46,6 +60,8 @@ int main(int argc, char** argv) {
   std::string then = "exit";
   bool phase2 = false;
   int sleep_ms = 0;
+  bool together = false;
+  int batch = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
@@ -53,6 +69,8 @@ int main(int argc, char** argv) {
     else if (a == "--then" && i + 1 < argc) then = argv[++i];
     else if (a == "--phase2") phase2 = true;
     else if (a == "--sleep-ms" && i + 1 < argc) sleep_ms = std::atoi(argv[++i]);
+    else if (a == "--together") together = true;
+    else if (a == "--batch" && i + 1 < argc) batch = std::atoi(argv[++i]);
     else usage();
   }
   g_mark = reinterpret_cast<MarkFn>(dlsym(RTLD_DEFAULT, "sigmatrace_user_mark"));
@@ -75,7 +93,7 @@ int main(int argc, char** argv) {
     std::printf("done\n");
     return 0;
   }
-  run_threads(threads, marks, first_id);
+  run_threads(threads, marks, first_id, together, batch);
 
   if (then == "exit") {
     std::printf("done\n");

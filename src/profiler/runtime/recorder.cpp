@@ -19,18 +19,24 @@ namespace {
 ThreadSlot* attach_thread(Runtime* rt) {
   ThreadState& t = t_state;
   if (t.status != thread_unattached) return t.slot ? &rt->slots[t.slot - 1] : nullptr;
-  uint32_t idx = rt->slots_used.fetch_add(1, std::memory_order_relaxed);
-  if (idx >= rt->max_slots) {
-    t.status = thread_untracked;
-    return nullptr;
+  uint32_t idx;
+  if (!rt->free_slots.pop(rt->slots, &idx)) {
+    idx = rt->slots_used.fetch_add(1, std::memory_order_relaxed);
+    if (idx >= rt->max_slots) {
+      t.status = thread_untracked;
+      return nullptr;
+    }
   }
   ThreadSlot& s = rt->slots[idx];
   s.tid = static_cast<uint32_t>(syscall(SYS_gettid));
   pthread_getname_np(pthread_self(), s.name, sizeof s.name);
   s.state = &t;
+  s.dropped_events.store(0, std::memory_order_relaxed);
+  s.aggregate = nullptr;
   t.slot = idx + 1;
   t.status = thread_recording;
   s.active.store(1, std::memory_order_release);
+  s.generation.fetch_add(1, std::memory_order_release);  // last: the writer reads the rest after it
   pthread_setspecific(rt->thread_exit_key, &s);  // runs on_thread_exit() when the thread ends
   return &s;
 }
@@ -53,6 +59,12 @@ uint8_t* reserve_slow(uint32_t bytes) {
   Runtime* rt = g_runtime;
   if (!rt || !rt->recording()) return nullptr;
   ThreadState& t = t_state;
+  // An event after the thread's exit handler (another TLS destructor): its slot may already
+  // belong to a new thread.
+  if (t.status == thread_finished) {
+    rt->untracked_events_dropped.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
   ThreadSlot* s = attach_thread(rt);
   if (!s) {
     if (t.status == thread_untracked) rt->untracked_events_dropped.fetch_add(1, std::memory_order_relaxed);
@@ -100,7 +112,7 @@ void record_with_bytes(format::EventType type, const uint64_t* words, uint32_t n
 
 AggregateTable* attach_aggregate_slow() {
   Runtime* rt = g_runtime;
-  if (!rt || !rt->recording()) return nullptr;
+  if (!rt || !rt->recording() || t_state.status == thread_finished) return nullptr;
   ThreadSlot* s = attach_thread(rt);
   if (!s) {
     if (t_state.status == thread_untracked) rt->untracked_events_dropped.fetch_add(1, std::memory_order_relaxed);
@@ -123,7 +135,9 @@ void on_thread_exit(void* slot_ptr) {
   if (rt && rt->owner_pid == getpid() && rt->recording()) hand_over_current_chunk(rt, t, *s);
   t.status = thread_finished;
   t.cur = t.end = nullptr;
+  t.aggregate = nullptr;  // the writer frees the table once it has summarised the thread
   s->active.store(0, std::memory_order_release);
+  if (rt) rt->threads_exited.fetch_add(1, std::memory_order_release);
 }
 
 }  // namespace sigmatrace::profiler

@@ -40,6 +40,9 @@ bool Writer::start() {
   events_per_slot_.assign(rt_->max_slots + 1, 0);
   chunks_lost_per_slot_.assign(rt_->max_slots + 1, 0);
   events_lost_per_slot_.assign(rt_->max_slots + 1, 0);
+  announced_gen_.assign(rt_->max_slots, 0);
+  summarised_gen_.assign(rt_->max_slots, 0);
+  retiring_.reserve(rt_->max_slots);
   struct stat st;
   file_bytes_ = fstat(rt_->trace_fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
   sigset_t all, old;
@@ -105,6 +108,8 @@ void Writer::write_chunk(uint32_t slot, uint32_t tid, const uint8_t* raw, size_t
   } else {
     ++chunks_lost_per_slot_[slot];
     events_lost_per_slot_[slot] += sealed.encoded.events;
+    ++chunks_lost_;
+    events_lost_ += sealed.encoded.events;
   }
 }
 
@@ -121,14 +126,59 @@ bool Writer::drain_full_chunks() {
 }
 
 void Writer::emit_new_thread_infos() {
-  uint32_t used = rt_->slots_used.load(std::memory_order_acquire);
-  if (used > rt_->max_slots) used = rt_->max_slots;
-  for (; threads_announced_ < used; ++threads_announced_) {
-    ThreadSlot& s = rt_->slots[threads_announced_];
-    // A slot is claimed before it is filled in; wait for the owner to publish it.
-    if (!s.active.load(std::memory_order_acquire) && s.tid == 0) break;
+  uint32_t used = std::min(rt_->slots_used.load(std::memory_order_acquire), rt_->max_slots);
+  for (uint32_t i = 0; i < used; ++i) {
+    ThreadSlot& s = rt_->slots[i];
+    // The generation is bumped after the occupant has filled the slot in: 0 = not yet published.
+    uint32_t gen = s.generation.load(std::memory_order_acquire);
+    if (!gen || gen == announced_gen_[i]) continue;
+    announced_gen_[i] = gen;
     rt_->process_stream.append(EventType::thread_info, read_tsc(),
                                {uint64_t{s.tid}, std::string_view(s.name, strnlen(s.name, sizeof s.name))});
+  }
+}
+
+uint64_t Writer::summarise_slot(uint32_t i, uint64_t tsc) {
+  ThreadSlot& s = rt_->slots[i];
+  if (AggregateTable* tab = s.aggregate) {
+    for (const AggregateEntry& e : tab->entries) {
+      uint64_t kind = __atomic_load_n(&e.kind, __ATOMIC_ACQUIRE);
+      if (!kind) continue;
+      rt_->process_stream.append(EventType::aggregate_entry, tsc, {uint64_t{s.tid}, kind, e.a, e.b, e.count, e.bytes});
+    }
+  }
+  // Dropped: never buffered (no free chunk) or buffered but not written (write failure).
+  uint64_t dropped = s.dropped_events.load() + events_lost_per_slot_[i];
+  rt_->process_stream.append(EventType::thread_summary, tsc,
+                             {uint64_t{s.tid}, events_per_slot_[i] + events_lost_per_slot_[i], dropped,
+                              chunks_lost_per_slot_[i], s.aggregate ? s.aggregate->overflow : uint64_t{0}});
+  return dropped;
+}
+
+void Writer::retire_exited_threads() {
+  uint64_t exited = rt_->threads_exited.load(std::memory_order_acquire);
+  if (exited == exits_seen_) return;
+  exits_seen_ = exited;
+  uint32_t used = std::min(rt_->slots_used.load(std::memory_order_acquire), rt_->max_slots);
+  retiring_.clear();
+  for (uint32_t i = 0; i < used; ++i) {
+    ThreadSlot& s = rt_->slots[i];
+    uint32_t gen = s.generation.load(std::memory_order_acquire);
+    if (gen && gen != summarised_gen_[i] && !s.active.load(std::memory_order_acquire)) retiring_.push_back(i);
+  }
+  if (retiring_.empty()) return;
+  // Their last chunks were handed over before they cleared `active`: write those first.
+  drain_full_chunks();
+  emit_new_thread_infos();  // a thread may have come and gone between two writer rounds
+  uint64_t tsc = read_tsc();
+  for (uint32_t i : retiring_) {
+    ThreadSlot& s = rt_->slots[i];
+    dropped_by_retired_ += summarise_slot(i, tsc);
+    free(s.aggregate);
+    s.aggregate = nullptr;
+    events_per_slot_[i] = chunks_lost_per_slot_[i] = events_lost_per_slot_[i] = 0;
+    summarised_gen_[i] = s.generation.load(std::memory_order_relaxed);
+    rt_->free_slots.push(rt_->slots, i);
   }
 }
 
@@ -166,6 +216,7 @@ void Writer::run() {
   uint32_t idle_us = 1000;
   while (!stop_.load(std::memory_order_acquire)) {
     bool busy = drain_full_chunks();
+    retire_exited_threads();
     uint64_t now = monotonic_ms();
     if (now >= next_sync) {
       ClockSample s = take_clock_sample();
@@ -195,27 +246,16 @@ void Writer::final_flush(format::ExitReason reason) {
     if (events_in_partial_chunk(i, &base, &bytes)) write_chunk(i, rt_->slots[i].tid, base, bytes);
   }
   drain_full_chunks();  // chunks handed over by threads that exited meanwhile
-  if (io_failed_) threads_announced_ = 0;  // the last chunk below must name every thread again
+  // After a write failure the last chunk below must name every thread again (threads already
+  // retired were named in chunks that may be lost: their summaries are too, counted below).
+  if (io_failed_) announced_gen_.assign(announced_gen_.size(), 0);
   emit_new_thread_infos();
   ClockSample cs = take_clock_sample();
   rt_->process_stream.append(EventType::clock_sync, cs.tsc, {cs.realtime_ns, cs.monotonic_ns});
-  uint64_t dropped_total = rt_->untracked_events_dropped.load();
+  uint64_t dropped_total = rt_->untracked_events_dropped.load() + dropped_by_retired_;
   for (uint32_t i = 0; i < used; ++i) {
-    ThreadSlot& s = rt_->slots[i];
-    if (AggregateTable* tab = s.aggregate) {
-      for (const AggregateEntry& e : tab->entries) {
-        uint64_t kind = __atomic_load_n(&e.kind, __ATOMIC_ACQUIRE);
-        if (!kind) continue;
-        rt_->process_stream.append(EventType::aggregate_entry, cs.tsc,
-                                   {uint64_t{s.tid}, kind, e.a, e.b, e.count, e.bytes});
-      }
-    }
-    // Dropped: never buffered (no free chunk) or buffered but not written (write failure).
-    uint64_t dropped = s.dropped_events.load() + events_lost_per_slot_[i];
-    dropped_total += dropped;
-    rt_->process_stream.append(EventType::thread_summary, cs.tsc,
-                               {uint64_t{s.tid}, events_per_slot_[i] + events_lost_per_slot_[i], dropped,
-                                chunks_lost_per_slot_[i], s.aggregate ? s.aggregate->overflow : uint64_t{0}});
+    uint32_t gen = rt_->slots[i].generation.load(std::memory_order_acquire);
+    if (gen && gen != summarised_gen_[i]) dropped_total += summarise_slot(i, cs.tsc);
   }
   if (rt_->untracked_events_dropped.load()) {
     // tid 0: events of threads beyond SIGMATRACE_MAX_THREADS, which had no slot.
@@ -224,11 +264,7 @@ void Writer::final_flush(format::ExitReason reason) {
   }
   if (!io_failed_) flush_process_stream();
   if (malformed_) log_line("%llu malformed events were skipped by the writer", static_cast<unsigned long long>(malformed_));
-  uint64_t chunks_lost = 0, events_lost = 0;
-  for (size_t i = 0; i < chunks_lost_per_slot_.size(); ++i) {
-    chunks_lost += chunks_lost_per_slot_[i];
-    events_lost += events_lost_per_slot_[i];
-  }
+  uint64_t chunks_lost = chunks_lost_, events_lost = events_lost_;
   bool failed = io_failed_;
   if (failed) {
     const char* err = strerror(io_errno_);

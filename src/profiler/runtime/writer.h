@@ -36,6 +36,10 @@ class Writer {
   void final_flush(format::ExitReason reason);
   void emit_new_thread_infos();
   void emit_thread_progress(uint64_t tsc);
+  // Thread summary (and aggregate entries) of slot i; returns the events it dropped.
+  uint64_t summarise_slot(uint32_t i, uint64_t tsc);
+  // Summarises the slots of threads that have exited and puts them on the free list for reuse.
+  void retire_exited_threads();
   // Events a live thread has committed to its current, not yet handed over, chunk.
   uint64_t events_in_partial_chunk(uint32_t slot, const uint8_t** base, size_t* bytes);
   bool write_all(const void* a, size_t an, const void* b, size_t bn);
@@ -53,10 +57,15 @@ class Writer {
   uint64_t chunks_written_ = 0;
   uint64_t events_written_ = 0;
   uint64_t malformed_ = 0;
-  uint32_t threads_announced_ = 0;
+  std::vector<uint32_t> announced_gen_;   // per slot: the occupant whose thread_info was written
+  std::vector<uint32_t> summarised_gen_;  // per slot: the occupant whose summary was written
+  std::vector<uint32_t> retiring_;
+  uint64_t exits_seen_ = 0;
+  uint64_t dropped_by_retired_ = 0;
   uint32_t process_slot_ = 0;  // index of the process stream in the per-slot counters
   std::vector<uint64_t> events_per_slot_;  // written to the file
   std::vector<uint64_t> chunks_lost_per_slot_, events_lost_per_slot_;  // after a write failure
+  uint64_t chunks_lost_ = 0, events_lost_ = 0;                          // the same, all slots, ever
   format::ChunkSealer sealer_;
   std::vector<uint8_t> process_raw_;
 };
