@@ -9,7 +9,7 @@ namespace sigmatrace::format {
 
 constexpr char kFileMagic[8] = {'S', 'G', 'M', 'T', 'R', 'A', 'C', 'E'};
 constexpr uint16_t kFormatMajor = 1;  // incompatible changes
-constexpr uint16_t kFormatMinor = 0;  // compatible additions
+constexpr uint16_t kFormatMinor = 1;  // compatible additions (1: write_failure, thread_progress, chunks_dropped)
 constexpr uint32_t kChunkMagic = 0x4b434753;  // "SGCK"
 constexpr uint32_t kMaxChunkRawBytes = 64u << 20;  // sanity bound when reading
 constexpr const char* kTraceFileSuffix = ".sgt";

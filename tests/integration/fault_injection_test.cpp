@@ -172,6 +172,22 @@ TEST(FaultInjection, AnOverloadedWriterNeverBlocksTheProgram) {
   EXPECT_GT(dropped, 0u);
 }
 
+// Each termination signal while the writer is busy with a chunk (20 ms per chunk): everything
+// recorded is written before the signal takes its default action.
+TEST(FaultInjection, TerminationSignalsWhileTheWriterIsMidChunkLoseNothing) {
+  const std::pair<const char*, int> kSignals[] = {{"sigterm", SIGTERM}, {"sigint", SIGINT}, {"sighup", SIGHUP}, {"sigquit", SIGQUIT}};
+  for (const auto& [how, sig] : kSignals) {
+    TempDir t;
+    ProcessResult r = run_process(with_workload({"--threads", "3", "--marks", "20000", "--then", how}),
+                                  traced(t / "exp", {{"SIGMATRACE_CHUNK_KB", "64"}, {"SIGMATRACE_DEBUG_WRITER_DELAY_US", "20000"}}));
+    EXPECT_EQ(r.term_signal, sig) << how;
+    MarkTrace m = read_marks(trace_files(t / "exp").at(0));
+    for (uint64_t id = 0; id < 3; ++id) EXPECT_EQ(m.count_by_id[id], 20000u) << how;
+    EXPECT_TRUE(m.summary.has_file_end) << how;
+    EXPECT_STREQ(sigmatrace::analysis::exit_reason_name(m.summary.end_exit_reason), "signal") << how;
+  }
+}
+
 // The program installs its own SIGTERM handler after the profiler's and ends it with _exit, as
 // servers and MPI runtimes do: no exit handler runs, yet everything recorded is on disk.
 TEST(FaultInjection, AProgramsOwnSignalHandlerThatCallsUnderscoreExitLosesNothing) {

@@ -19,9 +19,13 @@ void for_each_event(const std::string& path, Fn fn, bool intact = true) {
   while (r.next_chunk(&c)) {
     format::ChunkEventDecoder d(c.payload.data(), c.payload.size(), c.header.first_tsc, &r.schema());
     while (d.next(&ev)) fn(c.header.tid, ev);
-    if (intact) EXPECT_FALSE(d.failed());
+    if (intact) {
+      EXPECT_FALSE(d.failed());
+    }
   }
-  if (intact) EXPECT_TRUE(r.losses().empty());
+  if (intact) {
+    EXPECT_TRUE(r.losses().empty());
+  }
 }
 }  // namespace
 

@@ -48,7 +48,7 @@ void run_threads(int threads, uint64_t marks, uint64_t first_id, bool together, 
 }
 
 [[noreturn]] void usage() {
-  std::fprintf(stderr, "usage: mark_workload [--threads T] [--marks N] [--then exit|fork|sigterm|sigint|sigterm-storm|own-handler|abort|exec|exec-other|sleep|hold] [--sleep-ms MS] [--phase2] [--together] [--batch N]\n");
+  std::fprintf(stderr, "usage: mark_workload [--threads T] [--marks N] [--then exit|fork|sigterm|sigint|sighup|sigquit|sigterm-storm|own-handler|abort|exec|exec-other|sleep|hold] [--sleep-ms MS] [--phase2] [--together] [--batch N]\n");
   std::exit(2);
 }
 
@@ -113,10 +113,10 @@ int main(int argc, char** argv) {
     std::printf("parent done, child status %d\n", WEXITSTATUS(status));
     return 0;
   }
-  if (then == "sigterm" || then == "sigint") {
+  if (then == "sigterm" || then == "sigint" || then == "sighup" || then == "sigquit") {
     std::printf("raising %s\n", then.c_str());
     std::fflush(stdout);
-    kill(getpid(), then == "sigterm" ? SIGTERM : SIGINT);
+    kill(getpid(), then == "sigterm" ? SIGTERM : then == "sigint" ? SIGINT : then == "sighup" ? SIGHUP : SIGQUIT);
     pause();
     return 1;
   }
