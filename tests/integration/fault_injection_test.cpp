@@ -22,20 +22,6 @@ using namespace sigmatrace::test;
 namespace {
 
 std::string cli() { return build_path("bin/sigmatrace"); }
-std::string workload() { return build_path("tests/bin/mark_workload"); }
-
-ProcessOptions traced(const std::string& dir, std::map<std::string, std::string> env = {}) {
-  ProcessOptions o;
-  o.set_env = std::move(env);
-  o.set_env["LD_PRELOAD"] = build_path("lib/libsigmatrace.so");
-  o.set_env["SIGMATRACE_OUTPUT"] = dir;
-  return o;
-}
-
-std::vector<std::string> with_workload(std::vector<std::string> args) {
-  args.insert(args.begin(), workload());
-  return args;
-}
 
 size_t count_lines_with(const std::string& text, const std::string& fragment) {
   size_t n = 0;
@@ -76,8 +62,8 @@ TEST(FaultInjection, DiskFullCountsEveryLostEventAndTheProgramRunsOn) {
       "mount -t tmpfs -o size=64k tmpfs \"$0\" || exit 99; "
       "LD_PRELOAD=\"$FAULT_PRELOAD\" SIGMATRACE_OUTPUT=\"$0/exp\" \"$@\"; rc=$?; cp -r \"$0/exp\" \"$0.copy\"; exit $rc";
   std::vector<std::string> argv = {"unshare", "-m", "sh", "-c", script, mnt};
-  for (const std::string& a : with_workload({"--threads", "2", "--marks", std::to_string(kMarks)})) argv.push_back(a);
-  ProcessResult plain = run_process(with_workload({"--threads", "2", "--marks", std::to_string(kMarks)}));
+  for (const std::string& a : workload({"--threads", "2", "--marks", std::to_string(kMarks)})) argv.push_back(a);
+  ProcessResult plain = run_process(workload({"--threads", "2", "--marks", std::to_string(kMarks)}));
   ProcessOptions o;
   o.set_env["FAULT_PRELOAD"] = build_path("lib/libsigmatrace.so");
   ProcessResult r = run_process(argv, o);
@@ -116,7 +102,7 @@ TEST(FaultInjection, SigkillKeepsWholeChunksAndInfoCountsTheMissingEvents) {
   // 64 KiB chunks hold 2048 marks (32 bytes each in memory): 48 whole chunks per thread, and
   // 100000 - 48 * 2048 = 1696 marks in the chunk the kill destroys.
   BackgroundProcess p = start_process(
-      with_workload({"--threads", "2", "--marks", std::to_string(kMarks), "--then", "hold", "--sleep-ms", "30000"}),
+      workload({"--threads", "2", "--marks", std::to_string(kMarks), "--then", "hold", "--sleep-ms", "30000"}),
       traced(t / "exp", {{"SIGMATRACE_CHUNK_KB", "64"}, {"SIGMATRACE_CLOCK_SYNC_MS", "20"}}));
   ASSERT_GT(p.pid, 0);
   // Wait until a progress record shows both threads done recording.
@@ -153,9 +139,9 @@ TEST(FaultInjection, AnOverloadedWriterNeverBlocksTheProgram) {
   TempDir t;
   constexpr uint64_t kMarks = 300000;
   std::vector<std::string> args = {"--threads", "4", "--marks", std::to_string(kMarks)};
-  ProcessResult plain = run_process(with_workload(args));
+  ProcessResult plain = run_process(workload(args));
   auto t0 = std::chrono::steady_clock::now();
-  ProcessResult r = run_process(with_workload(args), traced(t / "exp", {{"SIGMATRACE_BUFFER_MB", "1"},
+  ProcessResult r = run_process(workload(args), traced(t / "exp", {{"SIGMATRACE_BUFFER_MB", "1"},
                                                                         {"SIGMATRACE_CHUNK_KB", "16"},
                                                                         {"SIGMATRACE_DEBUG_WRITER_DELAY_US", "20000"}}));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -178,7 +164,7 @@ TEST(FaultInjection, TerminationSignalsWhileTheWriterIsMidChunkLoseNothing) {
   const std::pair<const char*, int> kSignals[] = {{"sigterm", SIGTERM}, {"sigint", SIGINT}, {"sighup", SIGHUP}, {"sigquit", SIGQUIT}};
   for (const auto& [how, sig] : kSignals) {
     TempDir t;
-    ProcessResult r = run_process(with_workload({"--threads", "3", "--marks", "20000", "--then", how}),
+    ProcessResult r = run_process(workload({"--threads", "3", "--marks", "20000", "--then", how}),
                                   traced(t / "exp", {{"SIGMATRACE_CHUNK_KB", "64"}, {"SIGMATRACE_DEBUG_WRITER_DELAY_US", "20000"}}));
     EXPECT_EQ(r.term_signal, sig) << how;
     MarkTrace m = read_marks(trace_files(t / "exp").at(0));
@@ -193,9 +179,9 @@ TEST(FaultInjection, TerminationSignalsWhileTheWriterIsMidChunkLoseNothing) {
 TEST(FaultInjection, AProgramsOwnSignalHandlerThatCallsUnderscoreExitLosesNothing) {
   TempDir t;
   std::vector<std::string> args = {"--threads", "3", "--marks", "20000", "--then", "own-handler"};
-  ProcessResult plain = run_process(with_workload(args));
+  ProcessResult plain = run_process(workload(args));
   ASSERT_EQ(plain.exit_code, 3);
-  ProcessResult r = run_process(with_workload(args), traced(t / "exp"));
+  ProcessResult r = run_process(workload(args), traced(t / "exp"));
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_EQ(r.out, plain.out);
   MarkTrace m = read_marks(trace_files(t / "exp").at(0));
@@ -210,8 +196,8 @@ TEST(FaultInjection, ThreadChurnReusesSlotsAndAccountsForEveryEvent) {
   TempDir t;
   constexpr int kThreads = 2000;
   std::vector<std::string> args = {"--threads", std::to_string(kThreads), "--marks", "50", "--batch", "8"};
-  ProcessResult plain = run_process(with_workload(args));
-  ProcessResult r = run_process(with_workload(args), traced(t / "exp", {{"SIGMATRACE_MAX_THREADS", "64"}}));
+  ProcessResult plain = run_process(workload(args));
+  ProcessResult r = run_process(workload(args), traced(t / "exp", {{"SIGMATRACE_MAX_THREADS", "64"}}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, plain.out);
   MarkTrace m = read_marks(trace_files(t / "exp").at(0));
@@ -235,8 +221,8 @@ TEST(FaultInjection, ThreadChurnReusesSlotsAndAccountsForEveryEvent) {
 TEST(FaultInjection, ExecIntoAProgramThatRecordsNothing) {
   TempDir t;
   std::vector<std::string> args = {"--marks", "5000", "--then", "exec-other"};
-  ProcessResult plain = run_process(with_workload(args));
-  ProcessResult r = run_process(with_workload(args), traced(t / "exp"));
+  ProcessResult plain = run_process(workload(args));
+  ProcessResult r = run_process(workload(args), traced(t / "exp"));
   ASSERT_EQ(r.exit_code, plain.exit_code) << r.err;
   EXPECT_EQ(r.out, plain.out);
   EXPECT_EQ(r.err, plain.err);
@@ -260,7 +246,7 @@ TEST(FaultInjection, NestedProfilersTraceTheWorkloadOnceInTheInnermostExperiment
   TempDir t;
   std::vector<std::string> mpi = {mpirun, "--oversubscribe", "-np", "2"};
   if (geteuid() == 0) mpi.insert(mpi.begin() + 1, "--allow-run-as-root");
-  const std::vector<std::string> program = with_workload({"--marks", "1000"});
+  const std::vector<std::string> program = workload({"--marks", "1000"});
   std::vector<std::string> plain_argv = mpi;
   plain_argv.insert(plain_argv.end(), program.begin(), program.end());
   ProcessResult plain = run_process(plain_argv);
@@ -291,7 +277,7 @@ TEST(FaultInjection, NestedProfilersTraceTheWorkloadOnceInTheInnermostExperiment
 // analyze salvage what is intact and report exactly where and why the rest was skipped.
 TEST(FaultInjection, DamagedTracesAreSalvagedWithAnExactReport) {
   TempDir t;
-  ASSERT_EQ(run_process({cli(), "profile", "-o", t / "exp", "--", workload(), "--marks", "100000"}).exit_code, 0);
+  ASSERT_EQ(run_process({cli(), "profile", "-o", t / "exp", "--", build_path("tests/bin/mark_workload"), "--marks", "100000"}).exit_code, 0);
   const std::string file = trace_files(t / "exp").at(0);
   std::string bytes;
   {
@@ -336,7 +322,7 @@ TEST(FaultInjection, DamagedTracesAreSalvagedWithAnExactReport) {
 TEST(FaultInjection, NoFileOfAnExperimentIsWritableByOthers) {
   TempDir t;
   std::vector<std::string> argv = {"sh", "-c", "umask 000; exec \"$@\"", "sh"};
-  for (const std::string& a : with_workload({"--marks", "1000"})) argv.push_back(a);
+  for (const std::string& a : workload({"--marks", "1000"})) argv.push_back(a);
   ProcessResult r = run_process(argv, traced(t / "exp"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_EQ(run_process({cli(), "analyze", t / "exp"}).exit_code, 0);
@@ -355,8 +341,8 @@ TEST(FaultInjection, AnOutputDirectorySymlinkOfAnotherUserIsRefused) {
   ASSERT_EQ(mkdir(target.c_str(), 0755), 0);
   ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
   ASSERT_EQ(lchown(link.c_str(), 65534, 65534), 0);
-  ProcessResult plain = run_process(with_workload({"--marks", "1000"}));
-  ProcessResult r = run_process(with_workload({"--marks", "1000"}), traced(link));
+  ProcessResult plain = run_process(workload({"--marks", "1000"}));
+  ProcessResult r = run_process(workload({"--marks", "1000"}), traced(link));
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, plain.out);
   ASSERT_EQ(split_lines(r.err).size(), 1u) << r.err;

@@ -12,22 +12,6 @@
 
 using namespace sigmatrace::test;
 
-namespace {
-
-ProcessOptions traced(const std::string& dir, std::map<std::string, std::string> env = {}) {
-  ProcessOptions o;
-  o.set_env = std::move(env);
-  o.set_env["LD_PRELOAD"] = build_path("lib/libsigmatrace.so");
-  o.set_env["SIGMATRACE_OUTPUT"] = dir;
-  return o;
-}
-
-std::vector<std::string> workload(std::vector<std::string> args) {
-  args.insert(args.begin(), build_path("tests/bin/mark_workload"));
-  return args;
-}
-
-}  // namespace
 
 TEST(RuntimeLifecycle, ForkedChildRecordsNothingAndLeavesTheParentsTraceIntact) {
   TempDir t;

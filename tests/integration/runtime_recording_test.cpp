@@ -15,13 +15,7 @@ namespace {
 
 ProcessResult run_workload(const std::string& dir, const std::vector<std::string>& args,
                            std::map<std::string, std::string> env = {}) {
-  std::vector<std::string> argv = {build_path("tests/bin/mark_workload")};
-  argv.insert(argv.end(), args.begin(), args.end());
-  ProcessOptions o;
-  o.set_env = std::move(env);
-  o.set_env["LD_PRELOAD"] = build_path("lib/libsigmatrace.so");
-  o.set_env["SIGMATRACE_OUTPUT"] = dir;
-  return run_process(argv, o);
+  return run_process(workload(args), traced(dir, std::move(env)));
 }
 
 }  // namespace

@@ -57,4 +57,17 @@ std::map<uint64_t, std::pair<uint64_t, uint64_t>> read_mark_aggregates(const std
 
 std::vector<std::string> trace_files(const std::string& dir) { return format::list_trace_files(dir); }
 
+ProcessOptions traced(const std::string& dir, std::map<std::string, std::string> env) {
+  ProcessOptions o;
+  o.set_env = std::move(env);
+  o.set_env["LD_PRELOAD"] = build_path("lib/libsigmatrace.so");
+  o.set_env["SIGMATRACE_OUTPUT"] = dir;
+  return o;
+}
+
+std::vector<std::string> workload(std::vector<std::string> args) {
+  args.insert(args.begin(), build_path("tests/bin/mark_workload"));
+  return args;
+}
+
 }  // namespace sigmatrace::test

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "analysis/experiment_scan.h"
+#include "support/process_runner.h"
 
 namespace sigmatrace::test {
 
@@ -17,6 +18,11 @@ struct MarkTrace {
 // intact: the file must have no damage (a test failure otherwise); false for salvaged files.
 MarkTrace read_marks(const std::string& trace_file, bool intact = true);
 std::vector<std::string> trace_files(const std::string& dir);
+
+// Options that run a program with libsigmatrace.so preloaded, writing into the experiment dir.
+ProcessOptions traced(const std::string& dir, std::map<std::string, std::string> env = {});
+// argv of tests/bin/mark_workload with args.
+std::vector<std::string> workload(std::vector<std::string> args);
 
 // Aggregate-mode entries of the user-mark kind: id -> (count, sum of values).
 std::map<uint64_t, std::pair<uint64_t, uint64_t>> read_mark_aggregates(const std::string& trace_file);
