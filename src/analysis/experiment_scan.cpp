@@ -128,11 +128,12 @@ FileSummary scan_trace_file(const std::string& path, const ScanHooks* hooks) {
         case EventType::thread_summary: {
           ThreadSummary& t = fs.threads[static_cast<uint32_t>(ev.values[0])];
           t.tid = static_cast<uint32_t>(ev.values[0]);
+          // Summed: the kernel may give a later thread the tid of one that has ended.
           t.has_summary = true;
-          t.events_recorded = ev.values[1];
-          t.events_dropped = ev.values[2];
-          t.chunks_dropped = ev.values[3];
-          t.aggregate_overflow = ev.values[4];
+          t.events_recorded += ev.values[1];
+          t.events_dropped += ev.values[2];
+          t.chunks_dropped += ev.values[3];
+          t.aggregate_overflow += ev.values[4];
           break;
         }
         case EventType::thread_progress: {

@@ -216,6 +216,28 @@ TEST(FaultInjection, ThreadChurnReusesSlotsAndAccountsForEveryEvent) {
   EXPECT_EQ(summaries, recorded_threads) << "every recorded thread has its own summary";
 }
 
+// fork + exec: the child's new image traces itself into a file of its own; the parent's is whole.
+TEST(FaultInjection, AForkedChildThatExecsTracesItselfInItsOwnFile) {
+  TempDir t;
+  std::vector<std::string> args = {"--threads", "2", "--marks", "3000", "--then", "fork-exec"};
+  ProcessResult plain = run_process(workload(args));
+  ProcessResult r = run_process(workload(args), traced(t / "exp"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, plain.out);
+  std::vector<std::string> files = trace_files(t / "exp");
+  ASSERT_EQ(files.size(), 2u);
+  uint64_t parent = 0, child = 0;
+  for (const std::string& f : files) {
+    MarkTrace m = read_marks(f);
+    EXPECT_TRUE(m.summary.has_file_end) << f;
+    parent += m.count_by_id[0] + m.count_by_id[1];
+    child += m.count_by_id[100];
+    EXPECT_TRUE((m.count_by_id[0] == 0) != (m.count_by_id[100] == 0)) << "one process per file: " << f;
+  }
+  EXPECT_EQ(parent, 6000u);
+  EXPECT_EQ(child, 3000u);
+}
+
 // exec into a program that records nothing: the first image's trace is complete, the second
 // image gets a file of its own, and the output is the same as without the profiler.
 TEST(FaultInjection, ExecIntoAProgramThatRecordsNothing) {

@@ -48,7 +48,7 @@ void run_threads(int threads, uint64_t marks, uint64_t first_id, bool together, 
 }
 
 [[noreturn]] void usage() {
-  std::fprintf(stderr, "usage: mark_workload [--threads T] [--marks N] [--then exit|fork|sigterm|sigint|sighup|sigquit|sigterm-storm|own-handler|abort|exec|exec-other|sleep|hold] [--sleep-ms MS] [--phase2] [--together] [--batch N]\n");
+  std::fprintf(stderr, "usage: mark_workload [--threads T] [--marks N] [--then exit|fork|sigterm|sigint|sighup|sigquit|sigterm-storm|own-handler|abort|exec|fork-exec|exec-other|sleep|hold] [--sleep-ms MS] [--phase2] [--together] [--batch N]\n");
   std::exit(2);
 }
 
@@ -160,6 +160,19 @@ int main(int argc, char** argv) {
     execl("/proc/self/exe", "mark_workload", "--threads", "1", "--marks", m.c_str(), "--phase2", static_cast<char*>(nullptr));
     std::perror("execl");
     return 1;
+  }
+  if (then == "fork-exec") {  // a child that execs the workload's phase 2
+    std::fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+      std::string m = std::to_string(marks);
+      execl("/proc/self/exe", "mark_workload", "--threads", "1", "--marks", m.c_str(), "--phase2", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    std::printf("parent done, child status %d\n", WEXITSTATUS(status));
+    return 0;
   }
   if (then == "exec-other") {  // into a program that records nothing
     std::printf("exec echo\n");
