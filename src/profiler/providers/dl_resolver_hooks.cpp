@@ -13,24 +13,18 @@
 #include <elf.h>
 #include <link.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 
+#include "profiler/providers/provider.h"
 #include "profiler/runtime/log.h"
 
 namespace sigmatrace::profiler {
 
-// The tables of the providers that interpose functions by name (defined in their files).
-extern const InterposedSymbolTable kIbverbsInterposedSymbols;
-extern const InterposedSymbolTable kMlx5dvInterposedSymbols;
-extern const InterposedSymbolTable kUcpInterposedSymbols;  // ucx_ucp_symbols.cpp
-extern const InterposedSymbolTable kOfiInterposedSymbols;  // ofi_provider.cpp
-
 namespace {
-
-const InterposedSymbolTable* const kTables[] = {&kIbverbsInterposedSymbols, &kMlx5dvInterposedSymbols, &kUcpInterposedSymbols,
-                                                &kOfiInterposedSymbols};
 
 std::atomic<DlsymFn> g_real_dlsym{nullptr};
 std::atomic<DlvsymFn> g_real_dlvsym{nullptr};
@@ -108,32 +102,60 @@ void* find_libc_function(const char* name) {
   return req.found;
 }
 
-const InterposedSymbol* find_interposed(const char* name) {
-  // Every traced name starts with "ibv_", "mlx5dv_", "ucp_" or "fi_": anything else costs a comparison or two.
-  if (!name || !((name[0] == 'i' && name[1] == 'b') || (name[0] == 'm' && name[1] == 'l') || (name[0] == 'u' && name[1] == 'c') ||
-                 (name[0] == 'f' && name[1] == 'i')))
-    return nullptr;
-  for (const InterposedSymbolTable* t : kTables)
-    for (size_t i = 0; i < t->count; ++i)
-      if (std::strcmp(t->symbols[i].real->name, name) == 0) return &t->symbols[i];
-  return nullptr;
+// Every name the providers interpose (provider.h: Provider::interposed), sorted once on the first
+// lookup so that a dlsym of any name costs a binary search. Built without allocating: a malloc
+// that resolves its own functions with dlsym (tcmalloc, jemalloc) may be what calls us first.
+struct NamedSymbol {
+  const char* name = nullptr;
+  const InterposedSymbol* symbol = nullptr;
+  const InterposedSymbolTable* table = nullptr;
+};
+constexpr size_t kMaxInterposed = 512;
+NamedSymbol g_index[kMaxInterposed];
+size_t g_index_size = 0;
+std::atomic<int> g_index_state{0};  // 0 not built, 1 being built, 2 ready
+
+void build_index() {
+  size_t n = 0;
+  for (const Provider* p : all_providers()) {
+    if (!p->interposed) continue;
+    for (size_t i = 0; i < p->interposed->count && n < kMaxInterposed; ++i)
+      g_index[n++] = {p->interposed->symbols[i].real->name, &p->interposed->symbols[i], p->interposed};
+  }
+  std::sort(g_index, g_index + n, [](const NamedSymbol& a, const NamedSymbol& b) { return std::strcmp(a.name, b.name) < 0; });
+  g_index_size = n;
 }
 
-// Old-ABI versions that have their own, differently laid out implementation: never wrapped.
-// libfabric: only the default versions (fi_getinfo@@FABRIC_1.3, fi_fabric@@FABRIC_1.1) are wrapped.
-bool is_compat_version(const char* name, const char* version) {
-  if (!version) return false;
-  if (std::strcmp(version, "IBVERBS_1.0") == 0) return true;
-  if (std::strncmp(version, "FABRIC_", 7) == 0)
-    return !((std::strcmp(name, "fi_getinfo") == 0 && std::strcmp(version, "FABRIC_1.3") == 0) ||
-             (std::strcmp(name, "fi_fabric") == 0 && std::strcmp(version, "FABRIC_1.1") == 0));
-  return false;
+// {nullptr, ...} when nobody interposes name.
+NamedSymbol find_named(const char* name) {
+  if (!name) return {};
+  int state = g_index_state.load(std::memory_order_acquire);
+  if (state != 2) {
+    int expected = 0;
+    if (state == 0 && g_index_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+      build_index();
+      g_index_state.store(2, std::memory_order_release);
+    } else {  // another thread is sorting: look through the providers' tables directly
+      for (const Provider* p : all_providers())
+        if (const InterposedSymbolTable* t = p->interposed)
+          for (size_t i = 0; i < t->count; ++i)
+            if (std::strcmp(t->symbols[i].real->name, name) == 0) return {name, &t->symbols[i], t};
+      return {};
+    }
+  }
+  const NamedSymbol* end = g_index + g_index_size;
+  const NamedSymbol* it = std::lower_bound(static_cast<const NamedSymbol*>(g_index), end, name, [](const NamedSymbol& e, const char* n) { return std::strcmp(e.name, n) < 0; });
+  return it != end && std::strcmp(it->name, name) == 0 ? *it : NamedSymbol{};
 }
+
+const InterposedSymbol* find_interposed(const char* name) { return find_named(name).symbol; }
 
 void* substitute(void* found, const char* name, const char* version) {
   if (!found) return found;
-  const InterposedSymbol* s = find_interposed(name);
-  if (!s || found == s->wrapper || is_compat_version(name, version)) return found;
+  const NamedSymbol n = find_named(name);
+  const InterposedSymbol* s = n.symbol;
+  if (!s || found == s->wrapper || (version && n.table->is_compat_version && n.table->is_compat_version(name, version)))
+    return found;
   void* expected = nullptr;
   s->real->address.compare_exchange_strong(expected, found, std::memory_order_acq_rel);
   if (expected && expected != found) return found;  // a second copy of the library: not ours to trace

@@ -27,6 +27,9 @@ struct InterposedSymbol {
 struct InterposedSymbolTable {
   const InterposedSymbol* symbols;
   size_t count;
+  // Old-ABI versions (dlvsym) that have their own, differently laid out implementation: never
+  // wrapped. Null: every version is wrapped.
+  bool (*is_compat_version)(const char* name, const char* version) = nullptr;
 };
 
 // The real function behind a wrapper: RTLD_NEXT, else the named library if the program dlopened it,

@@ -22,7 +22,6 @@ ObjectTable<QpState, 8192> g_qps;
 ObjectTable<CqState, 1024> g_cqs;
 thread_local QpState* t_last_qp __attribute__((tls_model("initial-exec"))) = nullptr;
 std::atomic<uint32_t> g_endpoint_generation{0};
-thread_local int Reentry::depth = 0;
 
 ibv_qp_ex* real_qp_to_qp_ex(ibv_qp* qp);  // ibverbs_symbols.cpp
 

@@ -125,7 +125,8 @@ bool init_ibverbs(const Config& config, std::string*) {
 
 }  // namespace ibv
 
-extern const Provider kIbverbsProvider = {
-    "ibverbs", "libibverbs: objects, QP state changes, posted work requests, completions, errors", &ibv::init_ibverbs, &ibv::g_active};
+extern const InterposedSymbolTable kIbverbsInterposedSymbols;  // ibverbs_symbols.cpp
+extern const Provider kIbverbsProvider = {"ibverbs", "libibverbs: objects, QP state changes, posted work requests, completions, errors",
+                                          &ibv::init_ibverbs, &ibv::g_active, &kIbverbsInterposedSymbols};
 
 }  // namespace sigmatrace::profiler

@@ -15,10 +15,10 @@
 #include <cstdint>
 
 #include "format/event_types.h"
+#include "profiler/providers/provider_kit.h"
 #include "profiler/runtime/config.h"
 #include "profiler/runtime/recorder.h"
 
-#define SIGMATRACE_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace sigmatrace::profiler::ibv {
 
@@ -189,20 +189,10 @@ extern thread_local QpState* t_last_qp __attribute__((tls_model("initial-exec"))
 
 // Control-path helpers -----------------------------------------------------------------------
 
-// True for the outermost traced call on this thread: a verbs library that calls its own exported
-// functions internally must not produce a second event.
-struct Reentry {
-  static thread_local int depth;
-  bool outer;
-  Reentry() : outer(depth++ == 0) {}
-  ~Reentry() { --depth; }
-};
-
-// Recording must not change errno as the caller sees it.
-struct ErrnoKeeper {
-  int saved = errno;
-  ~ErrnoKeeper() { errno = saved; }
-};
+// One depth for libibverbs and mlx5dv: a verbs library that calls its own exported functions
+// internally must not produce a second event.
+using Reentry = kit::Reentry<struct VerbsCalls>;
+using kit::ErrnoKeeper;
 
 // Every failed call, in every mode. error: the errno value (positive) or a negative return.
 inline void record_error(IbvCall call, uint64_t object, int64_t error) {

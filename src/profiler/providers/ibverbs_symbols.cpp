@@ -316,6 +316,9 @@ const InterposedSymbol kIbverbsSymbols[] = {
     SIGMATRACE_IBV_SYMBOLS(SIGMATRACE_INTERPOSED)
 #undef SIGMATRACE_INTERPOSED
 };
+// IBVERBS_1.0 (the old ABI) has its own implementation with other layouts.
+bool is_ibverbs_compat(const char*, const char* version) { return std::strcmp(version, "IBVERBS_1.0") == 0; }
 }  // namespace
-extern const InterposedSymbolTable kIbverbsInterposedSymbols = {kIbverbsSymbols, sizeof kIbverbsSymbols / sizeof kIbverbsSymbols[0]};
+extern const InterposedSymbolTable kIbverbsInterposedSymbols = {kIbverbsSymbols, sizeof kIbverbsSymbols / sizeof kIbverbsSymbols[0],
+                                                                &is_ibverbs_compat};
 }  // namespace sigmatrace::profiler

@@ -33,8 +33,9 @@ bool init_mlx5(const Config&, std::string*) { return true; }
 
 }  // namespace mlx5
 
+extern const InterposedSymbolTable kMlx5dvInterposedSymbols;  // below
 extern const Provider kMlx5Provider = {"mlx5", "mlx5 direct verbs: devices, QPs and CQs created through mlx5dv", &mlx5::init_mlx5,
-                                       &mlx5::g_active};
+                                       &mlx5::g_active, &kMlx5dvInterposedSymbols};
 
 }  // namespace sigmatrace::profiler
 

@@ -18,7 +18,6 @@
 #include "profiler/runtime/log.h"
 #include "profiler/runtime/runtime.h"
 
-#define SIGMATRACE_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace sigmatrace::profiler::mpi {
 namespace {
@@ -67,8 +66,11 @@ bool init_mpi(const Config&, std::string*) {
 }  // namespace sigmatrace::profiler::mpi
 
 namespace sigmatrace::profiler {
+namespace {
+const char* const kMpiExports[] = {"MPI_Init", "MPI_Init_thread"};
+}  // namespace
 extern const Provider kMpiProvider = {"mpi", "MPI rank and size of MPI_COMM_WORLD (MPI_Init shims, launcher environment)",
-                                      &mpi::init_mpi, &mpi::g_active};
+                                      &mpi::init_mpi, &mpi::g_active, nullptr, kMpiExports};
 }  // namespace sigmatrace::profiler
 
 using namespace sigmatrace::profiler;

@@ -26,7 +26,6 @@
 #include "profiler/runtime/log.h"
 #include "profiler/runtime/recorder.h"
 
-#define SIGMATRACE_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace sigmatrace::profiler::ofi {
 namespace {
@@ -94,12 +93,7 @@ size_t address_bytes(const void* a, size_t shape) {
   return strnlen(static_cast<const char*>(a), kMaxRecordedAddress - 1) + 1;
 }
 
-thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
-struct Reentry {
-  bool outer;
-  Reentry() : outer(t_depth++ == 0) {}
-  ~Reentry() { --t_depth; }
-};
+using Reentry = kit::Reentry<struct OfiCalls>;
 
 void call_error(OfiOp call, const void* object, int64_t error) {
   record(EventType::ofi_call_error, static_cast<uint64_t>(call), addr(object), error);
@@ -782,8 +776,10 @@ RealSymbol g_real_fabric{"fi_fabric", "libfabric.so.1", {}, {}};
 }  // namespace sigmatrace::profiler::ofi
 
 namespace sigmatrace::profiler {
+extern const InterposedSymbolTable kOfiInterposedSymbols;  // below
+extern const InterposedSymbolTable kOfiInterposedSymbols;  // at the end of this file
 extern const Provider kOfiProvider = {"ofi", "libfabric: fi_getinfo/fi_fabric and the ops tables of every object below them",
-                                      &ofi::init_ofi, &ofi::g_active};
+                                      &ofi::init_ofi, &ofi::g_active, &kOfiInterposedSymbols};
 }  // namespace sigmatrace::profiler
 
 using namespace sigmatrace::profiler;
@@ -836,6 +832,12 @@ const InterposedSymbol kOfiSymbols[] = {
     {&ofi::g_real_getinfo, reinterpret_cast<void*>(&::fi_getinfo), &ofi::g_active},
     {&ofi::g_real_fabric, reinterpret_cast<void*>(&::fi_fabric), &ofi::g_active},
 };
+// Only the default versions are wrapped: fi_getinfo@@FABRIC_1.3, fi_fabric@@FABRIC_1.1.
+bool is_ofi_compat(const char* name, const char* version) {
+  if (std::strncmp(version, "FABRIC_", 7) != 0) return false;
+  return !((std::strcmp(name, "fi_getinfo") == 0 && std::strcmp(version, "FABRIC_1.3") == 0) ||
+           (std::strcmp(name, "fi_fabric") == 0 && std::strcmp(version, "FABRIC_1.1") == 0));
+}
 }  // namespace
-extern const InterposedSymbolTable kOfiInterposedSymbols = {kOfiSymbols, sizeof kOfiSymbols / sizeof kOfiSymbols[0]};
+extern const InterposedSymbolTable kOfiInterposedSymbols = {kOfiSymbols, sizeof kOfiSymbols / sizeof kOfiSymbols[0], &is_ofi_compat};
 }  // namespace sigmatrace::profiler

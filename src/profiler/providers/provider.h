@@ -1,12 +1,16 @@
 // What a provider (a module that instruments one library: ibverbs, mlx5dv, cuda, ucx, ...) gives the
-// runtime. Providers are listed in one place, provider_registry.cpp: adding one is a new file plus
-// one line there. A provider whose init fails is disabled with one message; the others keep working.
+// runtime: its init, its on/off switch and the functions it exports. From these alone the resolver
+// hooks find its wrappers (dl_resolver_hooks.cpp) and the build generates the export map of
+// libsigmatrace.so (export_map_main.cpp). Providers are listed in one place, provider_list.h.
+// A provider whose init fails is disabled with one message; the others keep working.
 #pragma once
 #include <atomic>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "profiler/providers/dl_resolver_hooks.h"
+#include "profiler/providers/provider_kit.h"
 #include "profiler/runtime/config.h"
 
 namespace sigmatrace::profiler {
@@ -18,10 +22,18 @@ struct Provider {
   bool (*init)(const Config& config, std::string* why);
   // Set by the runtime once init succeeded; the provider's wrappers forward untouched while false.
   std::atomic<bool>* active;
+  // Functions interposed by name: exported, and handed out by the dlsym/dlvsym hooks in place of
+  // the real ones (null: none).
+  const InterposedSymbolTable* interposed = nullptr;
+  // Other functions it exports (hooks that libraries reach through their PLT, the public API).
+  std::span<const char* const> other_exports = {};
 };
 
 // A static array, not a container: it must outlive every exit handler (no destructor runs).
 std::span<const Provider* const> all_providers();
 std::vector<std::string> provider_names();
+// What the runtime itself exports (exec and _exit hooks, the resolver hooks): with the
+// providers' symbols, everything libsigmatrace.so exports.
+std::span<const char* const> runtime_exports();
 
 }  // namespace sigmatrace::profiler

@@ -20,4 +20,11 @@ std::span<const Provider* const> all_providers() { return kProviders; }
 
 std::vector<std::string> provider_names() { return {std::begin(kProviderNames), std::end(kProviderNames)}; }
 
+namespace {
+// exec_hooks.cpp, exit_hooks.cpp, dl_resolver_hooks.cpp.
+const char* const kRuntimeExports[] = {"execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle",
+                                       "_exit",  "_Exit", "dlsym",  "dlvsym"};
+}  // namespace
+std::span<const char* const> runtime_exports() { return kRuntimeExports; }
+
 }  // namespace sigmatrace::profiler

@@ -8,11 +8,11 @@
 #include <cstdint>
 
 #include "format/event_types.h"
+#include "profiler/providers/provider_kit.h"
 #include "profiler/providers/ucx_abi.h"
 #include "profiler/runtime/config.h"
 #include "profiler/runtime/recorder.h"
 
-#define SIGMATRACE_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace sigmatrace::profiler::ucx {
 
@@ -31,20 +31,10 @@ struct UctLane {
 };
 extern thread_local UctLane t_uct_lane __attribute__((tls_model("initial-exec")));
 
-// True for the outermost traced UCP call on this thread: libucp calls its own exported functions
-// through its PLT (ucp_tag_send_nb -> ucp_tag_send_nbx, ucp_ep_flush -> ucp_ep_flush_nbx), which
-// LD_PRELOAD also catches; only the application's call is recorded.
-extern thread_local int t_depth __attribute__((tls_model("initial-exec")));
-struct Reentry {
-  bool outer;
-  Reentry() : outer(t_depth++ == 0) {}
-  ~Reentry() { --t_depth; }
-};
-
-struct ErrnoKeeper {
-  int saved = errno;
-  ~ErrnoKeeper() { errno = saved; }
-};
+// The outermost traced UCP call on this thread: libucp calls its own exported functions through
+// its PLT (ucp_tag_send_nb -> ucp_tag_send_nbx, ucp_ep_flush -> ucp_ep_flush_nbx).
+using Reentry = kit::Reentry<struct UcpCalls>;
+using kit::ErrnoKeeper;
 
 inline bool control_events() { return g_mode != TraceMode::aggregate; }
 

@@ -24,7 +24,6 @@ std::atomic<bool> g_active{false};
 TraceMode g_mode = TraceMode::simple;
 bool g_record_progress = false;  // full mode
 thread_local UctLane t_uct_lane __attribute__((tls_model("initial-exec"))) = {nullptr, nullptr};
-thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
 
 #define SIGMATRACE_UCP_SYMBOLS(X)                                                                                  \
   X(ucp_worker_create) X(ucp_worker_destroy) X(ucp_ep_create) X(ucp_ep_close_nbx) X(ucp_ep_close_nb) X(ucp_ep_destroy) \
@@ -150,8 +149,13 @@ bool init_ucx(const Config& config, std::string*) {
 }  // namespace
 }  // namespace ucx
 
-extern const Provider kUcxProvider = {"ucx", "UCX: UCP calls (exported) and UCT interface ops tables",
-                                      &ucx::init_ucx, &ucx::g_active};
+extern const InterposedSymbolTable kUcpInterposedSymbols;  // below
+namespace {
+// uct_iface_open, _close and uct_ep_create: libucp calls them through its PLT (ucx_uct_patch.cpp).
+const char* const kUctExports[] = {"uct_iface_open", "uct_iface_close", "uct_ep_create"};
+}  // namespace
+extern const Provider kUcxProvider = {"ucx", "UCX: UCP calls (exported) and UCT interface ops tables", &ucx::init_ucx,
+                                      &ucx::g_active, &kUcpInterposedSymbols, kUctExports};
 
 }  // namespace sigmatrace::profiler
 
@@ -726,7 +730,7 @@ SIGMATRACE_EXPORT ucs_status_t ucp_request_check_status(void* request) {
   auto fn = real_function<ucs_status_t (*)(void*)>(ucx::real::ucp_request_check_status);
   if (!fn) return UCS_ERR_NO_MEMORY;
   ucs_status_t st = fn(request);
-  if (__builtin_expect(st != UCS_INPROGRESS, 0) && t_depth == 0 && active()) request_done(request, st, 0, 0);
+  if (__builtin_expect(st != UCS_INPROGRESS, 0) && !Reentry::inside() && active()) request_done(request, st, 0, 0);
   return st;
 }
 
@@ -734,7 +738,7 @@ SIGMATRACE_EXPORT ucs_status_t ucp_request_test(void* request, ucp_tag_recv_info
   auto fn = real_function<ucs_status_t (*)(void*, ucp_tag_recv_info*)>(ucx::real::ucp_request_test);
   if (!fn) return UCS_ERR_NO_MEMORY;
   ucs_status_t st = fn(request, info);
-  if (__builtin_expect(st != UCS_INPROGRESS, 0) && t_depth == 0 && active())
+  if (__builtin_expect(st != UCS_INPROGRESS, 0) && !Reentry::inside() && active())
     request_done(request, st, info && st == UCS_OK ? info->sender_tag : 0, info && st == UCS_OK ? info->length : 0);
   return st;
 }
@@ -743,7 +747,7 @@ SIGMATRACE_EXPORT ucs_status_t ucp_tag_recv_request_test(void* request, ucp_tag_
   auto fn = real_function<ucs_status_t (*)(void*, ucp_tag_recv_info*)>(ucx::real::ucp_tag_recv_request_test);
   if (!fn) return UCS_ERR_NO_MEMORY;
   ucs_status_t st = fn(request, info);
-  if (__builtin_expect(st != UCS_INPROGRESS, 0) && t_depth == 0 && active())
+  if (__builtin_expect(st != UCS_INPROGRESS, 0) && !Reentry::inside() && active())
     request_done(request, st, info && st == UCS_OK ? info->sender_tag : 0, info && st == UCS_OK ? info->length : 0);
   return st;
 }
@@ -752,7 +756,7 @@ SIGMATRACE_EXPORT ucs_status_t ucp_stream_recv_request_test(void* request, size_
   auto fn = real_function<ucs_status_t (*)(void*, size_t*)>(ucx::real::ucp_stream_recv_request_test);
   if (!fn) return UCS_ERR_NO_MEMORY;
   ucs_status_t st = fn(request, length);
-  if (__builtin_expect(st != UCS_INPROGRESS, 0) && t_depth == 0 && active())
+  if (__builtin_expect(st != UCS_INPROGRESS, 0) && !Reentry::inside() && active())
     request_done(request, st, 0, length && st == UCS_OK ? *length : 0);
   return st;
 }

@@ -17,12 +17,15 @@ bool init_user_marks(const Config& config, std::string*) {
 }
 }  // namespace
 
+namespace {
+const char* const kUserExports[] = {"sigmatrace_user_mark"};  // include/sigmatrace.h
+}  // namespace
 extern const Provider kUserMarksProvider = {"user", "application annotations through sigmatrace_user_mark()",
-                                            &init_user_marks, &g_user_marks_active};
+                                            &init_user_marks, &g_user_marks_active, nullptr, kUserExports};
 
 }  // namespace sigmatrace::profiler
 
-extern "C" __attribute__((visibility("default"))) void sigmatrace_user_mark(uint64_t id, uint64_t value) {
+SIGMATRACE_EXPORT void sigmatrace_user_mark(uint64_t id, uint64_t value) {
   using namespace sigmatrace::profiler;
   if (!g_user_marks_active.load(std::memory_order_relaxed)) return;
   if (g_aggregate)

@@ -1,0 +1,40 @@
+// What every provider's wrappers share, defined once: the export macro, the errno keeper, the
+// per-provider re-entry guard and the on/off switch. A provider is one directory under
+// src/profiler/providers/, a `Provider` object (provider.h) naming its init function, its on/off
+// switch and its symbols, and one line in provider_list.h; docs/providers-verbs.md ("Writing a
+// provider") walks through it.
+//
+// Everything here runs on application threads inside wrappers: no locks, no allocation, no
+// system calls.
+#pragma once
+#include <cerrno>
+
+// A function the profiler exports in place of a library's (the export map, generated from the
+// providers' symbol lists, makes it visible).
+#define SIGMATRACE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace sigmatrace::profiler::kit {
+
+// Recording must not change errno as the caller sees it.
+struct ErrnoKeeper {
+  int saved = errno;
+  ~ErrnoKeeper() { errno = saved; }
+};
+
+// True for the outermost traced call of one provider on this thread: libraries call their own
+// exported functions through their PLT (ucp_tag_send_nb -> ucp_tag_send_nbx), which the preload
+// also catches; only the application's call is recorded. One depth per provider (Tag), so a UCX
+// call that posts verbs work still records both layers. initial-exec TLS: a plain %fs load, no
+// __tls_get_addr on the data path.
+template <typename Tag>
+struct Reentry {
+  static inline thread_local int depth __attribute__((tls_model("initial-exec"))) = 0;
+  bool outer;
+  Reentry() : outer(depth++ == 0) {}
+  ~Reentry() { --depth; }
+  Reentry(const Reentry&) = delete;
+  Reentry& operator=(const Reentry&) = delete;
+  static bool inside() { return depth != 0; }
+};
+
+}  // namespace sigmatrace::profiler::kit
