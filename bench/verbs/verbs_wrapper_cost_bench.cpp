@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "profiler/providers/ibverbs_state.h"
+#include "profiler/providers/verbs/ibverbs_state.h"
 #include "profiler/runtime/lifecycle.h"
 #include "profiler/runtime/runtime.h"
 

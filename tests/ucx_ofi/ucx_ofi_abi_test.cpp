@@ -15,8 +15,8 @@
 
 #include <cstddef>
 
-#include "profiler/providers/ofi_abi.h"
-#include "profiler/providers/ucx_abi.h"
+#include "profiler/providers/ofi/ofi_abi.h"
+#include "profiler/providers/ucx/ucx_abi.h"
 
 namespace u = sigmatrace::profiler::ucx::abi;
 namespace o = sigmatrace::profiler::ofi::abi;

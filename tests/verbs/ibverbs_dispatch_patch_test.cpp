@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "profiler/providers/dl_resolver_hooks.h"
-#include "profiler/providers/ibverbs_state.h"
+#include "profiler/providers/verbs/ibverbs_state.h"
 #include <infiniband/mlx5dv.h>
 
 using namespace sigmatrace::profiler;

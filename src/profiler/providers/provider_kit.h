@@ -1,8 +1,8 @@
 // What every provider's wrappers share, defined once: the export macro, the errno keeper, the
-// per-provider re-entry guard and the on/off switch. A provider is one directory under
+// per-provider re-entry guard. A provider is one directory under
 // src/profiler/providers/, a `Provider` object (provider.h) naming its init function, its on/off
-// switch and its symbols, and one line in provider_list.h; docs/providers-verbs.md ("Writing a
-// provider") walks through it.
+// switch and its symbols, and one line in provider_list.h; docs/writing-a-provider.md walks
+// through it.
 //
 // Everything here runs on application threads inside wrappers: no locks, no allocation, no
 // system calls.

@@ -1,5 +1,6 @@
 // The one list of providers, in initialisation order: X(name, provider_object).
-// Adding a provider: a new file defining `extern const Provider kSomethingProvider` and one line here.
+// Adding a provider: a directory under providers/ defining `extern const Provider kSomethingProvider`
+// and one line here (docs/writing-a-provider.md).
 #pragma once
 
 #define SIGMATRACE_PROVIDER_LIST(X) \

@@ -14,7 +14,7 @@
 
 #include "profiler/providers/dl_resolver_hooks.h"
 #include "profiler/providers/provider.h"
-#include "profiler/providers/ucx_state.h"
+#include "profiler/providers/ucx/ucx_state.h"
 #include "profiler/runtime/log.h"
 
 namespace sigmatrace::profiler {

@@ -6,7 +6,7 @@
 #include <dlfcn.h>
 
 #include "profiler/providers/dl_resolver_hooks.h"
-#include "profiler/providers/ibverbs_state.h"
+#include "profiler/providers/verbs/ibverbs_state.h"
 #include "profiler/providers/provider.h"
 #include "profiler/runtime/log.h"
 

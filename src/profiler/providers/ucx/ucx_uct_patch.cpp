@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "profiler/providers/dl_resolver_hooks.h"
-#include "profiler/providers/ucx_state.h"
+#include "profiler/providers/ucx/ucx_state.h"
 #include "profiler/runtime/log.h"
 
 namespace sigmatrace::profiler::ucx {

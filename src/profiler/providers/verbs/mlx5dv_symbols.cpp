@@ -9,7 +9,7 @@
 #pragma GCC visibility pop
 
 #include "profiler/providers/dl_resolver_hooks.h"
-#include "profiler/providers/ibverbs_state.h"
+#include "profiler/providers/verbs/ibverbs_state.h"
 #include "profiler/providers/provider.h"
 
 namespace sigmatrace::profiler {

@@ -9,7 +9,7 @@
 
 #include "format/event_types.h"
 #include "profiler/providers/provider_kit.h"
-#include "profiler/providers/ucx_abi.h"
+#include "profiler/providers/ucx/ucx_abi.h"
 #include "profiler/runtime/config.h"
 #include "profiler/runtime/recorder.h"
 

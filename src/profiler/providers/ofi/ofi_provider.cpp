@@ -21,7 +21,7 @@
 
 #include "format/event_types.h"
 #include "profiler/providers/dl_resolver_hooks.h"
-#include "profiler/providers/ofi_abi.h"
+#include "profiler/providers/ofi/ofi_abi.h"
 #include "profiler/providers/provider.h"
 #include "profiler/runtime/log.h"
 #include "profiler/runtime/recorder.h"

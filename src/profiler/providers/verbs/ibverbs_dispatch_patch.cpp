@@ -11,7 +11,7 @@
 
 #include <cstring>
 
-#include "profiler/providers/ibverbs_state.h"
+#include "profiler/providers/verbs/ibverbs_state.h"
 #include "profiler/runtime/log.h"
 
 namespace sigmatrace::profiler::ibv {
