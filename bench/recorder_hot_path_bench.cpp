@@ -43,7 +43,7 @@ static void timestamped_events(benchmark::State& state, uint64_t events_between_
   uint64_t dropped_before = dropped_so_far();
   uint64_t i = 0;
   for (auto _ : state) {
-    record(EventType::user_mark, i, i);
+    record<EventType::user_mark>(i, i);
     if (++i % events_between_pauses == 0) {
       state.PauseTiming();
       wait_for_writer();

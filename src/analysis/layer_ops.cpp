@@ -338,7 +338,7 @@ bool LayerOpsAssociation::on_event(int64_t thread, int64_t ts, const format::Dec
     case EventType::ucx_call_error:
       s.error(thread, ts, "ucx", std::string(ucx_kind(v[0]).name) + "#" + std::to_string(v[0]), v[1], ev.as_i64(2));
       return true;
-    case EventType::ofi_op: {  // op ep bytes peer tag remote_addr context result
+    case EventType::ofi_op: {  // op ep bytes peer tag remote_addr context result tag_ignore
       const OpKind k = ofi_kind(v[0]);
       int64_t peer = kNone;
       if (auto it = s.pl.ofi_addr_peer.find(v[3]); v[3] != ~uint64_t{0} && it != s.pl.ofi_addr_peer.end()) peer = it->second;
@@ -346,8 +346,10 @@ bool LayerOpsAssociation::on_event(int64_t thread, int64_t ts, const format::Dec
       else peer = s.pl.single_ofi_peer;
       std::string provider;
       if (auto it = s.pl.ofi_provider.find(v[1]); it != s.pl.ofi_provider.end()) provider = it->second;
-      // tagged receives match exactly only with an empty ignore mask (kept in remote_addr)
-      const bool exact = !(k.dir == Dir::in && k.channel == 1 && v[5] != 0);
+      // tagged receives match exactly only with an empty ignore mask (files before tag_ignore
+      // existed kept it in remote_addr)
+      const uint64_t ignore = ev.field_count > 8 ? v[8] : v[5];
+      const bool exact = !(k.dir == Dir::in && k.channel == 1 && ignore != 0);
       s.op(thread, ts, "ofi", 2, k, v[2], peer, provider, k.channel == 1 ? v[4] : 0, exact, ev.as_i64(7));
       return true;
     }

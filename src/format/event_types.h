@@ -124,7 +124,7 @@ enum class FieldKind : uint8_t {
     F(u64, "av") F(u64, "index") F(u64, "fi_addr") F(bytes, "address"))                            \
   X(408, ofi_op, "ofi_op",                                                                        \
     F(u64, "op") F(u64, "ep") F(u64, "bytes") F(u64, "peer") F(u64, "tag") F(u64, "remote_addr")   \
-    F(u64, "context") F(i64, "result"))                                                           \
+    F(u64, "context") F(i64, "result") F(u64, "tag_ignore"))                                      \
   X(409, ofi_cq_read, "ofi_cq_read", F(u64, "cq") F(u64, "count"))                                \
   X(410, ofi_completion, "ofi_completion",                                                        \
     F(u64, "cq") F(u64, "context") F(u64, "flags") F(u64, "length") F(u64, "tag") F(u64, "source")) \
@@ -140,6 +140,31 @@ enum class EventType : uint16_t {
 #undef SIGMATRACE_ENUM_ENTRY
 #undef SIGMATRACE_ENUM_FIELD
 };
+
+// The shape of each event type at compile time: how many integer fields it has, and how many
+// bytes fields (at most one, the last). The recorder's typed calls check their arguments against
+// these, so a wrong field count is a compile error instead of a "malformed" count at run time.
+template <EventType T>
+inline constexpr uint32_t kEventWordFields = 0;
+template <EventType T>
+inline constexpr uint32_t kEventBytesFields = 0;
+#define SIGMATRACE_WORD_FIELD(kind, name) +(FieldKind::kind == FieldKind::bytes ? 0u : 1u)
+#define SIGMATRACE_BYTES_FIELD(kind, name) +(FieldKind::kind == FieldKind::bytes ? 1u : 0u)
+#define SIGMATRACE_WORD_SHAPE(id, ident, name, fields) \
+  template <>                                         \
+  inline constexpr uint32_t kEventWordFields<EventType::ident> = 0u fields;
+#define SIGMATRACE_BYTES_SHAPE(id, ident, name, fields) \
+  template <>                                          \
+  inline constexpr uint32_t kEventBytesFields<EventType::ident> = 0u fields;
+SIGMATRACE_EVENT_TYPES(SIGMATRACE_WORD_SHAPE, SIGMATRACE_WORD_FIELD)
+SIGMATRACE_EVENT_TYPES(SIGMATRACE_BYTES_SHAPE, SIGMATRACE_BYTES_FIELD)
+#undef SIGMATRACE_WORD_SHAPE
+#undef SIGMATRACE_BYTES_SHAPE
+#undef SIGMATRACE_WORD_FIELD
+#undef SIGMATRACE_BYTES_FIELD
+
+// The largest bytes field the format carries (a longer one would be rejected by the writer).
+inline constexpr uint32_t kMaxBytesField = 0xffff;
 
 // Why a process's trace ended (file_end.exit_reason).
 enum class ExitReason : uint64_t { normal_exit = 0, signal = 1, crash = 2, exec = 3 };

@@ -495,6 +495,14 @@ TEST(OpenMpi, OverLibfabricEveryMessageIsATaggedSendOnRxmTcp) {
   EXPECT_EQ(count_ofi_ops(*ranks[0], {OfiOp::tsend, OfiOp::tinject, OfiOp::tsenddata, OfiOp::tinjectdata, OfiOp::tsendmsg}, 256), 100u);
   EXPECT_EQ(count_ofi_ops(*ranks[1], {OfiOp::trecv, OfiOp::trecvmsg}, 256), 100u);
   EXPECT_EQ(count_ofi_ops(*ranks[1], {OfiOp::tsend, OfiOp::tinject, OfiOp::tsenddata, OfiOp::tinjectdata, OfiOp::tsendmsg}, 8), 1u);
+  // mtl ofi receives with an ignore mask: it is recorded as tag_ignore, not in remote_addr.
+  size_t masked = 0;
+  for (const VerbsEvent* e : ranks[1]->of(EventType::ofi_op)) {
+    if ((*e)[0] != static_cast<uint64_t>(OfiOp::trecv) && (*e)[0] != static_cast<uint64_t>(OfiOp::trecvmsg)) continue;
+    EXPECT_EQ((*e)[5], 0u) << "a receive has no remote address";
+    masked += (*e)[8] != 0;
+  }
+  EXPECT_GT(masked, 0u);
   for (const auto& [rank, p] : ranks) {
     ASSERT_EQ(p->count(EventType::ofi_ep_open), 1u);
     EXPECT_EQ(p->of(EventType::ofi_ep_open)[0]->bytes, "tcp;ofi_rxm");

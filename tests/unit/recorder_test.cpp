@@ -37,17 +37,17 @@ TEST(Recorder, AnEventLargerThanAChunkIsDroppedAndCountedWithoutLosingAChunk) {
   setenv("SIGMATRACE_CHUNK_KB", "4", 1);
   setenv("SIGMATRACE_BUFFER_MB", "1", 1);
   ASSERT_TRUE(start_runtime());
-  record(EventType::user_mark, 1, 1);  // the thread takes its first chunk
+  record<EventType::user_mark>(1, 1);  // the thread takes its first chunk
   uint32_t free_before = settled_free_chunks();
   ThreadSlot& slot = g_runtime->slots[t_state.slot - 1];
   uint64_t dropped_before = slot.dropped_events.load();
   std::vector<uint8_t> big(8192, 0xab);  // more than a 4 KiB chunk can hold
   const uint64_t words[2] = {7, 8};
   for (int i = 0; i < 20; ++i)
-    record_with_bytes(EventType::ucx_worker_create, words, 2, big.data(), static_cast<uint32_t>(big.size()));
+    record_with_bytes<EventType::ucx_worker_create>(words, big.data(), static_cast<uint32_t>(big.size()));
   EXPECT_EQ(slot.dropped_events.load() - dropped_before, 20u);
   EXPECT_EQ(settled_free_chunks(), free_before) << "an oversized event cost the pool a chunk";
-  record(EventType::user_mark, 2, 2);  // and recording goes on in the same chunk
+  record<EventType::user_mark>(2, 2);  // and recording goes on in the same chunk
   EXPECT_EQ(slot.dropped_events.load() - dropped_before, 20u);
   stop_runtime();
 }

@@ -90,7 +90,17 @@ uint8_t* reserve_slow(uint32_t bytes) {
   return t.cur;
 }
 
-void record_with_bytes(format::EventType type, const uint64_t* words, uint32_t nwords, const void* data, uint32_t len) {
+void record_bytes_event(format::EventType type, const uint64_t* words, uint32_t nwords, const void* data, size_t len_in) {
+  if (len_in > format::kMaxBytesField) {  // the writer could not encode it: counted, not recorded
+    Runtime* rt = g_runtime;
+    if (!rt || !rt->recording()) return;
+    if (ThreadSlot* s = t_state.status == thread_finished ? nullptr : attach_thread(rt))
+      s->dropped_events.fetch_add(1, std::memory_order_relaxed);
+    else
+      rt->untracked_events_dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const uint32_t len = static_cast<uint32_t>(len_in);
   uint32_t total = nwords + format::words_for_bytes(len);
   uint32_t bytes = format::raw_event_bytes(total);
   ThreadState& t = t_state;

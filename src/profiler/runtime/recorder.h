@@ -31,10 +31,12 @@ extern thread_local ThreadState t_state __attribute__((tls_model("initial-exec")
 uint8_t* reserve_slow(uint32_t bytes);
 AggregateTable* attach_aggregate_slow();
 
-// Records an event of `type` whose fields are all integer words, stamped `tsc` (several events of
-// one call can share one RDTSC).
-template <typename... Words>
-[[gnu::always_inline]] inline void record_at(uint64_t tsc, format::EventType type, Words... words) {
+// Records an event of type T whose fields are all integer words, stamped `tsc` (several events of
+// one call can share one RDTSC). The number of words is checked against the schema at compile time.
+template <format::EventType T, typename... Words>
+[[gnu::always_inline]] inline void record_at(uint64_t tsc, Words... words) {
+  static_assert(format::kEventBytesFields<T> == 0, "this event type has a bytes field: use record_with_bytes");
+  static_assert(sizeof...(Words) == format::kEventWordFields<T>, "wrong number of fields for this event type");
   constexpr uint32_t n = sizeof...(Words);
   constexpr uint32_t bytes = format::raw_event_bytes(n);
   ThreadState& t = t_state;
@@ -47,21 +49,28 @@ template <typename... Words>
   // with wider loads would defeat store forwarding.
   auto* q = reinterpret_cast<uint64_t*>(p);
   q[0] = tsc;
-  q[1] = static_cast<uint64_t>(type) | (uint64_t{n} << 16);
+  q[1] = static_cast<uint64_t>(T) | (uint64_t{n} << 16);
   uint32_t i = 2;
   ((q[i++] = static_cast<uint64_t>(words)), ...);
   // Release so that a final flush from another thread sees whole records (a plain store on x86).
   __atomic_store_n(&t.cur, p + bytes, __ATOMIC_RELEASE);
 }
 
-// Records an event of `type` whose fields are all integer words, stamped now.
-template <typename... Words>
-[[gnu::always_inline]] inline void record(format::EventType type, Words... words) {
-  record_at(read_tsc(), type, words...);
+// Records an event of type T whose fields are all integer words, stamped now.
+template <format::EventType T, typename... Words>
+[[gnu::always_inline]] inline void record(Words... words) {
+  record_at<T>(read_tsc(), words...);
 }
 
-// Records an event whose last field is a byte string (rare events: names, addresses).
-void record_with_bytes(format::EventType type, const uint64_t* words, uint32_t nwords, const void* data, uint32_t len);
+// Records an event whose last field is a byte string (rare events: names, addresses). A string
+// longer than the format carries (format::kMaxBytesField) is not recorded and counted as dropped.
+void record_bytes_event(format::EventType type, const uint64_t* words, uint32_t nwords, const void* data, size_t len);
+template <format::EventType T, size_t N>
+inline void record_with_bytes(const uint64_t (&words)[N], const void* data, size_t len) {
+  static_assert(format::kEventBytesFields<T> == 1, "this event type has no bytes field: use record");
+  static_assert(N == format::kEventWordFields<T>, "wrong number of integer fields for this event type");
+  record_bytes_event(T, words, static_cast<uint32_t>(N), data, len);
+}
 
 // Aggregate mode: counts one operation of `bytes` under key (kind, a, b). No timestamp.
 [[gnu::always_inline]] inline void aggregate_add(format::AggregateKey kind, uint64_t a, uint64_t b, uint64_t bytes) {

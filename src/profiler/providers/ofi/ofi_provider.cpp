@@ -96,7 +96,7 @@ size_t address_bytes(const void* a, size_t shape) {
 using Reentry = kit::Reentry<struct OfiCalls>;
 
 void call_error(OfiOp call, const void* object, int64_t error) {
-  record(EventType::ofi_call_error, static_cast<uint64_t>(call), addr(object), error);
+  record<EventType::ofi_call_error>(static_cast<uint64_t>(call), addr(object), error);
 }
 
 // ---- table copies ------------------------------------------------------------------------------------
@@ -162,13 +162,14 @@ TableCopies<fi_ops_eq, 32> g_eq_tables;
 
 // ---- data path: one operation returned ---------------------------------------------------------------
 
+// tag_ignore: a tagged receive's ignore mask (the bits of the tag that need not match).
 [[gnu::always_inline]] inline void op_done(OfiOp op, const fid_ep* ep, uint64_t bytes, fi_addr_t peer, uint64_t tag, uint64_t raddr,
-                                           const void* context, ssize_t r) {
+                                           const void* context, ssize_t r, uint64_t tag_ignore = 0) {
   if (r == -kFiEagain || !active()) return;
   if (g_mode == TraceMode::aggregate) {
     if (r == 0) aggregate_add(AggregateKey::ofi_ep_op, addr(ep), static_cast<uint64_t>(op), bytes);
   } else {
-    record(EventType::ofi_op, static_cast<uint64_t>(op), addr(ep), bytes, peer, tag, raddr, addr(context), int64_t{r});
+    record<EventType::ofi_op>(static_cast<uint64_t>(op), addr(ep), bytes, peer, tag, raddr, addr(context), int64_t{r}, tag_ignore);
   }
   if (__builtin_expect(r < 0, 0)) call_error(op, ep, r);
 }
@@ -242,20 +243,20 @@ void fill_msg(fi_ops_msg& c, const fi_ops_msg& r) {
   WRAP_ENTRY(c, r, fi_ops_msg, injectdata, msg_injectdata)
 }
 
-// tagged: tag holds the tag (receives: the tag; the ignore mask is not kept)
+// tagged: tag holds the tag; receives record their ignore mask in tag_ignore
 ssize_t tag_recv(fid_ep* ep, void* buf, size_t len, void* desc, fi_addr_t src, uint64_t tag, uint64_t ignore, void* ctx) {
   ssize_t r = wrapped(ep->tagged).real->recv(ep, buf, len, desc, src, tag, ignore, ctx);
-  op_done(OfiOp::trecv, ep, len, src, tag, ignore, ctx, r);
+  op_done(OfiOp::trecv, ep, len, src, tag, 0, ctx, r, ignore);
   return r;
 }
 ssize_t tag_recvv(fid_ep* ep, const iovec* iov, void** desc, size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore, void* ctx) {
   ssize_t r = wrapped(ep->tagged).real->recvv(ep, iov, desc, count, src, tag, ignore, ctx);
-  op_done(OfiOp::trecvv, ep, iov_bytes(iov, count), src, tag, ignore, ctx, r);
+  op_done(OfiOp::trecvv, ep, iov_bytes(iov, count), src, tag, 0, ctx, r, ignore);
   return r;
 }
 ssize_t tag_recvmsg(fid_ep* ep, const fi_msg_tagged* m, uint64_t flags) {
   ssize_t r = wrapped(ep->tagged).real->recvmsg(ep, m, flags);
-  op_done(OfiOp::trecvmsg, ep, iov_bytes(m->msg_iov, m->iov_count), m->addr, m->tag, m->ignore, m->context, r);
+  op_done(OfiOp::trecvmsg, ep, iov_bytes(m->msg_iov, m->iov_count), m->addr, m->tag, 0, m->context, r, m->ignore);
   return r;
 }
 ssize_t tag_send(fid_ep* ep, const void* buf, size_t len, void* desc, fi_addr_t dest, uint64_t tag, void* ctx) {
@@ -447,7 +448,7 @@ void fill_atomic(fi_ops_atomic& c, const fi_ops_atomic& r) {
     return;
   }
   if (g_mode == TraceMode::simple) {
-    record(EventType::ofi_cq_read, addr(cq), static_cast<uint64_t>(n));
+    record<EventType::ofi_cq_read>(addr(cq), static_cast<uint64_t>(n));
     return;
   }
   const int format = wrapped(cq->ops).extra;
@@ -456,7 +457,7 @@ void fill_atomic(fi_ops_atomic& c, const fi_ops_atomic& r) {
   for (ssize_t i = 0; i < n; ++i, p += stride) {
     fi_cq_tagged_entry e{};
     std::memcpy(&e, p, stride);
-    record(EventType::ofi_completion, addr(cq), addr(e.op_context), e.flags, uint64_t{e.len}, e.tag, src ? src[i] : ~uint64_t{0});
+    record<EventType::ofi_completion>(addr(cq), addr(e.op_context), e.flags, uint64_t{e.len}, e.tag, src ? src[i] : ~uint64_t{0});
   }
 }
 
@@ -485,7 +486,7 @@ ssize_t cq_readerr(fid_cq* cq, void* entry, uint64_t flags) {
   ssize_t n = wrapped(cq->ops).real->readerr(cq, entry, flags);
   if (n > 0 && entry && active()) {
     const auto* e = static_cast<const fi_cq_err_entry*>(entry);
-    record(EventType::ofi_completion_error, addr(cq), addr(e->op_context), e->flags, int64_t{e->err}, int64_t{e->prov_errno});
+    record<EventType::ofi_completion_error>(addr(cq), addr(e->op_context), e->flags, int64_t{e->err}, int64_t{e->prov_errno});
   }
   return n;
 }
@@ -502,7 +503,7 @@ void fill_cq(fi_ops_cq& c, const fi_ops_cq& r) {
 void record_address(const void* object, OfiAddressKind kind, const void* a, size_t len) {
   if (!active() || !control_events() || !a) return;
   const uint64_t words[2] = {addr(object), static_cast<uint64_t>(kind)};
-  record_with_bytes(EventType::ofi_ep_address, words, 2, a, static_cast<uint32_t>(len > kMaxRecordedAddress ? kMaxRecordedAddress : len));
+  record_with_bytes<EventType::ofi_ep_address>(words, a, static_cast<uint32_t>(len > kMaxRecordedAddress ? kMaxRecordedAddress : len));
 }
 
 int cm_getname(fid* f, void* a, size_t* len) {
@@ -553,7 +554,7 @@ int av_insert(fid_av* av, const void* a, size_t count, fi_addr_t* fi_addr, uint6
     for (size_t i = 0; i < count && i < 256; ++i) {
       const size_t len = shape ? address_bytes(p, shape) : 0;  // string addresses follow each other
       const uint64_t words[3] = {addr(av), uint64_t{i}, fi_addr ? fi_addr[i] : ~uint64_t{0}};
-      record_with_bytes(EventType::ofi_av_insert, words, 3, len ? p : nullptr,
+      record_with_bytes<EventType::ofi_av_insert>(words, len ? p : nullptr,
                         static_cast<uint32_t>(len > kMaxRecordedAddress ? kMaxRecordedAddress : len));
       p += len;
     }
@@ -565,7 +566,7 @@ void fill_av(fi_ops_av& c, const fi_ops_av& r) { WRAP_ENTRY(c, r, fi_ops_av, ins
 void eq_event(const fid_eq* eq, ssize_t r, const uint32_t* event, const void* buf) {
   if (r <= 0 || !event || !active() || !control_events()) return;
   const auto* e = static_cast<const fi_eq_entry*>(buf);
-  record(EventType::ofi_eq_event, addr(eq), uint64_t{*event}, e ? addr(e->fid) : 0);
+  record<EventType::ofi_eq_event>(addr(eq), uint64_t{*event}, e ? addr(e->fid) : 0);
 }
 ssize_t eq_read(fid_eq* eq, uint32_t* event, void* buf, size_t len, uint64_t flags) {
   ssize_t r = wrapped(eq->ops).real->read(eq, event, buf, len, flags);
@@ -605,13 +606,13 @@ void endpoint_opened(fid_domain* domain, fi_info* info, fid_ep* ep) {
   const char* prov = provider_name(info);
   const uint64_t words[4] = {addr(domain), addr(ep), info && info->ep_attr ? static_cast<uint64_t>(info->ep_attr->type) : 0,
                              info ? info->caps : 0};
-  record_with_bytes(EventType::ofi_ep_open, words, 4, prov, static_cast<uint32_t>(strlen(prov)));
+  record_with_bytes<EventType::ofi_ep_open>(words, prov, static_cast<uint32_t>(strlen(prov)));
   // An endpoint accepted from a connection request knows its peer from the request's info.
   if (info && info->dest_addr && info->dest_addrlen) record_address(ep, OfiAddressKind::peer, info->dest_addr, info->dest_addrlen);
 }
 
 void object_opened(OfiObject kind, const void* parent, const void* object, uint64_t attr) {
-  if (control_events()) record(EventType::ofi_object_open, static_cast<uint64_t>(kind), addr(parent), addr(object), attr);
+  if (control_events()) record<EventType::ofi_object_open>(static_cast<uint64_t>(kind), addr(parent), addr(object), attr);
 }
 
 int dom_endpoint(fid_domain* d, fi_info* info, fid_ep** ep, void* ctx) {
@@ -679,7 +680,7 @@ void mr_done(fid* domain, int r, fid_mr** mr, const void* buf, uint64_t len, uin
   if (!active()) return;
   if (r != 0) call_error(OfiOp::mr_reg, domain, r);
   else if (control_events() && mr && *mr)
-    record(EventType::ofi_mr_reg, addr(domain), addr(*mr), addr(buf), len, access, (*mr)->key);
+    record<EventType::ofi_mr_reg>(addr(domain), addr(*mr), addr(buf), len, access, (*mr)->key);
 }
 // The domain's fid is what fi_mr_reg passes; its mr table is found through the fid_domain.
 int mr_reg(fid* f, const void* buf, size_t len, uint64_t access, uint64_t offset, uint64_t key, uint64_t flags, fid_mr** mr, void* ctx) {
@@ -717,7 +718,7 @@ void domain_opened(fid_fabric* fabric, fi_info* info, fid_domain* d) {
   if (!control_events()) return;
   const char* name = info && info->domain_attr && info->domain_attr->name ? info->domain_attr->name : "";
   const uint64_t words[2] = {addr(fabric), addr(d)};
-  record_with_bytes(EventType::ofi_domain_open, words, 2, name, static_cast<uint32_t>(strlen(name)));
+  record_with_bytes<EventType::ofi_domain_open>(words, name, static_cast<uint32_t>(strlen(name)));
 }
 
 int fab_domain(fid_fabric* f, fi_info* info, fid_domain** d, void* ctx) {
@@ -801,7 +802,7 @@ SIGMATRACE_EXPORT int fi_getinfo(uint32_t version, const char* node, const char*
     for (const fi_info* i = *info; i; i = i->next) ++n;
     const char* prov = provider_name(*info);
     const uint64_t words[2] = {static_cast<uint64_t>(int64_t{r}), n};
-    record_with_bytes(EventType::ofi_getinfo, words, 2, prov, static_cast<uint32_t>(strlen(prov)));
+    record_with_bytes<EventType::ofi_getinfo>(words, prov, static_cast<uint32_t>(strlen(prov)));
   }
   return r;
 }
@@ -820,7 +821,7 @@ SIGMATRACE_EXPORT int fi_fabric(fi_fabric_attr* attr, fid_fabric** fabric, void*
   if (control_events()) {
     const char* prov = attr && attr->prov_name ? attr->prov_name : "";
     const uint64_t words[2] = {addr(*fabric), 0};
-    record_with_bytes(EventType::ofi_fabric_open, words, 2, prov, static_cast<uint32_t>(strlen(prov)));
+    record_with_bytes<EventType::ofi_fabric_open>(words, prov, static_cast<uint32_t>(strlen(prov)));
   }
   return r;
 }

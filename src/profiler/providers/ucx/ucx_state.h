@@ -39,7 +39,7 @@ using kit::ErrnoKeeper;
 inline bool control_events() { return g_mode != TraceMode::aggregate; }
 
 inline void record_error(UcxOp call, const void* object, int64_t status) {
-  record(EventType::ucx_call_error, static_cast<uint64_t>(call), reinterpret_cast<uintptr_t>(object), status);
+  record<EventType::ucx_call_error>(static_cast<uint64_t>(call), reinterpret_cast<uintptr_t>(object), status);
 }
 
 }  // namespace sigmatrace::profiler::ucx

@@ -77,7 +77,7 @@ inline uint64_t nbx_bytes(const void* buffer, size_t count, const void* param) {
     if (st >= 0) aggregate_add(AggregateKey::ucx_ep_op, addr(object), static_cast<uint64_t>(op), bytes);
   } else {
     const UctLane lane = t_uct_lane;
-    record(EventType::ucx_op, static_cast<uint64_t>(op), addr(object), bytes, tag, tag_mask, remote_addr,
+    record<EventType::ucx_op>(static_cast<uint64_t>(op), addr(object), bytes, tag, tag_mask, remote_addr,
            ptr_is_ptr(ret) ? addr(ret) : uint64_t{0}, int64_t{st}, addr(lane.iface), addr(lane.ep));
   }
   if (__builtin_expect(st < 0, 0)) record_error(op, object, st);
@@ -91,7 +91,7 @@ inline bool tracing(const Reentry& g) { return g.outer && active(); }
 inline void begin_op() { t_uct_lane = {nullptr, nullptr}; }
 
 void request_done(const void* request, ucs_status_t status, uint64_t tag, uint64_t length) {
-  if (g_mode != TraceMode::aggregate) record(EventType::ucx_request_done, addr(request), int64_t{status}, tag, length);
+  if (g_mode != TraceMode::aggregate) record<EventType::ucx_request_done>(addr(request), int64_t{status}, tag, length);
   if (status < 0) record_error(UcxOp::request, request, status);
 }
 
@@ -123,7 +123,7 @@ void record_am_recv(const AmHandler* h, size_t header_length, size_t length, voi
   if (g_mode == TraceMode::aggregate)
     aggregate_add(AggregateKey::ucx_ep_op, addr(h->worker.load(std::memory_order_relaxed)), 0x100 + uint64_t{h->id}, length);
   else
-    record(EventType::ucx_am_recv, addr(h->worker.load(std::memory_order_relaxed)), uint64_t{h->id}, uint64_t{header_length},
+    record<EventType::ucx_am_recv>(addr(h->worker.load(std::memory_order_relaxed)), uint64_t{h->id}, uint64_t{header_length},
            uint64_t{length}, addr(reply_ep), attr);
 }
 
@@ -191,10 +191,10 @@ SIGMATRACE_EXPORT ucs_status_t ucp_worker_create(ucp_context_h context, const vo
   auto release = ds ? reinterpret_cast<ReleaseFn>(ds(RTLD_DEFAULT, "ucp_worker_release_address")) : nullptr;
   const uint64_t words[2] = {addr(context), addr(*worker_p)};
   if (query && release && query(*worker_p, &attr) == UCS_OK && attr.address) {
-    record_with_bytes(EventType::ucx_worker_create, words, 2, attr.address, static_cast<uint32_t>(attr.address_length));
+    record_with_bytes<EventType::ucx_worker_create>(words, attr.address, static_cast<uint32_t>(attr.address_length));
     release(*worker_p, attr.address);
   } else {
-    record_with_bytes(EventType::ucx_worker_create, words, 2, nullptr, 0);
+    record_with_bytes<EventType::ucx_worker_create>(words, nullptr, 0);
   }
   return st;
 }
@@ -204,7 +204,7 @@ SIGMATRACE_EXPORT void ucp_worker_destroy(ucp_worker_h worker) {
   if (!fn) return;
   Reentry guard;
   fn(worker);
-  if (tracing(guard) && control_events()) record(EventType::ucx_worker_destroy, addr(worker));
+  if (tracing(guard) && control_events()) record<EventType::ucx_worker_destroy>(addr(worker));
 }
 
 // The prefix of a packed worker address recorded at ucp_ep_create (the address carries no length;
@@ -230,14 +230,14 @@ SIGMATRACE_EXPORT ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_p
   }
   const uint64_t words[4] = {addr(worker), st == UCS_OK ? addr(*ep_p) : 0, static_cast<uint64_t>(kind),
                              static_cast<uint64_t>(static_cast<int64_t>(st))};
-  record_with_bytes(EventType::ucx_ep_create, words, 4, peer, len);
+  record_with_bytes<EventType::ucx_ep_create>(words, peer, len);
   return st;
 }
 
 namespace {
 void ep_closed(const Reentry& guard, ucp_ep_h ep, const void* ret) {
   if (!tracing(guard)) return;
-  if (control_events()) record(EventType::ucx_ep_close, addr(ep));
+  if (control_events()) record<EventType::ucx_ep_close>(addr(ep));
   if (ptr_status(ret) < 0) record_error(UcxOp::ep_close, ep, ptr_status(ret));
 }
 }  // namespace
@@ -287,7 +287,7 @@ SIGMATRACE_EXPORT ucs_status_t ucp_mem_map(ucp_context_h context, const void* pa
   ucp_mem_attr attr{};
   attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH | UCP_MEM_ATTR_FIELD_MEM_TYPE;
   if (!q || q(*memh_p, &attr) != UCS_OK) attr = {};
-  record(EventType::ucx_mem_map, addr(*memh_p), addr(attr.address), uint64_t{attr.length}, static_cast<uint64_t>(attr.mem_type));
+  record<EventType::ucx_mem_map>(addr(*memh_p), addr(attr.address), uint64_t{attr.length}, static_cast<uint64_t>(attr.mem_type));
   return st;
 }
 
@@ -296,7 +296,7 @@ SIGMATRACE_EXPORT ucs_status_t ucp_mem_unmap(ucp_context_h context, ucp_mem_h me
   ucs_status_t st = fn(context, memh);
   if (!tracing(guard)) return st;
   if (st != UCS_OK) record_error(UcxOp::mem_unmap, memh, st);
-  else if (control_events()) record(EventType::ucx_mem_unmap, addr(memh));
+  else if (control_events()) record<EventType::ucx_mem_unmap>(addr(memh));
   return st;
 }
 
@@ -305,7 +305,7 @@ SIGMATRACE_EXPORT ucs_status_t ucp_rkey_pack(ucp_context_h context, ucp_mem_h me
   ucs_status_t st = fn(context, memh, buffer, size);
   if (!tracing(guard)) return st;
   if (st != UCS_OK) record_error(UcxOp::rkey_pack, memh, st);
-  else if (control_events()) record(EventType::ucx_rkey_pack, addr(memh), uint64_t{*size});
+  else if (control_events()) record<EventType::ucx_rkey_pack>(addr(memh), uint64_t{*size});
   return st;
 }
 
@@ -314,7 +314,7 @@ SIGMATRACE_EXPORT ucs_status_t ucp_ep_rkey_unpack(ucp_ep_h ep, const void* buffe
   ucs_status_t st = fn(ep, buffer, rkey_p);
   if (!tracing(guard)) return st;
   if (st != UCS_OK) record_error(UcxOp::rkey_unpack, ep, st);
-  else if (control_events()) record(EventType::ucx_rkey_unpack, addr(ep), addr(*rkey_p));
+  else if (control_events()) record<EventType::ucx_rkey_unpack>(addr(ep), addr(*rkey_p));
   return st;
 }
 
@@ -538,7 +538,7 @@ SIGMATRACE_EXPORT void* ucp_tag_probe_nb(ucp_worker_h worker, ucp_tag_t tag, ucp
   UCP_REAL(ucp_tag_probe_nb, void* (*)(ucp_worker_h, ucp_tag_t, ucp_tag_t, int, ucp_tag_recv_info*), nullptr);
   void* msg = fn(worker, tag, tag_mask, remove, info);
   if (tracing(guard) && g_mode != TraceMode::aggregate && (msg || g_mode == TraceMode::full))
-    record(EventType::ucx_op, static_cast<uint64_t>(UcxOp::tag_probe), addr(worker), msg && info ? uint64_t{info->length} : 0,
+    record<EventType::ucx_op>(static_cast<uint64_t>(UcxOp::tag_probe), addr(worker), msg && info ? uint64_t{info->length} : 0,
            msg && info ? info->sender_tag : tag, tag_mask, uint64_t{0}, addr(msg), int64_t{msg ? UCS_OK : UCS_INPROGRESS},
            uint64_t{0}, uint64_t{0});
   return msg;
@@ -767,7 +767,7 @@ SIGMATRACE_EXPORT unsigned ucp_worker_progress(ucp_worker_h worker) {
   auto fn = real_function<unsigned (*)(ucp_worker_h)>(ucx::real::ucp_worker_progress);
   if (__builtin_expect(fn == nullptr, 0)) return 0;
   const unsigned n = fn(worker);
-  if (__builtin_expect(n != 0 && g_record_progress, 0) && active()) record(EventType::ucx_worker_progress, addr(worker), uint64_t{n});
+  if (__builtin_expect(n != 0 && g_record_progress, 0) && active()) record<EventType::ucx_worker_progress>(addr(worker), uint64_t{n});
   return n;
 }
 

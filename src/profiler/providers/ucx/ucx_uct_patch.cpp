@@ -62,7 +62,7 @@ constexpr int64_t kNoResource = -2;
   if (g_mode == TraceMode::aggregate) {
     if (status >= 0) aggregate_add(AggregateKey::ucx_uct_op, reinterpret_cast<uintptr_t>(ep->iface), static_cast<uint64_t>(op), bytes);
   } else if (g_mode == TraceMode::full) {
-    record(EventType::ucx_uct_op, reinterpret_cast<uintptr_t>(ep->iface), reinterpret_cast<uintptr_t>(ep), static_cast<uint64_t>(op),
+    record<EventType::ucx_uct_op>(reinterpret_cast<uintptr_t>(ep->iface), reinterpret_cast<uintptr_t>(ep), static_cast<uint64_t>(op),
            bytes, status);
   }
   if (__builtin_expect(status < 0 && status != kNoResource, 0)) record_error(UcxOp::uct_op, ep, status);
@@ -266,7 +266,7 @@ SIGMATRACE_EXPORT ucs_status_t uct_iface_open(void* md, void* worker, const uct_
         params->tl_name)
       snprintf(name, sizeof name, "%s/%s", params->tl_name, params->dev_name ? params->dev_name : "");
     const uint64_t words[2] = {reinterpret_cast<uintptr_t>(*iface_p), reinterpret_cast<uintptr_t>(worker)};
-    record_with_bytes(EventType::ucx_iface_open, words, 2, name, static_cast<uint32_t>(strlen(name)));
+    record_with_bytes<EventType::ucx_iface_open>(words, name, static_cast<uint32_t>(strlen(name)));
   }
   return st;
 }
@@ -279,7 +279,7 @@ SIGMATRACE_EXPORT void uct_iface_close(uct_iface_h iface) {
     if (g_ifaces[i].iface.load(std::memory_order_acquire) == iface) {
       // Put the real entries back: UCX may still call through the table while closing.
       iface->ops = g_ifaces[i].real;
-      if (active() && control_events()) record(EventType::ucx_iface_close, reinterpret_cast<uintptr_t>(iface));
+      if (active() && control_events()) record<EventType::ucx_iface_close>(reinterpret_cast<uintptr_t>(iface));
       g_ifaces[i].iface.store(nullptr, std::memory_order_release);
       g_ifaces[i].claimed.store(0, std::memory_order_release);
       fn(iface);
@@ -297,7 +297,7 @@ SIGMATRACE_EXPORT ucs_status_t uct_ep_create(const uct_ep_params* params, uct_ep
   if (st != UCS_OK) {
     record_error(UcxOp::uct_ep_create, params ? params->iface : nullptr, st);
   } else if (control_events()) {
-    record(EventType::ucx_uct_ep_create, reinterpret_cast<uintptr_t>((*ep_p)->iface), reinterpret_cast<uintptr_t>(*ep_p));
+    record<EventType::ucx_uct_ep_create>(reinterpret_cast<uintptr_t>((*ep_p)->iface), reinterpret_cast<uintptr_t>(*ep_p));
   }
   return st;
 }

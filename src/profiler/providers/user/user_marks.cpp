@@ -31,5 +31,5 @@ SIGMATRACE_EXPORT void sigmatrace_user_mark(uint64_t id, uint64_t value) {
   if (g_aggregate)
     aggregate_add(sigmatrace::format::AggregateKey::user_mark, id, 0, value);
   else
-    record(sigmatrace::format::EventType::user_mark, id, value);
+    record<sigmatrace::format::EventType::user_mark>(id, value);
 }

@@ -160,11 +160,11 @@ int post_send_hook(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
         uint64_t raddr = 0, rkey = 0;
         if (has_remote(w->opcode)) raddr = w->wr.rdma.remote_addr, rkey = w->wr.rdma.rkey;
         else if (is_atomic(w->opcode)) raddr = w->wr.atomic.remote_addr, rkey = w->wr.atomic.rkey;
-        record_at(now, EventType::ibv_send_wr, qpn, w->wr_id, static_cast<uint64_t>(w->opcode), b, static_cast<uint64_t>(w->num_sge),
+        record_at<EventType::ibv_send_wr>(now, qpn, w->wr_id, static_cast<uint64_t>(w->opcode), b, static_cast<uint64_t>(w->num_sge),
                raddr, rkey, static_cast<uint64_t>(w->send_flags), static_cast<uint64_t>(be32toh(w->imm_data)));
       }
     }
-    record_at(now, EventType::ibv_post_send, qpn, n, bytes, mask, static_cast<int64_t>(ret));
+    record_at<EventType::ibv_post_send>(now, qpn, n, bytes, mask, static_cast<int64_t>(ret));
   }
   if (__builtin_expect(ret != 0, 0)) record_error(IbvCall::post_send, qpn, ret);
   return ret;
@@ -188,9 +188,9 @@ int post_recv_hook(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
       uint64_t b = sge_bytes(w->sg_list, w->num_sge);
       ++n;
       bytes += b;
-      if constexpr (M == kFull) record_at(now, EventType::ibv_recv_wr, qpn, w->wr_id, b, static_cast<uint64_t>(w->num_sge), uint64_t{0});
+      if constexpr (M == kFull) record_at<EventType::ibv_recv_wr>(now, qpn, w->wr_id, b, static_cast<uint64_t>(w->num_sge), uint64_t{0});
     }
-    record_at(now, EventType::ibv_post_recv, qpn, n, bytes, static_cast<int64_t>(ret));
+    record_at<EventType::ibv_post_recv>(now, qpn, n, bytes, static_cast<int64_t>(ret));
   }
   if (__builtin_expect(ret != 0, 0)) record_error(IbvCall::post_recv, qpn, ret);
   return ret;
@@ -214,16 +214,16 @@ int post_srq_recv_hook(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
       uint64_t b = sge_bytes(w->sg_list, w->num_sge);
       ++n;
       bytes += b;
-      if constexpr (M == kFull) record_at(now, EventType::ibv_recv_wr, uint64_t{0}, w->wr_id, b, static_cast<uint64_t>(w->num_sge), handle);
+      if constexpr (M == kFull) record_at<EventType::ibv_recv_wr>(now, uint64_t{0}, w->wr_id, b, static_cast<uint64_t>(w->num_sge), handle);
     }
-    record_at(now, EventType::ibv_post_srq_recv, handle, n, bytes, static_cast<int64_t>(ret));
+    record_at<EventType::ibv_post_srq_recv>(now, handle, n, bytes, static_cast<int64_t>(ret));
   }
   if (__builtin_expect(ret != 0, 0)) record_error(IbvCall::post_srq_recv, handle, ret);
   return ret;
 }
 
 [[gnu::always_inline]] inline void record_wc(uint64_t now, const ibv_cq* cq, const ibv_wc& wc) {
-  record_at(now, EventType::ibv_completion, reinterpret_cast<uintptr_t>(cq), uint64_t{wc.qp_num}, wc.wr_id, static_cast<uint64_t>(wc.status),
+  record_at<EventType::ibv_completion>(now, reinterpret_cast<uintptr_t>(cq), uint64_t{wc.qp_num}, wc.wr_id, static_cast<uint64_t>(wc.status),
          static_cast<uint64_t>(wc.opcode), uint64_t{wc.byte_len}, static_cast<uint64_t>(be32toh(wc.imm_data)),
          uint64_t{wc.wc_flags}, uint64_t{wc.src_qp}, uint64_t{wc.vendor_err});
 }
@@ -282,7 +282,7 @@ template <TraceMode M>
   s->batch_bytes += w.bytes;
   s->batch_opcode_mask |= uint64_t{1} << (w.opcode & 63);
   if constexpr (M == kFull)
-    record_at(now, EventType::ibv_send_wr, uint64_t{s->qp_num}, w.wr_id, uint64_t{w.opcode}, w.bytes, uint64_t{w.num_sge}, w.remote_addr,
+    record_at<EventType::ibv_send_wr>(now, uint64_t{s->qp_num}, w.wr_id, uint64_t{w.opcode}, w.bytes, uint64_t{w.num_sge}, w.remote_addr,
            uint64_t{w.rkey}, uint64_t{w.send_flags}, uint64_t{w.imm_data});
   if constexpr (M == kAggregate) {
     const void* qp = s->key.load(std::memory_order_relaxed);
@@ -401,7 +401,7 @@ int wr_complete_hook(ibv_qp_ex* q) {
   const uint32_t qpn = s->qp_num;
   reset_batch(s);
   const int ret = s->real.complete(q);
-  if constexpr (M != kAggregate) record_at(now, EventType::ibv_post_send, uint64_t{qpn}, n, bytes, mask, static_cast<int64_t>(ret));
+  if constexpr (M != kAggregate) record_at<EventType::ibv_post_send>(now, uint64_t{qpn}, n, bytes, mask, static_cast<int64_t>(ret));
   if (__builtin_expect(ret != 0, 0)) record_error(IbvCall::post_send, qpn, ret);
   return ret;
 }
@@ -435,7 +435,7 @@ template <TraceMode M>
     uint64_t opcode = s->read_opcode ? s->read_opcode(cq) : 0;
     uint64_t flags = s->read_wc_flags ? s->read_wc_flags(cq) : 0;
     uint64_t verr = status != IBV_WC_SUCCESS && s->read_vendor_err ? s->read_vendor_err(cq) : 0;
-    record(EventType::ibv_completion, reinterpret_cast<uintptr_t>(cq), qpn, cq->wr_id, static_cast<uint64_t>(status), opcode, len, imm,
+    record<EventType::ibv_completion>(reinterpret_cast<uintptr_t>(cq), qpn, cq->wr_id, static_cast<uint64_t>(status), opcode, len, imm,
            flags, src, verr);
   } else if constexpr (M == kAggregate) {
     if (s->read_opcode) {

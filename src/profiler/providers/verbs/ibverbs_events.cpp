@@ -40,7 +40,7 @@ void record_ports(ibv_context* ctx, ContextState* c) {
     if (!query_gid || query_gid(ctx, static_cast<uint8_t>(port), 0, &gid) != 0) gid = ibv_gid{};
     if (c) c->lid[port] = pattr.lid;
     if (control_events())
-      record(EventType::ibv_port_info, reinterpret_cast<uintptr_t>(ctx), uint64_t{port}, uint64_t{pattr.lid}, gid_subnet_prefix(gid),
+      record<EventType::ibv_port_info>(reinterpret_cast<uintptr_t>(ctx), uint64_t{port}, uint64_t{pattr.lid}, gid_subnet_prefix(gid),
              gid_interface_id(gid), uint64_t{pattr.link_layer}, static_cast<uint64_t>(pattr.active_mtu), static_cast<uint64_t>(pattr.state));
   }
 }
@@ -54,7 +54,7 @@ void on_device_opened(ibv_context* ctx, ibv_device* dev) {
     uint64_t guid = guid_of && dev ? be64toh(guid_of(dev)) : 0;
     const char* name = dev ? dev->name : "";
     uint64_t words[2] = {reinterpret_cast<uintptr_t>(ctx), guid};
-    record_with_bytes(EventType::ibv_device_open, words, 2, name, static_cast<uint32_t>(strnlen(name, sizeof dev->name)));
+    record_with_bytes<EventType::ibv_device_open>(words, name, static_cast<uint32_t>(strnlen(name, sizeof dev->name)));
   }
   record_ports(ctx, c);
 }
@@ -64,7 +64,7 @@ void on_qp_created(ibv_qp* qp, ibv_pd* pd, const ibv_qp_cap& cap, uint32_t qp_ty
   QpState* s = track_qp(qp);
   if (extended && s) patch_qp_ex(s, real_qp_to_qp_ex(qp));
   if (control_events())
-    record(EventType::ibv_qp_create, reinterpret_cast<uintptr_t>(qp->context), reinterpret_cast<uintptr_t>(pd), reinterpret_cast<uintptr_t>(qp),
+    record<EventType::ibv_qp_create>(reinterpret_cast<uintptr_t>(qp->context), reinterpret_cast<uintptr_t>(pd), reinterpret_cast<uintptr_t>(qp),
            uint64_t{qp->qp_num}, uint64_t{qp_type}, reinterpret_cast<uintptr_t>(send_cq), reinterpret_cast<uintptr_t>(recv_cq),
            reinterpret_cast<uintptr_t>(srq), uint64_t{cap.max_send_wr}, uint64_t{cap.max_recv_wr}, uint64_t{cap.max_inline_data});
 }
@@ -94,7 +94,7 @@ void on_qp_modified(ibv_qp* qp, const ibv_qp_attr* attr, int mask) {
   if (!control_events()) return;
   const bool av = mask & IBV_QP_AV;
   const bool global = av && attr->ah_attr.is_global;
-  record(EventType::ibv_qp_modify, uint64_t{qp->qp_num}, static_cast<uint64_t>(mask),
+  record<EventType::ibv_qp_modify>(uint64_t{qp->qp_num}, static_cast<uint64_t>(mask),
          (mask & IBV_QP_STATE) ? static_cast<uint64_t>(attr->qp_state) : uint64_t{qp->state},
          (mask & IBV_QP_PORT) ? uint64_t{attr->port_num} : uint64_t{s ? s->port : 0u},
          (mask & IBV_QP_DEST_QPN) ? uint64_t{attr->dest_qp_num} : 0, av ? uint64_t{attr->ah_attr.dlid} : 0,
@@ -104,7 +104,7 @@ void on_qp_modified(ibv_qp* qp, const ibv_qp_attr* attr, int mask) {
 }
 
 void on_cq_created(ibv_context* ctx, ibv_cq* cq, int cqe) {
-  if (control_events()) record(EventType::ibv_cq_create, reinterpret_cast<uintptr_t>(ctx), reinterpret_cast<uintptr_t>(cq), static_cast<uint64_t>(cqe));
+  if (control_events()) record<EventType::ibv_cq_create>(reinterpret_cast<uintptr_t>(ctx), reinterpret_cast<uintptr_t>(cq), static_cast<uint64_t>(cqe));
 }
 
 void on_cq_ex_created(ibv_context* ctx, ibv_cq_ex* cq, int cqe, uint64_t wc_flags) {
@@ -113,7 +113,7 @@ void on_cq_ex_created(ibv_context* ctx, ibv_cq_ex* cq, int cqe, uint64_t wc_flag
 }
 
 void on_srq_created(ibv_pd* pd, ibv_srq* srq, uint32_t max_wr) {
-  if (control_events()) record(EventType::ibv_srq_create, reinterpret_cast<uintptr_t>(pd), reinterpret_cast<uintptr_t>(srq), uint64_t{max_wr});
+  if (control_events()) record<EventType::ibv_srq_create>(reinterpret_cast<uintptr_t>(pd), reinterpret_cast<uintptr_t>(srq), uint64_t{max_wr});
 }
 
 namespace {

@@ -196,7 +196,7 @@ using kit::ErrnoKeeper;
 
 // Every failed call, in every mode. error: the errno value (positive) or a negative return.
 inline void record_error(IbvCall call, uint64_t object, int64_t error) {
-  record(EventType::ibv_call_error, static_cast<uint64_t>(call), object, error);
+  record<EventType::ibv_call_error>(static_cast<uint64_t>(call), object, error);
 }
 
 // Events that are not data path: recorded in simple and full mode (aggregate mode keeps counters only).

@@ -64,7 +64,7 @@ void after_reg_mr(ibv_pd* pd, ibv_mr* mr, uint64_t addr, size_t length, unsigned
   if (!control_events()) return;
   int64_t gpu = -1;
   format::MemoryKind kind = memory_kind(addr, &gpu, dmabuf);
-  record(EventType::ibv_mr_reg, reinterpret_cast<uintptr_t>(pd), reinterpret_cast<uintptr_t>(mr), addr, uint64_t{length}, uint64_t{access},
+  record<EventType::ibv_mr_reg>(reinterpret_cast<uintptr_t>(pd), reinterpret_cast<uintptr_t>(mr), addr, uint64_t{length}, uint64_t{access},
          uint64_t{mr->lkey}, uint64_t{mr->rkey}, static_cast<uint64_t>(kind), gpu);
 }
 
@@ -108,7 +108,7 @@ SIGMATRACE_EXPORT int ibv_close_device(ibv_context* ctx) {
   ErrnoKeeper keep;
   if (ret == 0) {
     forget_context(ctx);
-    if (control_events()) record(EventType::ibv_device_close, reinterpret_cast<uintptr_t>(ctx));
+    if (control_events()) record<EventType::ibv_device_close>(reinterpret_cast<uintptr_t>(ctx));
   } else {
     record_error(IbvCall::close_device, reinterpret_cast<uintptr_t>(ctx), error_of(ret, keep.saved));
   }
@@ -121,7 +121,7 @@ SIGMATRACE_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* ctx) {
   if (!tracing(guard)) return pd;
   ErrnoKeeper keep;
   if (!pd) record_error(IbvCall::alloc_pd, reinterpret_cast<uintptr_t>(ctx), keep.saved);
-  else if (control_events()) record(EventType::ibv_pd_alloc, reinterpret_cast<uintptr_t>(ctx), reinterpret_cast<uintptr_t>(pd));
+  else if (control_events()) record<EventType::ibv_pd_alloc>(reinterpret_cast<uintptr_t>(ctx), reinterpret_cast<uintptr_t>(pd));
   return pd;
 }
 
@@ -178,7 +178,7 @@ SIGMATRACE_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
   if (!tracing(guard)) return ret;
   ErrnoKeeper keep;
   if (ret != 0) record_error(IbvCall::dereg_mr, reinterpret_cast<uintptr_t>(mr), error_of(ret, keep.saved));
-  else if (control_events()) record(EventType::ibv_mr_dereg, reinterpret_cast<uintptr_t>(mr), uint64_t{lkey});
+  else if (control_events()) record<EventType::ibv_mr_dereg>(reinterpret_cast<uintptr_t>(mr), uint64_t{lkey});
   return ret;
 }
 
@@ -199,7 +199,7 @@ SIGMATRACE_EXPORT int ibv_destroy_cq(ibv_cq* cq) {
   if (!tracing(guard)) return ret;
   ErrnoKeeper keep;
   if (ret != 0) record_error(IbvCall::destroy_cq, reinterpret_cast<uintptr_t>(cq), error_of(ret, keep.saved));
-  else if (control_events()) record(EventType::ibv_cq_destroy, reinterpret_cast<uintptr_t>(cq));
+  else if (control_events()) record<EventType::ibv_cq_destroy>(reinterpret_cast<uintptr_t>(cq));
   return ret;
 }
 
@@ -246,7 +246,7 @@ SIGMATRACE_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
   if (!tracing(guard)) return ret;
   ErrnoKeeper keep;
   if (ret != 0) record_error(IbvCall::destroy_qp, qpn, error_of(ret, keep.saved));
-  else if (control_events()) record(EventType::ibv_qp_destroy, uint64_t{qpn});
+  else if (control_events()) record<EventType::ibv_qp_destroy>(uint64_t{qpn});
   return ret;
 }
 
@@ -295,7 +295,7 @@ SIGMATRACE_EXPORT int ibv_get_async_event(ibv_context* ctx, ibv_async_event* eve
     case IBV_EVENT_DEVICE_FATAL: element = 0; break;
     default: element = event->element.qp ? event->element.qp->qp_num : 0; break;  // QP events: the QP number
   }
-  record(EventType::ibv_async_event, reinterpret_cast<uintptr_t>(ctx), static_cast<uint64_t>(event->event_type), element);
+  record<EventType::ibv_async_event>(reinterpret_cast<uintptr_t>(ctx), static_cast<uint64_t>(event->event_type), element);
   return ret;
 }
 
