@@ -90,6 +90,19 @@ inline bool tracing(const Reentry& g) { return g.outer && active(); }
 // Before the real call: forget the previous lane, so that the one seen after is this call's.
 inline void begin_op() { t_uct_lane = {nullptr, nullptr}; }
 
+// The one body of every traced UCP operation: untraced (nested, or the provider off), the call is
+// forwarded; traced, the previous lane is forgotten, the real function runs and `describe` records
+// the call with its result. (Hand-written bodies once forgot begin_op() in ucp_worker_fence, which
+// then reported the previous call's lane.)
+template <typename Fn, typename Describe, typename... Args>
+[[gnu::always_inline]] inline auto traced_op(Fn fn, const Reentry& guard, Describe&& describe, Args... args) {
+  if (!tracing(guard)) return fn(args...);
+  begin_op();
+  auto result = fn(args...);
+  describe(result);
+  return result;
+}
+
 void request_done(const void* request, ucs_status_t status, uint64_t tag, uint64_t length) {
   if (g_mode != TraceMode::aggregate) record<EventType::ucx_request_done>(addr(request), int64_t{status}, tag, length);
   if (status < 0) record_error(UcxOp::request, request, status);
@@ -324,62 +337,50 @@ SIGMATRACE_EXPORT ucs_status_ptr_t ucp_put_nbx(ucp_ep_h ep, const void* buffer, 
                                                ucp_rkey_h rkey, const void* param) {
   UCP_REAL(ucp_put_nbx, ucs_status_ptr_t (*)(ucp_ep_h, const void*, size_t, uint64_t, ucp_rkey_h, const void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, buffer, count, remote_addr, rkey, param);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, buffer, count, remote_addr, rkey, param);
-  op_done(UcxOp::put, ep, nbx_bytes(buffer, count, param), 0, 0, remote_addr, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::put, ep, nbx_bytes(buffer, count, param), 0, 0, remote_addr, r);
+  }, ep, buffer, count, remote_addr, rkey, param);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_get_nbx(ucp_ep_h ep, void* buffer, size_t count, uint64_t remote_addr,
                                                ucp_rkey_h rkey, const void* param) {
   UCP_REAL(ucp_get_nbx, ucs_status_ptr_t (*)(ucp_ep_h, void*, size_t, uint64_t, ucp_rkey_h, const void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, buffer, count, remote_addr, rkey, param);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, buffer, count, remote_addr, rkey, param);
-  op_done(UcxOp::get, ep, nbx_bytes(buffer, count, param), 0, 0, remote_addr, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::get, ep, nbx_bytes(buffer, count, param), 0, 0, remote_addr, r);
+  }, ep, buffer, count, remote_addr, rkey, param);
 }
 
 SIGMATRACE_EXPORT ucs_status_t ucp_put_nbi(ucp_ep_h ep, const void* buffer, size_t length, uint64_t remote_addr, ucp_rkey_h rkey) {
   UCP_REAL(ucp_put_nbi, ucs_status_t (*)(ucp_ep_h, const void*, size_t, uint64_t, ucp_rkey_h), UCS_ERR_NO_MEMORY);
-  if (!tracing(guard)) return fn(ep, buffer, length, remote_addr, rkey);
-  begin_op();
-  ucs_status_t st = fn(ep, buffer, length, remote_addr, rkey);
-  op_done(UcxOp::put, ep, length, 0, 0, remote_addr, status_as_ptr(st));
-  return st;
+  return traced_op(fn, guard, [&](ucs_status_t st) {
+    op_done(UcxOp::put, ep, length, 0, 0, remote_addr, status_as_ptr(st));
+  }, ep, buffer, length, remote_addr, rkey);
 }
 
 SIGMATRACE_EXPORT ucs_status_t ucp_get_nbi(ucp_ep_h ep, void* buffer, size_t length, uint64_t remote_addr, ucp_rkey_h rkey) {
   UCP_REAL(ucp_get_nbi, ucs_status_t (*)(ucp_ep_h, void*, size_t, uint64_t, ucp_rkey_h), UCS_ERR_NO_MEMORY);
-  if (!tracing(guard)) return fn(ep, buffer, length, remote_addr, rkey);
-  begin_op();
-  ucs_status_t st = fn(ep, buffer, length, remote_addr, rkey);
-  op_done(UcxOp::get, ep, length, 0, 0, remote_addr, status_as_ptr(st));
-  return st;
+  return traced_op(fn, guard, [&](ucs_status_t st) {
+    op_done(UcxOp::get, ep, length, 0, 0, remote_addr, status_as_ptr(st));
+  }, ep, buffer, length, remote_addr, rkey);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_put_nb(ucp_ep_h ep, const void* buffer, size_t length, uint64_t remote_addr,
                                               ucp_rkey_h rkey, void* cb) {
   UCP_REAL(ucp_put_nb, ucs_status_ptr_t (*)(ucp_ep_h, const void*, size_t, uint64_t, ucp_rkey_h, void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, buffer, length, remote_addr, rkey, cb);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, buffer, length, remote_addr, rkey, cb);
-  op_done(UcxOp::put, ep, length, 0, 0, remote_addr, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::put, ep, length, 0, 0, remote_addr, r);
+  }, ep, buffer, length, remote_addr, rkey, cb);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_get_nb(ucp_ep_h ep, void* buffer, size_t length, uint64_t remote_addr, ucp_rkey_h rkey,
                                               void* cb) {
   UCP_REAL(ucp_get_nb, ucs_status_ptr_t (*)(ucp_ep_h, void*, size_t, uint64_t, ucp_rkey_h, void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, buffer, length, remote_addr, rkey, cb);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, buffer, length, remote_addr, rkey, cb);
-  op_done(UcxOp::get, ep, length, 0, 0, remote_addr, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::get, ep, length, 0, 0, remote_addr, r);
+  }, ep, buffer, length, remote_addr, rkey, cb);
 }
 
 // Atomics: tag holds the UCP atomic opcode.
@@ -387,24 +388,20 @@ SIGMATRACE_EXPORT ucs_status_ptr_t ucp_atomic_op_nbx(ucp_ep_h ep, int opcode, co
                                                      uint64_t remote_addr, ucp_rkey_h rkey, const void* param) {
   UCP_REAL(ucp_atomic_op_nbx, ucs_status_ptr_t (*)(ucp_ep_h, int, const void*, size_t, uint64_t, ucp_rkey_h, const void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, opcode, buffer, count, remote_addr, rkey, param);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, opcode, buffer, count, remote_addr, rkey, param);
-  auto* p = static_cast<const ucp_request_param*>(param);
-  const bool fetch = p && (p->op_attr_mask & (1u << 5)) && p->reply_buffer;  // UCP_OP_ATTR_FIELD_REPLY_BUFFER
-  op_done(fetch ? UcxOp::atomic_fetch : UcxOp::atomic_post, ep, nbx_bytes(buffer, count, param), static_cast<uint64_t>(opcode), 0,
-          remote_addr, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    auto* p = static_cast<const ucp_request_param*>(param);
+    const bool fetch = p && (p->op_attr_mask & (1u << 5)) && p->reply_buffer;  // UCP_OP_ATTR_FIELD_REPLY_BUFFER
+    op_done(fetch ? UcxOp::atomic_fetch : UcxOp::atomic_post, ep, nbx_bytes(buffer, count, param), static_cast<uint64_t>(opcode), 0,
+            remote_addr, r);
+  }, ep, opcode, buffer, count, remote_addr, rkey, param);
 }
 
 SIGMATRACE_EXPORT ucs_status_t ucp_atomic_post(ucp_ep_h ep, int opcode, uint64_t value, size_t op_size, uint64_t remote_addr,
                                                ucp_rkey_h rkey) {
   UCP_REAL(ucp_atomic_post, ucs_status_t (*)(ucp_ep_h, int, uint64_t, size_t, uint64_t, ucp_rkey_h), UCS_ERR_NO_MEMORY);
-  if (!tracing(guard)) return fn(ep, opcode, value, op_size, remote_addr, rkey);
-  begin_op();
-  ucs_status_t st = fn(ep, opcode, value, op_size, remote_addr, rkey);
-  op_done(UcxOp::atomic_post, ep, op_size, static_cast<uint64_t>(opcode), 0, remote_addr, status_as_ptr(st));
-  return st;
+  return traced_op(fn, guard, [&](ucs_status_t st) {
+    op_done(UcxOp::atomic_post, ep, op_size, static_cast<uint64_t>(opcode), 0, remote_addr, status_as_ptr(st));
+  }, ep, opcode, value, op_size, remote_addr, rkey);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_atomic_fetch_nb(ucp_ep_h ep, int opcode, uint64_t value, void* result, size_t op_size,
@@ -412,11 +409,9 @@ SIGMATRACE_EXPORT ucs_status_ptr_t ucp_atomic_fetch_nb(ucp_ep_h ep, int opcode, 
   UCP_REAL(ucp_atomic_fetch_nb,
            ucs_status_ptr_t (*)(ucp_ep_h, int, uint64_t, void*, size_t, uint64_t, ucp_rkey_h, void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, opcode, value, result, op_size, remote_addr, rkey, cb);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, opcode, value, result, op_size, remote_addr, rkey, cb);
-  op_done(UcxOp::atomic_fetch, ep, op_size, static_cast<uint64_t>(opcode), 0, remote_addr, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::atomic_fetch, ep, op_size, static_cast<uint64_t>(opcode), 0, remote_addr, r);
+  }, ep, opcode, value, result, op_size, remote_addr, rkey, cb);
 }
 
 // ---- tag matching --------------------------------------------------------------------------------
@@ -425,77 +420,63 @@ SIGMATRACE_EXPORT ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void* buf
                                                     const void* param) {
   UCP_REAL(ucp_tag_send_nbx, ucs_status_ptr_t (*)(ucp_ep_h, const void*, size_t, ucp_tag_t, const void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, buffer, count, tag, param);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, buffer, count, tag, param);
-  op_done(UcxOp::tag_send, ep, nbx_bytes(buffer, count, param), tag, 0, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::tag_send, ep, nbx_bytes(buffer, count, param), tag, 0, 0, r);
+  }, ep, buffer, count, tag, param);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_tag_send_sync_nbx(ucp_ep_h ep, const void* buffer, size_t count, ucp_tag_t tag,
                                                          const void* param) {
   UCP_REAL(ucp_tag_send_sync_nbx, ucs_status_ptr_t (*)(ucp_ep_h, const void*, size_t, ucp_tag_t, const void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, buffer, count, tag, param);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, buffer, count, tag, param);
-  op_done(UcxOp::tag_send_sync, ep, nbx_bytes(buffer, count, param), tag, 0, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::tag_send_sync, ep, nbx_bytes(buffer, count, param), tag, 0, 0, r);
+  }, ep, buffer, count, tag, param);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_tag_recv_nbx(ucp_worker_h worker, void* buffer, size_t count, ucp_tag_t tag,
                                                     ucp_tag_t tag_mask, const void* param) {
   UCP_REAL(ucp_tag_recv_nbx, ucs_status_ptr_t (*)(ucp_worker_h, void*, size_t, ucp_tag_t, ucp_tag_t, const void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(worker, buffer, count, tag, tag_mask, param);
-  begin_op();
-  ucs_status_ptr_t r = fn(worker, buffer, count, tag, tag_mask, param);
-  op_done(UcxOp::tag_recv, worker, nbx_bytes(buffer, count, param), tag, tag_mask, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::tag_recv, worker, nbx_bytes(buffer, count, param), tag, tag_mask, 0, r);
+  }, worker, buffer, count, tag, tag_mask, param);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_tag_msg_recv_nbx(ucp_worker_h worker, void* buffer, size_t count, void* message,
                                                         const void* param) {
   UCP_REAL(ucp_tag_msg_recv_nbx, ucs_status_ptr_t (*)(ucp_worker_h, void*, size_t, void*, const void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(worker, buffer, count, message, param);
-  begin_op();
-  ucs_status_ptr_t r = fn(worker, buffer, count, message, param);
-  op_done(UcxOp::tag_msg_recv, worker, nbx_bytes(buffer, count, param), 0, 0, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::tag_msg_recv, worker, nbx_bytes(buffer, count, param), 0, 0, 0, r);
+  }, worker, buffer, count, message, param);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_tag_send_nb(ucp_ep_h ep, const void* buffer, size_t count, ucp_datatype_t dt,
                                                    ucp_tag_t tag, void* cb) {
   UCP_REAL(ucp_tag_send_nb, ucs_status_ptr_t (*)(ucp_ep_h, const void*, size_t, ucp_datatype_t, ucp_tag_t, void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, buffer, count, dt, tag, cb);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, buffer, count, dt, tag, cb);
-  op_done(UcxOp::tag_send, ep, dt_bytes(buffer, count, dt), tag, 0, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::tag_send, ep, dt_bytes(buffer, count, dt), tag, 0, 0, r);
+  }, ep, buffer, count, dt, tag, cb);
 }
 
 SIGMATRACE_EXPORT ucs_status_t ucp_tag_send_nbr(ucp_ep_h ep, const void* buffer, size_t count, ucp_datatype_t dt, ucp_tag_t tag,
                                                 void* req) {
   UCP_REAL(ucp_tag_send_nbr, ucs_status_t (*)(ucp_ep_h, const void*, size_t, ucp_datatype_t, ucp_tag_t, void*),
            UCS_ERR_NO_MEMORY);
-  if (!tracing(guard)) return fn(ep, buffer, count, dt, tag, req);
-  begin_op();
-  ucs_status_t st = fn(ep, buffer, count, dt, tag, req);
-  op_done(UcxOp::tag_send, ep, dt_bytes(buffer, count, dt), tag, 0, 0, st == UCS_INPROGRESS ? req : status_as_ptr(st));
-  return st;
+  return traced_op(fn, guard, [&](ucs_status_t st) {
+    op_done(UcxOp::tag_send, ep, dt_bytes(buffer, count, dt), tag, 0, 0, st == UCS_INPROGRESS ? req : status_as_ptr(st));
+  }, ep, buffer, count, dt, tag, req);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_tag_send_sync_nb(ucp_ep_h ep, const void* buffer, size_t count, ucp_datatype_t dt,
                                                         ucp_tag_t tag, void* cb) {
   UCP_REAL(ucp_tag_send_sync_nb, ucs_status_ptr_t (*)(ucp_ep_h, const void*, size_t, ucp_datatype_t, ucp_tag_t, void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, buffer, count, dt, tag, cb);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, buffer, count, dt, tag, cb);
-  op_done(UcxOp::tag_send_sync, ep, dt_bytes(buffer, count, dt), tag, 0, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::tag_send_sync, ep, dt_bytes(buffer, count, dt), tag, 0, 0, r);
+  }, ep, buffer, count, dt, tag, cb);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_tag_recv_nb(ucp_worker_h worker, void* buffer, size_t count, ucp_datatype_t dt,
@@ -503,33 +484,27 @@ SIGMATRACE_EXPORT ucs_status_ptr_t ucp_tag_recv_nb(ucp_worker_h worker, void* bu
   UCP_REAL(ucp_tag_recv_nb,
            ucs_status_ptr_t (*)(ucp_worker_h, void*, size_t, ucp_datatype_t, ucp_tag_t, ucp_tag_t, void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(worker, buffer, count, dt, tag, tag_mask, cb);
-  begin_op();
-  ucs_status_ptr_t r = fn(worker, buffer, count, dt, tag, tag_mask, cb);
-  op_done(UcxOp::tag_recv, worker, dt_bytes(buffer, count, dt), tag, tag_mask, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::tag_recv, worker, dt_bytes(buffer, count, dt), tag, tag_mask, 0, r);
+  }, worker, buffer, count, dt, tag, tag_mask, cb);
 }
 
 SIGMATRACE_EXPORT ucs_status_t ucp_tag_recv_nbr(ucp_worker_h worker, void* buffer, size_t count, ucp_datatype_t dt, ucp_tag_t tag,
                                                 ucp_tag_t tag_mask, void* req) {
   UCP_REAL(ucp_tag_recv_nbr, ucs_status_t (*)(ucp_worker_h, void*, size_t, ucp_datatype_t, ucp_tag_t, ucp_tag_t, void*),
            UCS_ERR_NO_MEMORY);
-  if (!tracing(guard)) return fn(worker, buffer, count, dt, tag, tag_mask, req);
-  begin_op();
-  ucs_status_t st = fn(worker, buffer, count, dt, tag, tag_mask, req);
-  op_done(UcxOp::tag_recv, worker, dt_bytes(buffer, count, dt), tag, tag_mask, 0, st >= 0 ? req : status_as_ptr(st));
-  return st;
+  return traced_op(fn, guard, [&](ucs_status_t st) {
+    op_done(UcxOp::tag_recv, worker, dt_bytes(buffer, count, dt), tag, tag_mask, 0, st >= 0 ? req : status_as_ptr(st));
+  }, worker, buffer, count, dt, tag, tag_mask, req);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_tag_msg_recv_nb(ucp_worker_h worker, void* buffer, size_t count, ucp_datatype_t dt,
                                                        void* message, void* cb) {
   UCP_REAL(ucp_tag_msg_recv_nb, ucs_status_ptr_t (*)(ucp_worker_h, void*, size_t, ucp_datatype_t, void*, void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(worker, buffer, count, dt, message, cb);
-  begin_op();
-  ucs_status_ptr_t r = fn(worker, buffer, count, dt, message, cb);
-  op_done(UcxOp::tag_msg_recv, worker, dt_bytes(buffer, count, dt), 0, 0, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::tag_msg_recv, worker, dt_bytes(buffer, count, dt), 0, 0, 0, r);
+  }, worker, buffer, count, dt, message, cb);
 }
 
 // Probing is polling: a found message is recorded (in full mode also every probe).
@@ -548,45 +523,37 @@ SIGMATRACE_EXPORT void* ucp_tag_probe_nb(ucp_worker_h worker, ucp_tag_t tag, ucp
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_stream_send_nbx(ucp_ep_h ep, const void* buffer, size_t count, const void* param) {
   UCP_REAL(ucp_stream_send_nbx, ucs_status_ptr_t (*)(ucp_ep_h, const void*, size_t, const void*), status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, buffer, count, param);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, buffer, count, param);
-  op_done(UcxOp::stream_send, ep, nbx_bytes(buffer, count, param), 0, 0, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::stream_send, ep, nbx_bytes(buffer, count, param), 0, 0, 0, r);
+  }, ep, buffer, count, param);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_stream_recv_nbx(ucp_ep_h ep, void* buffer, size_t count, size_t* length,
                                                        const void* param) {
   UCP_REAL(ucp_stream_recv_nbx, ucs_status_ptr_t (*)(ucp_ep_h, void*, size_t, size_t*, const void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, buffer, count, length, param);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, buffer, count, length, param);
-  // Completed at once: the received length; otherwise the buffer's capacity.
-  op_done(UcxOp::stream_recv, ep, r == nullptr && length ? uint64_t{*length} : nbx_bytes(buffer, count, param), 0, 0, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    // Completed at once: the received length; otherwise the buffer's capacity.
+    op_done(UcxOp::stream_recv, ep, r == nullptr && length ? uint64_t{*length} : nbx_bytes(buffer, count, param), 0, 0, 0, r);
+  }, ep, buffer, count, length, param);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_stream_send_nb(ucp_ep_h ep, const void* buffer, size_t count, ucp_datatype_t dt, void* cb,
                                                       unsigned flags) {
   UCP_REAL(ucp_stream_send_nb, ucs_status_ptr_t (*)(ucp_ep_h, const void*, size_t, ucp_datatype_t, void*, unsigned),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, buffer, count, dt, cb, flags);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, buffer, count, dt, cb, flags);
-  op_done(UcxOp::stream_send, ep, dt_bytes(buffer, count, dt), 0, 0, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::stream_send, ep, dt_bytes(buffer, count, dt), 0, 0, 0, r);
+  }, ep, buffer, count, dt, cb, flags);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_stream_recv_nb(ucp_ep_h ep, void* buffer, size_t count, ucp_datatype_t dt, void* cb,
                                                       size_t* length, unsigned flags) {
   UCP_REAL(ucp_stream_recv_nb, ucs_status_ptr_t (*)(ucp_ep_h, void*, size_t, ucp_datatype_t, void*, size_t*, unsigned),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, buffer, count, dt, cb, length, flags);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, buffer, count, dt, cb, length, flags);
-  op_done(UcxOp::stream_recv, ep, r == nullptr && length ? uint64_t{*length} : dt_bytes(buffer, count, dt), 0, 0, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::stream_recv, ep, r == nullptr && length ? uint64_t{*length} : dt_bytes(buffer, count, dt), 0, 0, 0, r);
+  }, ep, buffer, count, dt, cb, length, flags);
 }
 
 // ---- active messages -----------------------------------------------------------------------------
@@ -596,33 +563,27 @@ SIGMATRACE_EXPORT ucs_status_ptr_t ucp_am_send_nbx(ucp_ep_h ep, unsigned id, con
                                                    const void* buffer, size_t count, const void* param) {
   UCP_REAL(ucp_am_send_nbx, ucs_status_ptr_t (*)(ucp_ep_h, unsigned, const void*, size_t, const void*, size_t, const void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, id, header, header_length, buffer, count, param);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, id, header, header_length, buffer, count, param);
-  op_done(UcxOp::am_send, ep, nbx_bytes(buffer, count, param), id, header_length, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::am_send, ep, nbx_bytes(buffer, count, param), id, header_length, 0, r);
+  }, ep, id, header, header_length, buffer, count, param);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_am_send_nb(ucp_ep_h ep, uint16_t id, const void* buffer, size_t count, ucp_datatype_t dt,
                                                   void* cb, unsigned flags) {
   UCP_REAL(ucp_am_send_nb, ucs_status_ptr_t (*)(ucp_ep_h, uint16_t, const void*, size_t, ucp_datatype_t, void*, unsigned),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, id, buffer, count, dt, cb, flags);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, id, buffer, count, dt, cb, flags);
-  op_done(UcxOp::am_send, ep, dt_bytes(buffer, count, dt), id, 0, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::am_send, ep, dt_bytes(buffer, count, dt), id, 0, 0, r);
+  }, ep, id, buffer, count, dt, cb, flags);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_am_recv_data_nbx(ucp_worker_h worker, void* data_desc, void* buffer, size_t count,
                                                         const void* param) {
   UCP_REAL(ucp_am_recv_data_nbx, ucs_status_ptr_t (*)(ucp_worker_h, void*, void*, size_t, const void*),
            status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(worker, data_desc, buffer, count, param);
-  begin_op();
-  ucs_status_ptr_t r = fn(worker, data_desc, buffer, count, param);
-  op_done(UcxOp::am_recv_data, worker, nbx_bytes(buffer, count, param), 0, 0, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::am_recv_data, worker, nbx_bytes(buffer, count, param), 0, 0, 0, r);
+  }, worker, data_desc, buffer, count, param);
 }
 
 // Handlers are registered once (control path): the application's callback and argument are kept in
@@ -661,64 +622,51 @@ SIGMATRACE_EXPORT ucs_status_t ucp_worker_set_am_handler(ucp_worker_h worker, ui
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_worker_flush_nbx(ucp_worker_h worker, const void* param) {
   UCP_REAL(ucp_worker_flush_nbx, ucs_status_ptr_t (*)(ucp_worker_h, const void*), status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(worker, param);
-  begin_op();
-  ucs_status_ptr_t r = fn(worker, param);
-  op_done(UcxOp::worker_flush, worker, 0, 0, 0, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::worker_flush, worker, 0, 0, 0, 0, r);
+  }, worker, param);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_ep_flush_nbx(ucp_ep_h ep, const void* param) {
   UCP_REAL(ucp_ep_flush_nbx, ucs_status_ptr_t (*)(ucp_ep_h, const void*), status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, param);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, param);
-  op_done(UcxOp::ep_flush, ep, 0, 0, 0, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::ep_flush, ep, 0, 0, 0, 0, r);
+  }, ep, param);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_worker_flush_nb(ucp_worker_h worker, unsigned flags, void* cb) {
   UCP_REAL(ucp_worker_flush_nb, ucs_status_ptr_t (*)(ucp_worker_h, unsigned, void*), status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(worker, flags, cb);
-  begin_op();
-  ucs_status_ptr_t r = fn(worker, flags, cb);
-  op_done(UcxOp::worker_flush, worker, 0, 0, 0, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::worker_flush, worker, 0, 0, 0, 0, r);
+  }, worker, flags, cb);
 }
 
 SIGMATRACE_EXPORT ucs_status_ptr_t ucp_ep_flush_nb(ucp_ep_h ep, unsigned flags, void* cb) {
   UCP_REAL(ucp_ep_flush_nb, ucs_status_ptr_t (*)(ucp_ep_h, unsigned, void*), status_as_ptr(UCS_ERR_NO_MEMORY));
-  if (!tracing(guard)) return fn(ep, flags, cb);
-  begin_op();
-  ucs_status_ptr_t r = fn(ep, flags, cb);
-  op_done(UcxOp::ep_flush, ep, 0, 0, 0, 0, r);
-  return r;
+  return traced_op(fn, guard, [&](ucs_status_ptr_t r) {
+    op_done(UcxOp::ep_flush, ep, 0, 0, 0, 0, r);
+  }, ep, flags, cb);
 }
 
 SIGMATRACE_EXPORT ucs_status_t ucp_worker_flush(ucp_worker_h worker) {
   UCP_REAL(ucp_worker_flush, ucs_status_t (*)(ucp_worker_h), UCS_ERR_NO_MEMORY);
-  if (!tracing(guard)) return fn(worker);
-  begin_op();
-  ucs_status_t st = fn(worker);
-  op_done(UcxOp::worker_flush, worker, 0, 0, 0, 0, status_as_ptr(st));
-  return st;
+  return traced_op(fn, guard, [&](ucs_status_t st) {
+    op_done(UcxOp::worker_flush, worker, 0, 0, 0, 0, status_as_ptr(st));
+  }, worker);
 }
 
 SIGMATRACE_EXPORT ucs_status_t ucp_ep_flush(ucp_ep_h ep) {
   UCP_REAL(ucp_ep_flush, ucs_status_t (*)(ucp_ep_h), UCS_ERR_NO_MEMORY);
-  if (!tracing(guard)) return fn(ep);
-  begin_op();
-  ucs_status_t st = fn(ep);
-  op_done(UcxOp::ep_flush, ep, 0, 0, 0, 0, status_as_ptr(st));
-  return st;
+  return traced_op(fn, guard, [&](ucs_status_t st) {
+    op_done(UcxOp::ep_flush, ep, 0, 0, 0, 0, status_as_ptr(st));
+  }, ep);
 }
 
 SIGMATRACE_EXPORT ucs_status_t ucp_worker_fence(ucp_worker_h worker) {
   UCP_REAL(ucp_worker_fence, ucs_status_t (*)(ucp_worker_h), UCS_ERR_NO_MEMORY);
-  if (!tracing(guard)) return fn(worker);
-  ucs_status_t st = fn(worker);
-  op_done(UcxOp::worker_fence, worker, 0, 0, 0, 0, status_as_ptr(st));
-  return st;
+  return traced_op(fn, guard, [&](ucs_status_t st) {
+    op_done(UcxOp::worker_fence, worker, 0, 0, 0, 0, status_as_ptr(st));
+  }, worker);
 }
 
 // ---- request completion --------------------------------------------------------------------------

@@ -475,57 +475,42 @@ int next_poll_hook(ibv_cq_ex* cq) {
 
 // ---- verbs_context creation entry points (control path) ---------------------------------------
 
-ibv_qp* create_qp_ex_hook(ibv_context* ctx, ibv_qp_init_attr_ex* attr) {
+// The one body of the verbs_context create_*_ex hooks: the context's real entry (Real), the
+// outermost-call guard, an error record on failure, `created` for a new object.
+template <auto Real, typename Obj, typename Attr, typename Created>
+Obj* create_through_context(ibv_context* ctx, Attr* attr, IbvCall call, Created&& created) {
   ContextState* c = find_context(ctx);
-  if (!c || !c->create_qp_ex) {
+  if (!c || !(c->*Real)) {
     object_not_tracked("context");
     errno = ENOSYS;
     return nullptr;
   }
   Reentry guard;
-  ibv_qp* qp = c->create_qp_ex(ctx, attr);
-  if (!guard.outer || !active()) return qp;
+  Obj* obj = (c->*Real)(ctx, attr);
+  if (!guard.outer || !active()) return obj;
   ErrnoKeeper keep;
-  if (!qp) {
-    record_error(IbvCall::create_qp, reinterpret_cast<uintptr_t>(ctx), keep.saved);
-    return qp;
-  }
-  ibv_pd* pd = (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : qp->pd;
-  on_qp_created(qp, pd, attr->cap, attr->qp_type, attr->send_cq, attr->recv_cq, attr->srq,
-                (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0);
-  return qp;
+  if (!obj) record_error(call, reinterpret_cast<uintptr_t>(ctx), keep.saved);
+  else created(obj);
+  return obj;
+}
+
+ibv_qp* create_qp_ex_hook(ibv_context* ctx, ibv_qp_init_attr_ex* attr) {
+  return create_through_context<&ContextState::create_qp_ex, ibv_qp>(ctx, attr, IbvCall::create_qp, [&](ibv_qp* qp) {
+    ibv_pd* pd = (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : qp->pd;
+    on_qp_created(qp, pd, attr->cap, attr->qp_type, attr->send_cq, attr->recv_cq, attr->srq,
+                  (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0);
+  });
 }
 
 ibv_cq_ex* create_cq_ex_hook(ibv_context* ctx, ibv_cq_init_attr_ex* attr) {
-  ContextState* c = find_context(ctx);
-  if (!c || !c->create_cq_ex) {
-    object_not_tracked("context");
-    errno = ENOSYS;
-    return nullptr;
-  }
-  Reentry guard;
-  ibv_cq_ex* cq = c->create_cq_ex(ctx, attr);
-  if (!guard.outer || !active()) return cq;
-  ErrnoKeeper keep;
-  if (!cq) record_error(IbvCall::create_cq, reinterpret_cast<uintptr_t>(ctx), keep.saved);
-  else on_cq_ex_created(ctx, cq, static_cast<int>(attr->cqe), attr->wc_flags);
-  return cq;
+  return create_through_context<&ContextState::create_cq_ex, ibv_cq_ex>(
+      ctx, attr, IbvCall::create_cq, [&](ibv_cq_ex* cq) { on_cq_ex_created(ctx, cq, static_cast<int>(attr->cqe), attr->wc_flags); });
 }
 
 ibv_srq* create_srq_ex_hook(ibv_context* ctx, ibv_srq_init_attr_ex* attr) {
-  ContextState* c = find_context(ctx);
-  if (!c || !c->create_srq_ex) {
-    object_not_tracked("context");
-    errno = ENOSYS;
-    return nullptr;
-  }
-  Reentry guard;
-  ibv_srq* srq = c->create_srq_ex(ctx, attr);
-  if (!guard.outer || !active()) return srq;
-  ErrnoKeeper keep;
-  if (!srq) record_error(IbvCall::create_srq, reinterpret_cast<uintptr_t>(ctx), keep.saved);
-  else on_srq_created((attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) ? attr->pd : nullptr, srq, attr->attr.max_wr);
-  return srq;
+  return create_through_context<&ContextState::create_srq_ex, ibv_srq>(ctx, attr, IbvCall::create_srq, [&](ibv_srq* srq) {
+    on_srq_created((attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) ? attr->pd : nullptr, srq, attr->attr.max_wr);
+  });
 }
 
 // ---- per-mode wrapper sets ---------------------------------------------------------------------
