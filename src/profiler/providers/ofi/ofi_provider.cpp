@@ -611,61 +611,49 @@ void endpoint_opened(fid_domain* domain, fi_info* info, fid_ep* ep) {
   if (info && info->dest_addr && info->dest_addrlen) record_address(ep, OfiAddressKind::peer, info->dest_addr, info->dest_addrlen);
 }
 
+// The one body of a control-path hook: the real call's result, then `opened()` on success or an
+// error record on failure (nothing while the provider is off).
+template <typename Opened>
+inline int control_call(int r, OfiOp op, const void* object, Opened&& opened) {
+  if (!active()) return r;
+  if (r == 0) opened();
+  else call_error(op, object, r);
+  return r;
+}
+
 void object_opened(OfiObject kind, const void* parent, const void* object, uint64_t attr) {
   if (control_events()) record<EventType::ofi_object_open>(static_cast<uint64_t>(kind), addr(parent), addr(object), attr);
 }
 
 int dom_endpoint(fid_domain* d, fi_info* info, fid_ep** ep, void* ctx) {
-  int r = wrapped(d->ops).real->endpoint(d, info, ep, ctx);
-  if (!active()) return r;
-  if (r == 0) endpoint_opened(d, info, *ep);
-  else call_error(OfiOp::endpoint, d, r);
-  return r;
+  return control_call(wrapped(d->ops).real->endpoint(d, info, ep, ctx), OfiOp::endpoint, d,
+                      [&] { endpoint_opened(d, info, *ep); });
 }
 int dom_endpoint2(fid_domain* d, fi_info* info, fid_ep** ep, uint64_t flags, void* ctx) {
-  int r = wrapped(d->ops).real->endpoint2(d, info, ep, flags, ctx);
-  if (!active()) return r;
-  if (r == 0) endpoint_opened(d, info, *ep);
-  else call_error(OfiOp::endpoint, d, r);
-  return r;
+  return control_call(wrapped(d->ops).real->endpoint2(d, info, ep, flags, ctx), OfiOp::endpoint, d,
+                      [&] { endpoint_opened(d, info, *ep); });
 }
 int dom_scalable_ep(fid_domain* d, fi_info* info, fid_ep** ep, void* ctx) {
-  int r = wrapped(d->ops).real->scalable_ep(d, info, ep, ctx);
-  if (!active()) return r;
-  if (r == 0) object_opened(OfiObject::scalable_ep, d, *ep, 0);
-  else call_error(OfiOp::endpoint, d, r);
-  return r;
+  return control_call(wrapped(d->ops).real->scalable_ep(d, info, ep, ctx), OfiOp::endpoint, d,
+                      [&] { object_opened(OfiObject::scalable_ep, d, *ep, 0); });
 }
 int dom_cq_open(fid_domain* d, void* attr, fid_cq** cq, void* ctx) {
-  int r = wrapped(d->ops).real->cq_open(d, attr, cq, ctx);
-  if (!active()) return r;
-  if (r != 0) {
-    call_error(OfiOp::cq_open, d, r);
-    return r;
-  }
-  const int format = attr ? static_cast<const fi_cq_attr*>(attr)->format : 0;
-  swap_table(&(*cq)->ops, g_cq_tables, &fill_cq, format);
-  object_opened(OfiObject::cq, d, *cq, static_cast<uint64_t>(format));
-  return r;
+  return control_call(wrapped(d->ops).real->cq_open(d, attr, cq, ctx), OfiOp::cq_open, d, [&] {
+    const int format = attr ? static_cast<const fi_cq_attr*>(attr)->format : 0;
+    swap_table(&(*cq)->ops, g_cq_tables, &fill_cq, format);
+    object_opened(OfiObject::cq, d, *cq, static_cast<uint64_t>(format));
+  });
 }
 int dom_av_open(fid_domain* d, void* attr, fid_av** av, void* ctx) {
-  int r = wrapped(d->ops).real->av_open(d, attr, av, ctx);
-  if (!active()) return r;
-  if (r != 0) {
-    call_error(OfiOp::av_open, d, r);
-    return r;
-  }
-  swap_table(&(*av)->ops, g_av_tables, &fill_av);
-  g_address_lengths.set(*av, g_address_lengths.get(d));
-  object_opened(OfiObject::av, d, *av, 0);
-  return r;
+  return control_call(wrapped(d->ops).real->av_open(d, attr, av, ctx), OfiOp::av_open, d, [&] {
+    swap_table(&(*av)->ops, g_av_tables, &fill_av);
+    g_address_lengths.set(*av, g_address_lengths.get(d));
+    object_opened(OfiObject::av, d, *av, 0);
+  });
 }
 int dom_cntr_open(fid_domain* d, void* attr, fid_cntr** cntr, void* ctx) {
-  int r = wrapped(d->ops).real->cntr_open(d, attr, cntr, ctx);
-  if (!active()) return r;
-  if (r == 0) object_opened(OfiObject::cntr, d, *cntr, 0);
-  else call_error(OfiOp::cntr_open, d, r);
-  return r;
+  return control_call(wrapped(d->ops).real->cntr_open(d, attr, cntr, ctx), OfiOp::cntr_open, d,
+                      [&] { object_opened(OfiObject::cntr, d, *cntr, 0); });
 }
 void fill_domain(fi_ops_domain& c, const fi_ops_domain& r) {
   WRAP_ENTRY(c, r, fi_ops_domain, endpoint, dom_endpoint)
@@ -722,41 +710,25 @@ void domain_opened(fid_fabric* fabric, fi_info* info, fid_domain* d) {
 }
 
 int fab_domain(fid_fabric* f, fi_info* info, fid_domain** d, void* ctx) {
-  int r = wrapped(f->ops).real->domain(f, info, d, ctx);
-  if (!active()) return r;
-  if (r == 0) domain_opened(f, info, *d);
-  else call_error(OfiOp::domain, f, r);
-  return r;
+  return control_call(wrapped(f->ops).real->domain(f, info, d, ctx), OfiOp::domain, f,
+                      [&] { domain_opened(f, info, *d); });
 }
 int fab_domain2(fid_fabric* f, fi_info* info, fid_domain** d, uint64_t flags, void* ctx) {
-  int r = wrapped(f->ops).real->domain2(f, info, d, flags, ctx);
-  if (!active()) return r;
-  if (r == 0) domain_opened(f, info, *d);
-  else call_error(OfiOp::domain, f, r);
-  return r;
+  return control_call(wrapped(f->ops).real->domain2(f, info, d, flags, ctx), OfiOp::domain, f,
+                      [&] { domain_opened(f, info, *d); });
 }
 int fab_passive_ep(fid_fabric* f, fi_info* info, fid_pep** pep, void* ctx) {
-  int r = wrapped(f->ops).real->passive_ep(f, info, pep, ctx);
-  if (!active()) return r;
-  if (r != 0) {
-    call_error(OfiOp::passive_ep, f, r);
-    return r;
-  }
-  swap_table(&(*pep)->cm, g_cm_tables, &fill_cm);
-  g_address_lengths.set(*pep, address_length(info));
-  object_opened(OfiObject::passive_ep, f, *pep, 0);
-  return r;
+  return control_call(wrapped(f->ops).real->passive_ep(f, info, pep, ctx), OfiOp::passive_ep, f, [&] {
+    swap_table(&(*pep)->cm, g_cm_tables, &fill_cm);
+    g_address_lengths.set(*pep, address_length(info));
+    object_opened(OfiObject::passive_ep, f, *pep, 0);
+  });
 }
 int fab_eq_open(fid_fabric* f, void* attr, fid_eq** eq, void* ctx) {
-  int r = wrapped(f->ops).real->eq_open(f, attr, eq, ctx);
-  if (!active()) return r;
-  if (r != 0) {
-    call_error(OfiOp::eq_open, f, r);
-    return r;
-  }
-  swap_table(&(*eq)->ops, g_eq_tables, &fill_eq);
-  object_opened(OfiObject::eq, f, *eq, 0);
-  return r;
+  return control_call(wrapped(f->ops).real->eq_open(f, attr, eq, ctx), OfiOp::eq_open, f, [&] {
+    swap_table(&(*eq)->ops, g_eq_tables, &fill_eq);
+    object_opened(OfiObject::eq, f, *eq, 0);
+  });
 }
 void fill_fabric(fi_ops_fabric& c, const fi_ops_fabric& r) {
   WRAP_ENTRY(c, r, fi_ops_fabric, domain, fab_domain)
