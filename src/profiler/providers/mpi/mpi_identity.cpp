@@ -18,7 +18,6 @@
 #include "profiler/runtime/log.h"
 #include "profiler/runtime/runtime.h"
 
-
 namespace sigmatrace::profiler::mpi {
 namespace {
 

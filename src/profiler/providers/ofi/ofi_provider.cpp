@@ -26,7 +26,6 @@
 #include "profiler/runtime/log.h"
 #include "profiler/runtime/recorder.h"
 
-
 namespace sigmatrace::profiler::ofi {
 namespace {
 

@@ -13,7 +13,6 @@
 #include "profiler/runtime/config.h"
 #include "profiler/runtime/recorder.h"
 
-
 namespace sigmatrace::profiler::ucx {
 
 using format::EventType;

@@ -19,7 +19,6 @@
 #include "profiler/runtime/config.h"
 #include "profiler/runtime/recorder.h"
 
-
 namespace sigmatrace::profiler::ibv {
 
 using format::EventType;
