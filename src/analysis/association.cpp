@@ -14,15 +14,10 @@ namespace sigmatrace::analysis {
 using format::EventType;
 
 uint64_t message_flow_id(uint64_t from_hash, uint64_t to_hash, uint64_t seq) {
-  // splitmix64 finaliser over the three inputs; never 0 (0 means "no flow").
-  auto mix = [](uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  };
-  uint64_t h = mix(from_hash + 0x9e3779b97f4a7c15ull);
-  h = mix(h ^ to_hash);
-  h = mix(h ^ seq);
+  // Over the three inputs; never 0 (0 means "no flow").
+  uint64_t h = splitmix64(from_hash + 0x9e3779b97f4a7c15ull);
+  h = splitmix64(h ^ to_hash);
+  h = splitmix64(h ^ seq);
   return h ? h : 1;
 }
 

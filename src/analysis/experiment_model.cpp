@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "analysis/layer_ops.h"
 #include "analysis/qp_topology.h"
 #include "format/event_types.h"
 #include "format/experiment_layout.h"
@@ -299,6 +300,7 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
     m.processes.push_back(std::move(p));
   }
   pair_queue_pairs(&m);
+  m.layers = build_layer_model(m);
   return m;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -96,6 +97,8 @@ struct ProcessRow {
   int64_t first_ns = 0, last_ns = 0;
 };
 
+struct LayerModel;  // layer_ops.cpp: the UCX/libfabric peers and traffic of one experiment
+
 struct ExperimentModel {
   std::string dir;
   ExperimentSummary scan;               // all files, usable or not
@@ -107,6 +110,10 @@ struct ExperimentModel {
   std::vector<MrRow> mrs;
   std::vector<ConnectionRow> connections;
   int64_t start_ns = 0, end_ns = 0;     // over all processes' thread events
+  // Who is whose UCX/libfabric peer, found from every file's control events after the first pass
+  // (build_layer_model); the second pass adds traffic to it. Owned by this model: two analyses
+  // never share one.
+  std::shared_ptr<LayerModel> layers;
   // The QP a data-path event at tsc refers to: the last one with that number created before it.
   int64_t qp_at(uint32_t process_id, uint64_t qp_num, uint64_t tsc) const;
 };

@@ -11,6 +11,7 @@
 // for A with tag T (exact mask) get the same flow id, computed by each side alone.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,12 @@ namespace sigmatrace::analysis {
 
 struct ExperimentModel;
 struct Aggregates;
+struct LayerModel;
+
+// Reads every file with UCX/libfabric events for its control events and pairs endpoints with
+// their peer processes (worker UUIDs, libfabric addresses). Called once, at the end of the first
+// pass (build_experiment_model).
+std::shared_ptr<LayerModel> build_layer_model(const ExperimentModel& m);
 
 // Traffic that left a process through UCX or libfabric, per (peer, layer, transport).
 struct LayerTraffic {
