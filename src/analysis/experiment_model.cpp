@@ -82,6 +82,7 @@ bool layout_ok(const format::DecodedEvent& ev) {
 
 struct FileControl {
   std::vector<ControlEvent> events;
+  std::vector<LayerControlEvent> layer_events;  // for the UCX/libfabric layer model
 };
 
 long to_long(const std::string& s, long dflt) {
@@ -105,7 +106,8 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
   threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(1, files.size())));
   // Only the control-plane events are decoded in this pass; the data path is skipped over.
   std::vector<bool> wanted(1024, false);
-  for (size_t t = 0; t < wanted.size(); ++t) wanted[t] = is_control(static_cast<uint16_t>(t));
+  for (size_t t = 0; t < wanted.size(); ++t)
+    wanted[t] = is_control(static_cast<uint16_t>(t)) || is_layer_control(static_cast<uint16_t>(t));
   std::atomic<size_t> next{0};
   std::vector<std::thread> pool;
   for (unsigned i = 0; i < threads; ++i)
@@ -116,6 +118,16 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
         hooks.bytes_done = bytes_done;
         hooks.thread_types_wanted = &wanted;
         hooks.on_thread_event = [&fc](uint32_t, const format::DecodedEvent& ev) {
+          if (is_layer_control(ev.type)) {
+            LayerControlEvent le;
+            le.type = ev.type;
+            for (int f = 0; f < ev.field_count; ++f) {
+              if (!ev.bytes[f].empty()) le.bytes = std::string(ev.bytes[f]);
+              else if (f < 4) le.v[f] = ev.values[f];
+            }
+            fc.layer_events.push_back(std::move(le));
+            return;
+          }
           if (!is_control(ev.type) || !layout_ok(ev)) return;
           ControlEvent ce{ev.tsc, ev.type, {}, {}};
           for (int f = 0; f < ev.field_count && f < 11; ++f) ce.v[f] = ev.values[f];
@@ -300,7 +312,9 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
     m.processes.push_back(std::move(p));
   }
   pair_queue_pairs(&m);
-  m.layers = build_layer_model(m);
+  std::vector<std::vector<LayerControlEvent>> layer_events(order.size());
+  for (size_t i = 0; i < order.size(); ++i) layer_events[i] = std::move(control[order[i]].layer_events);
+  m.layers = build_layer_model(m, layer_events);
   return m;
 }
 

@@ -48,31 +48,24 @@ struct LayerModel {
 
 namespace {
 
-bool has_layer_events(const FileSummary& f) {
-  if (f.events_by_type.empty()) return true;  // not counted: read to find out
-  for (const auto& [name, n] : f.events_by_type)
-    if (n && (name.rfind("ucx_", 0) == 0 || name.rfind("ofi_", 0) == 0)) return true;
-  return false;
-}
-
 bool prefix_equal(const std::string& a, const std::string& b) {
   size_t n = std::min(a.size(), b.size());
   return n >= 8 && a.compare(0, n, b, 0, n) == 0;
 }
 
-void build(const ExperimentModel& m, LayerModel* lm);
-
 }  // namespace
 
-std::shared_ptr<LayerModel> build_layer_model(const ExperimentModel& m) {
-  auto lm = std::make_shared<LayerModel>();
-  build(m, lm.get());
-  return lm;
+bool is_layer_control(uint16_t type) {
+  switch (static_cast<EventType>(type)) {
+    case EventType::ucx_worker_create: case EventType::ucx_ep_create: case EventType::ucx_iface_open:
+    case EventType::ofi_ep_open: case EventType::ofi_ep_address: case EventType::ofi_av_insert:
+      return true;
+    default: return false;
+  }
 }
 
-namespace {
-
-void build(const ExperimentModel& m, LayerModel* lm) {
+std::shared_ptr<LayerModel> build_layer_model(const ExperimentModel& m, const std::vector<std::vector<LayerControlEvent>>& events) {
+  auto lm = std::make_shared<LayerModel>();
   struct Raw {
     std::vector<std::pair<uint64_t, std::string>> ep_peers;        // ucp ep -> peer worker address prefix
     std::vector<std::pair<uint64_t, std::string>> ofi_peer_addr;   // ofi ep -> peer address
@@ -82,43 +75,26 @@ void build(const ExperimentModel& m, LayerModel* lm) {
   std::vector<std::pair<std::string, uint32_t>> worker_uuid, ofi_local;  // -> process
   lm->procs.assign(m.processes.size(), {});
   for (const ProcessRow& p : m.processes) {
-    if (!p.file || !has_layer_events(*p.file)) continue;
-    format::TraceFileReader r;
-    std::string err;
-    if (!r.open(p.file->path, &err)) continue;
+    if (p.process_id >= events.size()) continue;
     ProcLayer& pl = lm->procs[p.process_id];
-    format::Chunk c;
-    format::DecodedEvent ev;
-    while (r.next_chunk(&c)) {
-      format::ChunkEventDecoder d(c.payload.data(), c.payload.size(), c.header.first_tsc, &r.schema());
-      while (d.next(&ev)) {
-        const uint64_t* v = ev.values;
-        auto bytes_field = [&]() -> std::string {
-          for (int i = 0; i < ev.field_count; ++i)
-            if (!ev.bytes[i].empty()) return std::string(ev.bytes[i]);
-          return {};
-        };
-        switch (static_cast<EventType>(ev.type)) {
-          case EventType::ucx_worker_create: {
-            std::string a = bytes_field();
-            if (a.size() >= 9) worker_uuid.push_back({a.substr(1, 8), p.process_id});
-            break;
-          }
-          case EventType::ucx_ep_create:
-            if (v[2] == static_cast<uint64_t>(format::UcxPeerKind::worker_address) && v[1]) {
-              std::string a = bytes_field();
-              if (a.size() >= 9) raw[p.process_id].ep_peers.push_back({v[1], a.substr(1, 8)});
-            }
-            break;
-          case EventType::ucx_iface_open: pl.ucx_transport[v[0]] = bytes_field(); break;
-          case EventType::ofi_ep_open: pl.ofi_provider[v[1]] = bytes_field(); break;
-          case EventType::ofi_ep_address:
-            if (v[1] == static_cast<uint64_t>(format::OfiAddressKind::local)) ofi_local.push_back({bytes_field(), p.process_id});
-            else raw[p.process_id].ofi_peer_addr.push_back({v[0], bytes_field()});
-            break;
-          case EventType::ofi_av_insert: raw[p.process_id].ofi_av.push_back({v[2], bytes_field()}); break;
-          default: break;
-        }
+    for (const LayerControlEvent& ev : events[p.process_id]) {
+      const uint64_t* v = ev.v;
+      switch (static_cast<EventType>(ev.type)) {
+        case EventType::ucx_worker_create:
+          if (ev.bytes.size() >= 9) worker_uuid.push_back({ev.bytes.substr(1, 8), p.process_id});
+          break;
+        case EventType::ucx_ep_create:
+          if (v[2] == static_cast<uint64_t>(format::UcxPeerKind::worker_address) && v[1] && ev.bytes.size() >= 9)
+            raw[p.process_id].ep_peers.push_back({v[1], ev.bytes.substr(1, 8)});
+          break;
+        case EventType::ucx_iface_open: pl.ucx_transport[v[0]] = ev.bytes; break;
+        case EventType::ofi_ep_open: pl.ofi_provider[v[1]] = ev.bytes; break;
+        case EventType::ofi_ep_address:
+          if (v[1] == static_cast<uint64_t>(format::OfiAddressKind::local)) ofi_local.push_back({ev.bytes, p.process_id});
+          else raw[p.process_id].ofi_peer_addr.push_back({v[0], ev.bytes});
+          break;
+        case EventType::ofi_av_insert: raw[p.process_id].ofi_av.push_back({v[2], ev.bytes}); break;
+        default: break;
       }
     }
   }
@@ -150,7 +126,10 @@ void build(const ExperimentModel& m, LayerModel* lm) {
     if (ucx_peers[p.process_id].size() == 1) pl.single_ucx_peer = ucx_peers[p.process_id].begin()->first;
     if (ofi_peers[p.process_id].size() == 1) pl.single_ofi_peer = ofi_peers[p.process_id].begin()->first;
   }
+  return lm;
 }
+
+namespace {
 
 // The experiment's layer model; an experiment model made without one (by hand, in tests) gets an
 // empty one for the pass.

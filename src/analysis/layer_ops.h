@@ -24,10 +24,20 @@ struct ExperimentModel;
 struct Aggregates;
 struct LayerModel;
 
-// Reads every file with UCX/libfabric events for its control events and pairs endpoints with
-// their peer processes (worker UUIDs, libfabric addresses). Called once, at the end of the first
-// pass (build_experiment_model).
-std::shared_ptr<LayerModel> build_layer_model(const ExperimentModel& m);
+// A UCX/libfabric control event (worker and endpoint creation, interfaces, addresses), kept by
+// the first pass for the layer model: its integer fields and its bytes field.
+struct LayerControlEvent {
+  uint16_t type = 0;
+  uint64_t v[4] = {};
+  std::string bytes;
+};
+// The event types the first pass keeps as LayerControlEvents.
+bool is_layer_control(uint16_t type);
+
+// Pairs UCP and libfabric endpoints with their peer processes (worker UUIDs, libfabric
+// addresses) from the control events the first pass kept, per process id. Called once, at the end
+// of the first pass (build_experiment_model).
+std::shared_ptr<LayerModel> build_layer_model(const ExperimentModel& m, const std::vector<std::vector<LayerControlEvent>>& events);
 
 // Traffic that left a process through UCX or libfabric, per (peer, layer, transport).
 struct LayerTraffic {
