@@ -8,6 +8,10 @@
 # setting is passed through to both processes.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=../scripts/lib/ports.sh
+. "$here/scripts/lib/ports.sh"
+# shellcheck source=../scripts/lib/stats.sh
+. "$here/scripts/lib/stats.sh"
 libdir=${1:-$here/build/softnic}
 repeat=${REPEAT:-5}
 iters_lat=${ITERS_LAT:-20000}
@@ -26,17 +30,11 @@ run_pair() {
   port=$((port + 1))
   nice -n "$niceness" timeout 120 "$@" -p $port >/dev/null 2>&1 &
   local spid=$!
-  local hexport
-  hexport=$(printf '%04X' $port)
-  for _ in $(seq 1 200); do
-    grep -q ":$hexport [0-9A-F:]* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null && break
-    sleep 0.05
-  done
+  wait_tcp_listening "$port" 100
   nice -n "$niceness" timeout 120 "$@" -p $port localhost 2>/dev/null | grep -E '^ +[0-9]+ +[0-9]+ ' | tail -1
   wait $spid
 }
 
-median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "n/a"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 
 lat_typ=() lat_p99=() bw64k=() bw1m=()
 for i in $(seq 1 "$repeat"); do

@@ -21,6 +21,8 @@
 # 77 skipped (no nvidia-smi, fewer GPUs than ranks, no NCCL, a build product missing).
 # Documentation: docs/nccl.md.
 set -u -o pipefail
+# shellcheck source=../../scripts/lib/stats.sh
+. "$(cd "$(dirname "$0")/../.." && pwd)/scripts/lib/stats.sh"
 
 prog=$(basename "$0")
 usage() {
@@ -189,7 +191,6 @@ warmup_for() {
   echo "$i"
 }
 
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.10g\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 minmax() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR) printf "%.1f-%.1f\n", lo, hi; else print "n/a" }'; }
 fmt() { awk -v v="$1" -v f="$2" 'BEGIN { if (v == "" || v == "n/a") print "n/a"; else printf f "\n", v }'; }
 human() { awk -v b="$1" 'BEGIN { if (b == "" || b == "n/a") { print "n/a"; exit } split("B KiB MiB GiB TiB", u, " "); i = 1; while (b >= 1024 && i < 5) { b /= 1024; i++ } fmt = (i == 1) ? "%d %s\n" : "%.1f %s\n"; printf fmt, b, u[i] }'; }

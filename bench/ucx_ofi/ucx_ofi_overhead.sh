@@ -18,22 +18,25 @@ command -v ucx_perftest >/dev/null || { echo "ucx_perftest is not installed" >&2
 command -v fi_pingpong >/dev/null || { echo "fi_pingpong is not installed" >&2; exit 1; }
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-PORT=14100
+here=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../../scripts/lib/ports.sh
+. "$here/scripts/lib/ports.sh"
+# shellcheck source=../../scripts/lib/stats.sh
+. "$here/scripts/lib/stats.sh"
 
 prefix() {  # mode -> command prefix
   if [ "$1" = off ]; then echo ""; else echo "$S profile --mode $1 -o $TMP/exp-$1 --"; fi
 }
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "n/a"; else if (NR%2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
 # ucx_run TLS TEST ITERS FIELD -> one number (FIELD of ucx_perftest's "Final:" line)
 ucx_run() {
   local mode=$1 tls=$2 test=$3 iters=$4 field=$5 p
   p=$(prefix "$mode")
-  PORT=$((PORT + 1))
+  PORT=$(unused_tcp_port)
   UCX_TLS=$tls UCX_NET_DEVICES=lo timeout 60 $p ucx_perftest -p $PORT >/dev/null 2>&1 &
   local srv=$!
-  for _ in $(seq 100); do ss -ltn 2>/dev/null | grep -q ":$PORT " && break; sleep 0.02; done
+  wait_tcp_listening "$PORT" 100
   UCX_TLS=$tls UCX_NET_DEVICES=lo timeout 60 $p ucx_perftest 127.0.0.1 -p $PORT -t "$test" -n "$iters" -s 8 2>/dev/null |
     awk -v f="$field" '/^Final:/ {print $f}'
   wait $srv
@@ -44,10 +47,10 @@ ucx_run() {
 ofi_run() {
   local mode=$1 prov=$2 ep=$3 iters=$4 p
   p=$(prefix "$mode")
-  PORT=$((PORT + 1))
+  PORT=$(unused_tcp_port)
   timeout 60 $p fi_pingpong -p "$prov" -e "$ep" -I "$iters" -S 64 -B $PORT >/dev/null 2>&1 &
   local srv=$!
-  for _ in $(seq 100); do ss -ltn 2>/dev/null | grep -q ":$PORT " && break; sleep 0.02; done
+  wait_tcp_listening "$PORT" 100
   timeout 60 $p fi_pingpong -p "$prov" -e "$ep" -I "$iters" -S 64 -P $PORT 127.0.0.1 2>/dev/null | awk '$1 == 64 {print $7}'
   wait $srv
   rm -rf "$TMP"/exp-*

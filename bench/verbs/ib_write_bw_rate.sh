@@ -11,6 +11,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=${SIGMATRACE_BUILD_DIR:-$here/../../build}
 # shellcheck source=../../scripts/lib/ports.sh
 . "$here/../../scripts/lib/ports.sh"
+# shellcheck source=../../scripts/lib/stats.sh
+. "$here/../../scripts/lib/stats.sh"
 reps=7 iters=200000 size=64 libdir=$build/softnic preload=$build/lib/libsigmatrace.so prog=ib_write_bw
 while getopts r:n:s:l:p:b: o; do
   case $o in
@@ -52,12 +54,11 @@ for r in $(seq 1 "$reps"); do
     [ -n "$v" ] && echo "$v" >>"$work/$m.txt"
   done
 done
-median() { sort -g "$1" | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-base=$(median "$work/untraced.txt")
+base=$(median < "$work/untraced.txt")
 printf "ib_write_bw -s %s -n %s, SOFTNIC_SPIN_US=%s, %s interleaved runs per configuration (median MsgRate)\n" "$size" "$iters" "$SOFTNIC_SPIN_US" "$reps"
 printf "%-10s %12s %10s   %s\n" mode "Mpps" "loss" "all runs"
 for m in $modes; do
-  v=$(median "$work/$m.txt")
+  v=$(median < "$work/$m.txt")
   loss=$(awk -v b="$base" -v v="$v" 'BEGIN { printf "%.2f %%", (b - v) / b * 100 }')
   printf "%-10s %12s %10s   %s\n" "$m" "$v" "$loss" "$(tr '\n' ' ' <"$work/$m.txt")"
 done

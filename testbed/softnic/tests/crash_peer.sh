@@ -4,6 +4,8 @@
 # fabric's shared segments are gone afterwards.
 # Usage: crash_peer.sh LIBDIR PORT
 set -u
+# shellcheck source=../../../scripts/lib/ports.sh
+. "$(dirname "$0")/../../../scripts/lib/ports.sh"
 libdir=$1 port=$2
 export LD_LIBRARY_PATH=$libdir
 export SOFTNIC_FABRIC="t-crash-$$"
@@ -11,11 +13,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 ib_write_bw -D 20 -p "$port" >"$out/server.log" 2>&1 &
 spid=$!
-hexport=$(printf '%04X' "$port")
-for _ in $(seq 1 200); do
-  grep -q ":$hexport [0-9A-F:]* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null && break
-  sleep 0.05
-done
+wait_tcp_listening "$port" 100
 timeout 30 ib_write_bw -D 20 -p "$port" localhost >"$out/client.log" 2>&1 &
 cpid=$!
 sleep 2

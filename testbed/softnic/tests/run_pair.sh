@@ -4,6 +4,8 @@
 # Usage: run_pair.sh LIBDIR NAME PORT "SERVER ARGS" "CLIENT ARGS" [CLIENT_REGEX]
 #   Arguments are word-split; @PORT@ is replaced by PORT. The client connects to localhost.
 set -u
+# shellcheck source=../../../scripts/lib/ports.sh
+. "$(dirname "$0")/../../../scripts/lib/ports.sh"
 libdir=$1 name=$2 port=$3 sargs=$4 cargs=$5 regex=${6:-}
 export LD_LIBRARY_PATH=$libdir
 export SOFTNIC_FABRIC="t-$name-$$"
@@ -13,8 +15,7 @@ cargs=${cargs//@PORT@/$port}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-hexport=$(printf '%04X' "$port")
-if grep -q ":$hexport [0-9A-F:]* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null; then
+if tcp_port_listening "$port"; then
   echo "FAIL: TCP port $port is already in use by another program"
   exit 1
 fi
@@ -22,7 +23,7 @@ timeout "$limit" $sargs >"$out/server.log" 2>&1 &
 spid=$!
 # Wait until the server listens (the clients do not retry their TCP connect).
 for _ in $(seq 1 200); do
-  grep -q ":$hexport [0-9A-F:]* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null && break
+  tcp_port_listening "$port" && break
   kill -0 $spid 2>/dev/null || break
   sleep 0.05
 done
