@@ -6,7 +6,8 @@
 # Steps (logs and JSON in $LOGS, packed into $OUT/gpu-logs.tar.gz; summary in $OUT/summary.txt):
 #   1. environment; 2. configure; 3. build (softnic, gda_bench, gda_probe, gda_devx_host_test)
 #   4. the CPU devx test softnic.devx_host
-#   5. rounds 1..GDA_ROUNDS (default 3): each GPU ctest (ctest -L gpu, one test at a time) and
+#   5. rounds 1..GDA_ROUNDS (default 3): each GPU ctest (ctest -L gpu, one test at a time, each with
+#      a fresh MPS daemon from ctest's gda_mps fixture) and
 #      the four microbenchmarks (1000 warm-up + 5000 measured, every result verified)
 #   6. stage times: Put+Quiet with SOFTNIC_DEVX_STATS=1 (where the emulator's time goes)
 #   7. the long run: 100 000 iterations of each benchmark
@@ -131,8 +132,8 @@ ROUNDS=${GDA_ROUNDS:-3}
 for round in $(seq "$ROUNDS"); do
   note "5. round $round of $ROUNDS: ctest -L gpu, one test at a time, then the microbenchmarks"
   round_ok=1
-  for t in $(ctest --test-dir "$B" -L '^gpu$' -N | awk '/Test +#/ {print $3}'); do
-    mps_restart
+  for t in $(ctest --test-dir "$B" -L '^gpu$' -N | awk '/Test +#/ {print $3}' | grep -v '^gda\.mps_'); do
+    # ctest's gda_mps fixture (tests/mps.sh) gives each test a fresh MPS daemon and stops it after.
     timeout 100 ctest --test-dir "$B" -R "^${t//./\\.}\$" -V > "$LOGS/ctest-$t-r$round.log" 2>&1
     rc=$?
     if grep -q "Skipped\|skipped:" "$LOGS/ctest-$t-r$round.log"; then record "r$round ctest $t" FAIL "skipped on a GPU machine"; round_ok=0
