@@ -148,8 +148,7 @@ NamedSymbol find_named(const char* name) {
   return it != end && std::strcmp(it->name, name) == 0 ? *it : NamedSymbol{};
 }
 
-const InterposedSymbol* find_interposed(const char* name) { return find_named(name).symbol; }
-
+// The wrapper in place of found when a provider interposes name (and this version), else found.
 void* substitute(void* found, const char* name, const char* version) {
   if (!found) return found;
   const NamedSymbol n = find_named(name);
@@ -236,8 +235,7 @@ extern "C" __attribute__((visibility("default"))) void* dlsym(void* handle, cons
   void* found = real(handle, name);
   // RTLD_NEXT from here is relative to libsigmatrace.so: the definition behind our shim, if any.
   if (found && found_only_our_shim(found, name, real(RTLD_NEXT, name))) return nullptr;
-  if (sigmatrace::profiler::find_interposed(name)) return sigmatrace::profiler::substitute(found, name, nullptr);
-  return found;
+  return sigmatrace::profiler::substitute(found, name, nullptr);
 }
 
 extern "C" __attribute__((visibility("default"))) void* dlvsym(void* handle, const char* name, const char* version) noexcept {
@@ -246,6 +244,5 @@ extern "C" __attribute__((visibility("default"))) void* dlvsym(void* handle, con
   if (handle == RTLD_NEXT) return real(handle, name, version);
   void* found = real(handle, name, version);
   if (found && found_only_our_shim(found, name, real(RTLD_NEXT, name, version))) return nullptr;
-  if (sigmatrace::profiler::find_interposed(name)) return sigmatrace::profiler::substitute(found, name, version);
-  return found;
+  return sigmatrace::profiler::substitute(found, name, version);
 }
