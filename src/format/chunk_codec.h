@@ -44,7 +44,7 @@ class Decompressor {
 };
 const char* codec_name(Codec c);
 
-constexpr int kMaxFields = 16;
+constexpr int kMaxFields = int(kMaxEventFields);
 
 struct DecodedEvent {
   uint16_t type = 0;

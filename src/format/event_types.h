@@ -82,6 +82,38 @@ enum class FieldKind : uint8_t {
     F(u64, "context") F(u64, "event_type") F(u64, "element"))                                     \
   X(119, ibv_srq_create, "ibv_srq_create", F(u64, "pd") F(u64, "srq") F(u64, "max_wr"))           \
   X(120, ibv_poll_cq, "ibv_poll_cq", F(u64, "cq") F(u64, "polled") F(i64, "result"))             \
+  /* mlx5 devx (layer 'devx'): the objects GPU-initiated stacks create without verbs, decoded */ \
+  /* from the PRM command mailboxes. status/syndrome: the command's output header. */             \
+  X(200, devx_uar_alloc, "devx_uar_alloc",                                                        \
+    F(u64, "context") F(u64, "uar") F(u64, "page_id") F(u64, "base_addr") F(u64, "reg_addr")      \
+    F(u64, "alloc_type") F(i64, "error"))                                                         \
+  X(201, devx_uar_free, "devx_uar_free", F(u64, "uar") F(u64, "page_id"))                         \
+  X(202, devx_umem_reg, "devx_umem_reg",                                                          \
+    F(u64, "context") F(u64, "umem") F(u64, "umem_id") F(u64, "addr") F(u64, "size")              \
+    F(u64, "access") F(u64, "memory_kind") F(i64, "gpu_ordinal") F(i64, "error"))                 \
+  X(203, devx_umem_dereg, "devx_umem_dereg", F(u64, "umem") F(u64, "umem_id") F(i64, "result"))  \
+  X(204, devx_cq_create, "devx_cq_create",                                                        \
+    F(u64, "context") F(u64, "obj") F(u64, "cqn") F(u64, "log_cq_size") F(u64, "umem_id")         \
+    F(u64, "umem_offset") F(u64, "dbr_umem_id") F(u64, "dbr_offset") F(u64, "uar_page")          \
+    F(u64, "collapsed") F(u64, "status") F(u64, "syndrome"))                                      \
+  /* sq_addr: where the send queue lies in the process (umem address + offset); memory_kind and */ \
+  /* gpu_ordinal: that umem's memory, so each QP is attributed to its GPU exactly. */              \
+  X(205, devx_qp_create, "devx_qp_create",                                                        \
+    F(u64, "context") F(u64, "obj") F(u64, "qp_num") F(u64, "service_type") F(u64, "pd")          \
+    F(u64, "log_sq_size") F(u64, "log_rq_size") F(u64, "sq_umem_id") F(u64, "sq_umem_offset")    \
+    F(u64, "sq_addr") F(u64, "dbr_umem_id") F(u64, "dbr_offset") F(u64, "uar_page")              \
+    F(u64, "send_cqn") F(u64, "recv_cqn") F(u64, "memory_kind") F(i64, "gpu_ordinal")             \
+    F(u64, "status") F(u64, "syndrome"))                                                          \
+  /* command: the PRM opcode (RST2INIT_QP 0x502, INIT2RTR_QP 0x503, ...); the address path as */   \
+  /* the command set it (fields the command does not carry are 0). */                              \
+  X(206, devx_qp_modify, "devx_qp_modify",                                                        \
+    F(u64, "obj") F(u64, "qp_num") F(u64, "command") F(u64, "remote_qpn") F(u64, "remote_lid")    \
+    F(u64, "remote_gid_hi") F(u64, "remote_gid_lo") F(u64, "send_psn") F(u64, "recv_psn")         \
+    F(u64, "mtu") F(u64, "status") F(u64, "syndrome"))                                            \
+  /* id: the CQN / QPN (0 for other objects); command: the create command of the object. */       \
+  X(207, devx_obj_destroy, "devx_obj_destroy", F(u64, "obj") F(u64, "command") F(u64, "id") F(i64, "result")) \
+  X(208, devx_obj_create, "devx_obj_create",                                                      \
+    F(u64, "context") F(u64, "obj") F(u64, "command") F(u64, "status") F(u64, "syndrome"))        \
   /* UCX (layer 'ucx'): UCP objects by address; ops carry the UCT interface and endpoint (lane) */ \
   /* that carried them when the transport was used during the call (0: deferred to progress). */  \
   X(300, ucx_worker_create, "ucx_worker_create", F(u64, "context") F(u64, "worker") F(bytes, "address")) \
@@ -131,7 +163,37 @@ enum class FieldKind : uint8_t {
   X(411, ofi_completion_error, "ofi_completion_error",                                            \
     F(u64, "cq") F(u64, "context") F(u64, "flags") F(i64, "error") F(i64, "prov_errno"))           \
   X(412, ofi_call_error, "ofi_call_error", F(u64, "call") F(u64, "object") F(i64, "error"))       \
-  X(413, ofi_eq_event, "ofi_eq_event", F(u64, "eq") F(u64, "event") F(u64, "fid"))
+  X(413, ofi_eq_event, "ofi_eq_event", F(u64, "eq") F(u64, "event") F(u64, "fid")) \
+  /* CUDA driver and the GPU doorbell hijack (layer 'gpu'). via: CudaLookupVia; wrapped: the */    \
+  /* caller got the profiler's wrapper (else the driver's own pointer). Instrumented names only. */ \
+  X(500, cuda_lookup, "cuda_lookup",                                                              \
+    F(u64, "via") F(u64, "version") F(u64, "flags") F(u64, "wrapped") F(bytes, "symbol"))         \
+  X(501, cuda_export_table, "cuda_export_table", F(u64, "uuid_hi") F(u64, "uuid_lo") F(i64, "result")) \
+  /* cuMemHostRegister of a range inside a devx UAR page (other ranges are never recorded). */     \
+  X(502, gpu_uar_register, "gpu_uar_register",                                                    \
+    F(u64, "address") F(u64, "size") F(u64, "flags") F(u64, "cu_context") F(u64, "uar_page")      \
+    F(u64, "refcount") F(i64, "result"))                                                          \
+  /* cuMemHostGetDevicePointer of a UAR range: what the GPU was given (outcome: UarMapOutcome). */ \
+  X(503, gpu_uar_map, "gpu_uar_map",                                                              \
+    F(u64, "address") F(u64, "cu_context") F(u64, "uar_page") F(u64, "device_pointer")            \
+    F(u64, "real_device_pointer") F(u64, "shadow") F(u64, "outcome") F(i64, "result"))            \
+  X(504, gpu_uar_unregister, "gpu_uar_unregister",                                                \
+    F(u64, "address") F(u64, "cu_context") F(u64, "uar_page") F(u64, "refcount") F(i64, "result")) \
+  /* One change of a hijacked doorbell register seen by a poller, stamped when it was seen. */     \
+  /* delta: WQEBBs since this QP's previous doorbell (covers doorbells the GPU coalesced); */       \
+  /* kind: DoorbellKind. Recorded by the poller thread. */                                          \
+  X(505, gpu_doorbell, "gpu_doorbell",                                                            \
+    F(u64, "uar_page") F(u64, "qp_num") F(u64, "producer_index") F(u64, "delta") F(u64, "kind"))  \
+  /* A poller thread started (event 1) or stopped (2, with its totals). wait: PollerWait. */       \
+  X(506, gpu_poller, "gpu_poller",                                                                \
+    F(u64, "event") F(u64, "pages") F(u64, "doorbells") F(u64, "cpu_ns") F(u64, "wall_ns")        \
+    F(u64, "wait") F(i64, "cpu") F(u64, "untracked_qps"))                                         \
+  /* A kernel launch (entry: CudaLaunchEntry; function: the CUfunction, or the CUgraphExec). */    \
+  X(507, cuda_launch, "cuda_launch",                                                              \
+    F(u64, "function") F(u64, "stream") F(i64, "device") F(u64, "entry") F(u64, "grid_x")         \
+    F(u64, "grid_y") F(u64, "grid_z") F(u64, "block_x") F(u64, "block_y") F(u64, "block_z")       \
+    F(u64, "shared_bytes") F(i64, "result"))                                                      \
+  X(508, cuda_function, "cuda_function", F(u64, "function") F(bytes, "name"))
 
 enum class EventType : uint16_t {
 #define SIGMATRACE_ENUM_FIELD(kind, name)
@@ -158,6 +220,14 @@ inline constexpr uint32_t kEventBytesFields = 0;
   inline constexpr uint32_t kEventBytesFields<EventType::ident> = 0u fields;
 SIGMATRACE_EVENT_TYPES(SIGMATRACE_WORD_SHAPE, SIGMATRACE_WORD_FIELD)
 SIGMATRACE_EVENT_TYPES(SIGMATRACE_BYTES_SHAPE, SIGMATRACE_BYTES_FIELD)
+// The most fields one event type may have (decoders size their buffers by it).
+inline constexpr uint32_t kMaxEventFields = 24;
+#define SIGMATRACE_FIELD_LIMIT(id, ident, name, fields)                                      \
+  static_assert(kEventWordFields<EventType::ident> + kEventBytesFields<EventType::ident> <= \
+                    kMaxEventFields,                                                         \
+                "too many fields: " name);
+SIGMATRACE_EVENT_TYPES(SIGMATRACE_FIELD_LIMIT, SIGMATRACE_WORD_FIELD)
+#undef SIGMATRACE_FIELD_LIMIT
 #undef SIGMATRACE_WORD_SHAPE
 #undef SIGMATRACE_BYTES_SHAPE
 #undef SIGMATRACE_WORD_FIELD
@@ -177,6 +247,30 @@ enum class AggregateKey : uint64_t {
   ucx_ep_op = 4,          // a: ucp_ep_h (or ucp_worker_h for worker-level ops), b: UcxOp
   ucx_uct_op = 5,         // a: uct_iface_h, b: UctOp
   ofi_ep_op = 6,          // a: fid_ep address, b: OfiOp
+  gpu_doorbell_qp = 7,    // a: qp_num, b: UAR page id; count: doorbells, bytes: WQEBBs announced (sum of deltas)
+  cuda_launch = 8,        // a: CUfunction (or CUgraphExec), b: device ordinal + 1 (0: unknown); bytes: 0
+};
+
+// cuda_lookup.via: how the caller asked the driver for a function.
+enum class CudaLookupVia : uint64_t { dlsym = 1, get_proc_address = 2, get_proc_address_v2 = 3 };
+
+// gpu_uar_map.outcome
+enum class UarMapOutcome : uint64_t {
+  hijacked = 1,        // the GPU got the shadow page; a poller forwards its doorbells
+  doorbells_off = 2,   // SIGMATRACE_DOORBELLS=off: the real pointer, doorbells not traced
+  failed = 3,          // the real call failed: its result returned unchanged
+  hijack_failed = 4,   // shadow page or poller could not be set up: the real pointer, logged once
+};
+
+// gpu_doorbell.kind
+enum class DoorbellKind : uint64_t { doorbell = 1, blueflame = 2 };
+
+// gpu_poller.wait: how an idle poller waits.
+enum class PollerWait : uint64_t { pause = 1, umwait = 2, mwaitx = 3 };
+
+// cuda_launch.entry
+enum class CudaLaunchEntry : uint64_t {
+  launch_kernel = 1, launch_kernel_ex, launch_cooperative_kernel, graph_launch,
 };
 
 // ucx_op.op / ucx_call_error.call (calls >= 32 are control calls).

@@ -7,6 +7,8 @@
   X("user", kUserMarksProvider)     \
   X("ibverbs", kIbverbsProvider)    \
   X("mlx5", kMlx5Provider)          \
+  X("devx", kDevxProvider)          \
+  X("cuda", kCudaProvider)          \
   X("ucx", kUcxProvider)            \
   X("ofi", kOfiProvider)            \
   X("mpi", kMpiProvider)

@@ -29,6 +29,10 @@ const std::vector<ConfigVariable>& config_variables() {
       {"SIGMATRACE_FORCE", "1|0", "overwrite a finished earlier experiment in the output directory"},
       {"SIGMATRACE_RUN_ID", "any string", "identity shared by the processes of one run (default: launcher job id)"},
       {"SIGMATRACE_HOST", "a host name", "host name recorded for this process (default gethostname)"},
+      {"SIGMATRACE_DOORBELLS", "off|forward", "GPU doorbells: hijacked, recorded and forwarded by pollers (default forward)"},
+      {"SIGMATRACE_DOORBELL_CPUS", "comma-separated CPU numbers", "pin the doorbell pollers to these CPUs, round-robin"},
+      {"SIGMATRACE_DOORBELL_PAGES_PER_POLLER", "integer 1..64", "doorbell pages one poller thread watches (default 1)"},
+      {"SIGMATRACE_DOORBELL_SPIN_MS", "integer 0..3600000", "a poller idle this long polls every 20 us instead of spinning (default 1000)"},
       {"SIGMATRACE_DEBUG_WRITER_DELAY_US", "integer 0..10000000", "testing: the writer sleeps this long per chunk"},
       {"SIGMATRACE_DEBUG_FAIL_PROVIDER", "a provider name", "testing: that provider's initialisation fails"},
   };
@@ -45,6 +49,22 @@ bool parse_uint(const char* s, uint64_t lo, uint64_t hi, uint32_t* out) {
   if (errno || *end || s[0] == '-' || v < lo || v > hi) return false;
   *out = static_cast<uint32_t>(v);
   return true;
+}
+
+bool parse_cpu_list(const char* s, std::vector<int>* out) {
+  out->clear();
+  std::string list = s;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    uint32_t cpu = 0;
+    if (!parse_uint(item.c_str(), 0, 4095, &cpu)) return false;
+    out->push_back(static_cast<int>(cpu));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return !out->empty();
 }
 
 bool parse_bool(const char* s, bool* out) {
@@ -130,6 +150,16 @@ bool parse_config(char** envp, const std::vector<std::string>& known, Config* cf
       c.host = v;
     } else if (name == "SIGMATRACE_DEBUG_WRITER_DELAY_US") ok = parse_uint(v, 0, 10000000, &c.debug_writer_delay_us);
     else if (name == "SIGMATRACE_DEBUG_FAIL_PROVIDER") c.debug_fail_provider = v;
+    else if (name == "SIGMATRACE_DOORBELLS") {
+      if (!strcmp(v, "off")) c.doorbells = DoorbellMode::off;
+      else if (!strcmp(v, "forward")) c.doorbells = DoorbellMode::forward;
+      else if (!strcmp(v, "wqe")) {
+        *error = "invalid SIGMATRACE_DOORBELLS='wqe': WQE recovery is not built yet (accepted: off, forward)";
+        return false;
+      } else ok = false;
+    } else if (name == "SIGMATRACE_DOORBELL_CPUS") ok = parse_cpu_list(v, &c.doorbell_cpus);
+    else if (name == "SIGMATRACE_DOORBELL_PAGES_PER_POLLER") ok = parse_uint(v, 1, 64, &c.doorbell_pages_per_poller);
+    else if (name == "SIGMATRACE_DOORBELL_SPIN_MS") ok = parse_uint(v, 0, 3600000, &c.doorbell_spin_ms);
     if (!ok) {
       *error = bad(var->name, v, var->accepted);
       return false;

@@ -13,6 +13,10 @@ namespace sigmatrace::profiler {
 enum class TraceMode { aggregate, simple, full };
 const char* mode_name(TraceMode m);
 
+// What happens to GPU doorbells (SIGMATRACE_DOORBELLS): off leaves the application's mapping of
+// the NIC doorbell page alone; forward hijacks it, and pollers record and forward every doorbell.
+enum class DoorbellMode { off, forward };
+
 struct Config {
   bool enabled = true;
   TraceMode mode = TraceMode::simple;
@@ -28,6 +32,10 @@ struct Config {
   std::string host;                    // empty: gethostname()
   uint32_t debug_writer_delay_us = 0;  // fault injection: a writer that falls behind
   std::string debug_fail_provider;     // fault injection: a provider whose init fails
+  DoorbellMode doorbells = DoorbellMode::forward;
+  std::vector<int> doorbell_cpus;      // pollers pinned round-robin to these CPUs (empty: not pinned)
+  uint32_t doorbell_pages_per_poller = 1;
+  uint32_t doorbell_spin_ms = 1000;    // a poller idle this long polls every 20 us instead of spinning
 };
 
 // known_providers: names a provider list may contain. Returns false with *error set.

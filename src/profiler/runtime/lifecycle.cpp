@@ -218,6 +218,9 @@ void shut_down(format::ExitReason reason, uint32_t timeout_ms) {
   Runtime* rt = g_runtime;
   if (!rt || rt->owner_pid != getpid() || !rt->writer) return;
   int expected = static_cast<int>(Phase::recording);
+  if (!rt->recording()) return;
+  for (const Provider* p : all_providers())
+    if (p->quiesce && p->active->load(std::memory_order_acquire)) p->quiesce();
   if (!rt->phase.compare_exchange_strong(expected, static_cast<int>(Phase::closing))) return;
   for (const Provider* p : all_providers()) p->active->store(false, std::memory_order_release);
   if (!rt->writer->finish(reason, timeout_ms)) log_line("the writer did not finish within %u ms; the trace may be incomplete", timeout_ms);

@@ -5,6 +5,7 @@
 // Control path only: the data path (post/poll) is inline in verbs.h and wrapped in the tables.
 #include <dlfcn.h>
 
+#include "profiler/providers/cuda/cuda_driver.h"
 #include "profiler/providers/dl_resolver_hooks.h"
 #include "profiler/providers/verbs/ibverbs_state.h"
 
@@ -28,32 +29,6 @@ ibv_qp_ex* real_qp_to_qp_ex(ibv_qp* qp) {
   return fn ? fn(qp) : nullptr;
 }
 
-// MR memory: GPU memory can only be told apart when the program has loaded the CUDA driver; the
-// driver is asked, never loaded.
-format::MemoryKind memory_kind(uint64_t addr, int64_t* gpu_ordinal, bool dmabuf) {
-  using GetAttribute = int (*)(void*, int, uint64_t);  // cuPointerGetAttribute
-  constexpr int kAttrMemoryType = 2, kAttrDeviceOrdinal = 9;
-  constexpr unsigned kMemoryTypeDevice = 2, kMemoryTypeUnified = 4;
-  static std::atomic<GetAttribute> get_attribute{nullptr};
-  *gpu_ordinal = -1;
-  GetAttribute fn = get_attribute.load(std::memory_order_acquire);
-  if (!fn) {
-    if (void* h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
-      if (DlsymFn ds = real_dlsym()) fn = reinterpret_cast<GetAttribute>(ds(h, "cuPointerGetAttribute"));
-      dlclose(h);
-      get_attribute.store(fn, std::memory_order_release);
-    }
-  }
-  if (!fn) return dmabuf ? format::MemoryKind::unknown : format::MemoryKind::host;
-  unsigned type = 0;
-  if (fn(&type, kAttrMemoryType, addr) == 0 && (type == kMemoryTypeDevice || type == kMemoryTypeUnified)) {
-    int ordinal = -1;
-    if (fn(&ordinal, kAttrDeviceOrdinal, addr) == 0) *gpu_ordinal = ordinal;
-    return format::MemoryKind::gpu;
-  }
-  return dmabuf ? format::MemoryKind::unknown : format::MemoryKind::host;
-}
-
 namespace {
 
 void after_reg_mr(ibv_pd* pd, ibv_mr* mr, uint64_t addr, size_t length, unsigned access, int saved_errno, bool dmabuf) {
@@ -63,7 +38,7 @@ void after_reg_mr(ibv_pd* pd, ibv_mr* mr, uint64_t addr, size_t length, unsigned
   }
   if (!control_events()) return;
   int64_t gpu = -1;
-  format::MemoryKind kind = memory_kind(addr, &gpu, dmabuf);
+  format::MemoryKind kind = cuda::memory_kind(addr, &gpu, dmabuf);
   record<EventType::ibv_mr_reg>(reinterpret_cast<uintptr_t>(pd), reinterpret_cast<uintptr_t>(mr), addr, uint64_t{length}, uint64_t{access},
          uint64_t{mr->lkey}, uint64_t{mr->rkey}, static_cast<uint64_t>(kind), gpu);
 }

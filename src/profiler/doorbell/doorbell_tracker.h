@@ -1,0 +1,59 @@
+// What one doorbell value means for its QP: the producer index it announces and how many WQEBBs
+// that is since the QP's previous doorbell. A poller sees only the newest value of a register,
+// so two doorbells the GPU rang between two looks arrive as one; the producer-index delta still
+// counts every WQEBB they announced, so nothing is lost, only merged (and says so: delta > the
+// WQE's size). One tracker per doorbell page, touched only by the poller thread that owns it.
+#pragma once
+#include <cstdint>
+
+#include "mlx5/wqe.hpp"
+
+namespace sigmatrace::profiler::doorbell {
+
+class DoorbellTracker {
+ public:
+  // QPs that ring through one page (NCCL and NVSHMEM share a UAR among a few QPs).
+  static constexpr uint32_t kMaxQps = 128;
+
+  struct Seen {
+    uint32_t qpn;
+    uint16_t pi;
+    uint32_t delta;  // WQEBBs since this QP's previous doorbell (a new QP starts at index 0)
+  };
+
+  Seen observe(uint64_t value) {
+    mlx5::Doorbell d = mlx5::decode_doorbell(value);
+    Slot* s = slot(d.qpn);
+    uint16_t before = 0;
+    if (s) {
+      before = s->pi;
+      s->pi = d.pi;
+    } else {
+      ++untracked_;  // more QPs than slots: the delta is counted from 0 (reported as untracked)
+    }
+    return Seen{d.qpn, d.pi, uint32_t(uint16_t(d.pi - before))};
+  }
+
+  uint64_t untracked_qps() const { return untracked_; }
+
+ private:
+  struct Slot {
+    uint32_t qpn;  // 0: free (QPN 0 is never a data QP)
+    uint16_t pi;
+  };
+  Slot* slot(uint32_t qpn) {
+    uint32_t i = (qpn * 2654435761u) % kMaxQps;
+    for (uint32_t probe = 0; probe < kMaxQps; ++probe, i = (i + 1) % kMaxQps) {
+      if (slots_[i].qpn == qpn) return &slots_[i];
+      if (slots_[i].qpn == 0) {
+        slots_[i] = Slot{qpn, 0};
+        return &slots_[i];
+      }
+    }
+    return nullptr;
+  }
+  Slot slots_[kMaxQps] = {};
+  uint64_t untracked_ = 0;
+};
+
+}  // namespace sigmatrace::profiler::doorbell

@@ -1,0 +1,260 @@
+// The doorbell hijack end to end, without a GPU: doorbell_client (CPU threads in the GPU
+// threads' place, over softnic's devx, against the stand-in libcuda of tests/fake_cuda) run
+// untraced and under `sigmatrace profile`. Each operation of the client rings exactly one
+// doorbell and waits for its completion, so the trace must hold exactly one doorbell per
+// operation, with consecutive producer indices, on the QPs the devx commands created — and the
+// client's output must not change.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "support/process_runner.h"
+#include "support/temp_dir.h"
+#include "verbs_trace.h"
+
+using namespace sigmatrace::test;
+using sigmatrace::format::AggregateKey;
+using sigmatrace::format::EventType;
+using sigmatrace::format::UarMapOutcome;
+
+namespace {
+
+struct ClientRun {
+  ProcessResult untraced, traced;
+  std::vector<ProcessEvents> procs;
+  const ProcessEvents* client() const { return procs.size() == 1 ? &procs[0] : nullptr; }
+};
+
+ClientRun run_client(const std::vector<std::string>& args, const std::string& mode, const std::string& dir,
+               std::map<std::string, std::string> env = {}) {
+  static int fabric = 0;
+  std::vector<std::string> argv = {build_path("tests/bin/doorbell_client")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessOptions o;
+  o.set_env = env;
+  o.unset_env = {"SIGMATRACE_MODE", "SIGMATRACE_PROVIDERS", "LD_PRELOAD", "SIGMATRACE_DOORBELLS"};
+  o.timeout_s = 60;
+  ClientRun r;
+  o.set_env["SOFTNIC_FABRIC"] = "doorbell-" + std::to_string(getpid()) + "-" + std::to_string(fabric++);
+  o.set_env["LD_LIBRARY_PATH"] = build_path("tests/fake_cuda") + ":" + build_path("softnic");
+  r.untraced = run_process(argv, o);
+  o.set_env["SOFTNIC_FABRIC"] = "doorbell-" + std::to_string(getpid()) + "-" + std::to_string(fabric++);
+  o.set_env["LD_LIBRARY_PATH"] = build_path("tests/fake_cuda");
+  std::vector<std::string> p = {build_path("bin/sigmatrace"), "profile", "--softnic", "--mode", mode, "-o", dir, "--"};
+  p.insert(p.end(), argv.begin(), argv.end());
+  r.traced = run_process(p, o);
+  std::string err;
+  EXPECT_TRUE(read_experiment(dir, &r.procs, &err)) << err;
+  return r;
+}
+
+void expect_same_output(const ClientRun& r) {
+  EXPECT_EQ(r.untraced.exit_code, 0) << r.untraced.out << r.untraced.err;
+  EXPECT_EQ(r.traced.exit_code, 0) << r.traced.out << r.traced.err;
+  EXPECT_EQ(r.traced.out, r.untraced.out);
+  EXPECT_NE(r.traced.out.find("all operations verified"), std::string::npos) << r.traced.out;
+}
+
+// The QPNs of the client's sending QPs, in creation order: every second devx QP (a, b, a, b, ...).
+std::vector<uint64_t> sender_qpns(const ProcessEvents& p) {
+  std::vector<uint64_t> out;
+  auto qps = p.of(EventType::devx_qp_create);
+  for (size_t i = 0; i < qps.size(); i += 2) out.push_back((*qps[i])[2]);
+  return out;
+}
+
+// Every doorbell of each QP, in the order seen: producer indices 1..ops, each announcing one WQEBB.
+void expect_one_doorbell_per_operation(const ProcessEvents& p, int qps, int ops) {
+  const std::vector<uint64_t> senders = sender_qpns(p);
+  ASSERT_EQ(senders.size(), size_t(qps));
+  std::map<uint64_t, std::vector<const VerbsEvent*>> by_qp;
+  for (const VerbsEvent* e : p.of(EventType::gpu_doorbell)) by_qp[(*e)[1]].push_back(e);
+  EXPECT_EQ(p.count(EventType::gpu_doorbell), size_t(qps) * size_t(ops));
+  for (uint64_t qpn : senders) {
+    auto& v = by_qp[qpn];
+    ASSERT_EQ(v.size(), size_t(ops)) << "QP " << qpn;
+    std::stable_sort(v.begin(), v.end(), [](const VerbsEvent* a, const VerbsEvent* b) { return a->tsc < b->tsc; });
+    bool consecutive = true;
+    for (size_t k = 0; k < v.size(); ++k) consecutive &= (*v[k])[2] == k + 1 && (*v[k])[3] == 1 && (*v[k])[4] == 1;
+    EXPECT_TRUE(consecutive) << "QP " << qpn << ": producer indices are not 1.." << ops << " with delta 1";
+  }
+  EXPECT_EQ(by_qp.size(), senders.size()) << "doorbells on QPs the client did not create";
+}
+
+struct ClientCase {
+  const char* resolve;
+  const char* mode;
+};
+
+class DoorbellHijack : public ::testing::TestWithParam<ClientCase> {};
+
+TEST_P(DoorbellHijack, EveryDoorbellIsRecordedAndForwardedAndNothingElseChanges) {
+  TempDir t;
+  const ClientCase c = GetParam();
+  const int qps = 2, ops = 300;
+  ClientRun r = run_client({"--resolve", c.resolve, "--qps", std::to_string(qps), "--ops", std::to_string(ops)}, c.mode, t / "exp");
+  expect_same_output(r);
+  const ProcessEvents* p = r.client();
+  ASSERT_NE(p, nullptr);
+  expect_one_doorbell_per_operation(*p, qps, ops);
+
+  // The doorbell pages: registered once each, handed to the "GPU" as our shadow page, released.
+  auto maps = p->of(EventType::gpu_uar_map);
+  ASSERT_EQ(maps.size(), size_t(qps));
+  for (const VerbsEvent* m : maps) {
+    EXPECT_EQ((*m)[6], uint64_t(UarMapOutcome::hijacked));
+    EXPECT_NE((*m)[5], 0u);
+    EXPECT_NE((*m)[3], (*m)[4]) << "the GPU got the real doorbell page";
+    EXPECT_EQ((*m)[3] & 4095, 0u);  // the page itself was asked for: same offset in the shadow
+  }
+  auto regs = p->of(EventType::gpu_uar_register);
+  ASSERT_EQ(regs.size(), size_t(qps));
+  for (const VerbsEvent* e : regs) EXPECT_EQ((*e)[5], 1u);
+  auto unregs = p->of(EventType::gpu_uar_unregister);
+  ASSERT_EQ(unregs.size(), size_t(qps));
+  for (const VerbsEvent* e : unregs) EXPECT_EQ((*e)[3], 0u);
+
+  // The devx objects: 2 QPs and 2 CQs per pair, the pairs connected to each other.
+  EXPECT_EQ(p->count(EventType::devx_qp_create), size_t(2 * qps));
+  EXPECT_EQ(p->count(EventType::devx_cq_create), size_t(2 * qps));
+  EXPECT_EQ(p->count(EventType::devx_uar_alloc), size_t(4 * qps));
+  EXPECT_EQ(p->count(EventType::devx_umem_reg), size_t(2 * qps));
+  std::map<uint64_t, uint64_t> peer;
+  for (const VerbsEvent* m : p->of(EventType::devx_qp_modify))
+    if ((*m)[2] == 0x503) peer[(*m)[1]] = (*m)[3];
+  auto qps_created = p->of(EventType::devx_qp_create);
+  for (size_t i = 0; i + 1 < qps_created.size(); i += 2) {
+    EXPECT_EQ(peer[(*qps_created[i])[2]], (*qps_created[i + 1])[2]);
+    EXPECT_EQ(peer[(*qps_created[i + 1])[2]], (*qps_created[i])[2]);
+    EXPECT_NE((*qps_created[i])[9], 0u) << "the SQ's address (umem + offset)";
+    EXPECT_EQ((*qps_created[i])[5], 6u) << "log_sq_size";
+  }
+  EXPECT_EQ(p->count(EventType::devx_obj_destroy), size_t(4 * qps));
+
+  // The kernel launch and the export table the client asked for.
+  auto launches = p->of(EventType::cuda_launch);
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ((*launches[0])[4], uint64_t(qps));
+  EXPECT_EQ((*launches[0])[7], 32u);
+  auto names = p->of(EventType::cuda_function);
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0]->bytes, "put_quiet_kernel");
+  EXPECT_EQ((*names[0])[0], (*launches[0])[0]);
+  auto tables = p->of(EventType::cuda_export_table);
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ((*tables[0])[0], 0x6bd5fb6c5bf4e74aull);
+
+  if (std::string(c.resolve) == "proc") {
+    std::map<std::string, std::vector<const VerbsEvent*>> lookups;
+    for (const VerbsEvent* e : p->of(EventType::cuda_lookup)) lookups[e->bytes].push_back(e);
+    ASSERT_FALSE(lookups["cuGetProcAddress"].empty());
+    EXPECT_EQ((*lookups["cuGetProcAddress"][0])[3], 1u);  // cuGetProcAddress itself: our wrapper
+    ASSERT_EQ(lookups["cuMemHostRegister"].size(), 1u);
+    EXPECT_EQ((*lookups["cuMemHostRegister"][0])[3], 1u);
+    ASSERT_EQ(lookups["cuLaunchKernel"].size(), 1u);
+    EXPECT_EQ((*lookups["cuLaunchKernel"][0])[2], 2u);  // per-thread default stream
+    EXPECT_EQ((*lookups["cuLaunchKernel"][0])[3], 1u);
+    // The 3.2-era ABI of cuMemHostGetDevicePointer (32-bit pointers) is the driver's, not ours.
+    ASSERT_EQ(lookups["cuMemHostGetDevicePointer"].size(), 2u);
+    EXPECT_EQ((*lookups["cuMemHostGetDevicePointer"][0])[3], 1u);
+    EXPECT_EQ((*lookups["cuMemHostGetDevicePointer"][1])[1], 2020u);
+    EXPECT_EQ((*lookups["cuMemHostGetDevicePointer"][1])[3], 0u);
+    EXPECT_TRUE(lookups["cuModuleGetFunction"].empty()) << "names nobody instruments are not recorded";
+  }
+
+  // One poller per page, started and stopped, with every doorbell of its page.
+  uint64_t started = 0, stopped_doorbells = 0;
+  for (const VerbsEvent* e : p->of(EventType::gpu_poller)) {
+    if ((*e)[0] == 1) ++started;
+    if ((*e)[0] == 2) stopped_doorbells += (*e)[2];
+  }
+  EXPECT_EQ(started, uint64_t(qps));
+  EXPECT_EQ(stopped_doorbells, uint64_t(qps) * uint64_t(ops));
+}
+
+INSTANTIATE_TEST_SUITE_P(ResolutionAndMode, DoorbellHijack,
+                         ::testing::Values(ClientCase{"link", "simple"}, ClientCase{"proc", "simple"}, ClientCase{"link", "full"},
+                                           ClientCase{"proc", "full"}),
+                         [](const auto& info) { return std::string(info.param.resolve) + "_" + info.param.mode; });
+
+TEST(DoorbellHijackModes, DoorbellsOffLeavesTheMappingAloneAndStillRecordsTheSetUp) {
+  TempDir t;
+  ClientRun r = run_client({"--qps", "1", "--ops", "50"}, "simple", t / "exp", {{"SIGMATRACE_DOORBELLS", "off"}});
+  expect_same_output(r);
+  const ProcessEvents* p = r.client();
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->count(EventType::gpu_doorbell), 0u);
+  EXPECT_EQ(p->count(EventType::gpu_poller), 0u);
+  auto maps = p->of(EventType::gpu_uar_map);
+  ASSERT_EQ(maps.size(), 1u);
+  EXPECT_EQ((*maps[0])[6], uint64_t(UarMapOutcome::doorbells_off));
+  EXPECT_EQ((*maps[0])[3], (*maps[0])[4]);
+  EXPECT_EQ(p->count(EventType::devx_qp_create), 2u);
+}
+
+TEST(DoorbellHijackModes, AggregateModeCountsDoorbellsAndWqebbsPerQp) {
+  TempDir t;
+  const int ops = 200;
+  ClientRun r = run_client({"--qps", "2", "--ops", std::to_string(ops)}, "aggregate", t / "exp");
+  expect_same_output(r);
+  const ProcessEvents* p = r.client();
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->count(EventType::gpu_doorbell), 0u);
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> per_qp;
+  for (const VerbsEvent* e : p->of(EventType::aggregate_entry))
+    if ((*e)[1] == uint64_t(AggregateKey::gpu_doorbell_qp)) {
+      per_qp[(*e)[2]].first += (*e)[4];
+      per_qp[(*e)[2]].second += (*e)[5];
+    }
+  const std::vector<uint64_t> senders = sender_qpns(*p);  // devx state: recorded in every mode
+  ASSERT_EQ(senders.size(), 2u);
+  ASSERT_EQ(per_qp.size(), 2u);
+  for (uint64_t q : senders) {
+    EXPECT_EQ(per_qp[q].first, uint64_t(ops)) << "doorbells of QP " << q;
+    EXPECT_EQ(per_qp[q].second, uint64_t(ops)) << "WQEBBs of QP " << q;
+  }
+}
+
+TEST(DoorbellHijackModes, NcclsProbeThenMapIsHijackedBothTimes) {
+  TempDir t;
+  ClientRun r = run_client({"--qps", "1", "--ops", "40", "--probe"}, "simple", t / "exp");
+  expect_same_output(r);
+  const ProcessEvents* p = r.client();
+  ASSERT_NE(p, nullptr);
+  auto maps = p->of(EventType::gpu_uar_map);
+  ASSERT_EQ(maps.size(), 2u);
+  for (const VerbsEvent* m : maps) EXPECT_EQ((*m)[6], uint64_t(UarMapOutcome::hijacked));
+  EXPECT_EQ(p->count(EventType::gpu_uar_register), 2u);
+  EXPECT_EQ(p->count(EventType::gpu_uar_unregister), 2u);
+  expect_one_doorbell_per_operation(*p, 1, 40);
+}
+
+TEST(DoorbellHijackModes, OrdinaryPagesAreNeitherHijackedNorRecorded) {
+  TempDir t;
+  ClientRun r = run_client({"--qps", "1", "--ops", "20", "--plain-page"}, "simple", t / "exp");
+  expect_same_output(r);
+  EXPECT_NE(r.traced.out.find("plain page: mapped at its own address"), std::string::npos);
+  const ProcessEvents* p = r.client();
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->count(EventType::gpu_uar_register), 1u);
+  EXPECT_EQ(p->count(EventType::gpu_uar_map), 1u);
+}
+
+TEST(DoorbellHijackModes, OnePollerCanServeSeveralPages) {
+  TempDir t;
+  const int qps = 4, ops = 150;
+  ClientRun r = run_client({"--qps", std::to_string(qps), "--ops", std::to_string(ops)}, "simple", t / "exp",
+                     {{"SIGMATRACE_DOORBELL_PAGES_PER_POLLER", "2"}});
+  expect_same_output(r);
+  const ProcessEvents* p = r.client();
+  ASSERT_NE(p, nullptr);
+  expect_one_doorbell_per_operation(*p, qps, ops);
+  size_t started = 0;
+  for (const VerbsEvent* e : p->of(EventType::gpu_poller)) started += (*e)[0] == 1;
+  EXPECT_EQ(started, 2u);
+}
+
+}  // namespace

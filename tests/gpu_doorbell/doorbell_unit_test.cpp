@@ -1,0 +1,181 @@
+// The pieces of the doorbell hijack that are pure functions: what a doorbell value means for its
+// QP (DoorbellTracker), and the devx command mailboxes the devx provider decodes. Commands are
+// built with the same src/mlx5 layouts softnic executes, with values chosen so that every field
+// lands in a different bit position.
+#include <gtest/gtest.h>
+
+#include "mlx5/prm.hpp"
+#include "mlx5/wqe.hpp"
+#include "profiler/doorbell/doorbell_tracker.h"
+#include "profiler/providers/devx/devx_commands.h"
+#include "profiler/runtime/config.h"
+
+namespace m5 = sigmatrace::mlx5;
+namespace prm = sigmatrace::mlx5::prm;
+using sigmatrace::profiler::doorbell::DoorbellTracker;
+namespace devx = sigmatrace::profiler::devx;
+
+TEST(DoorbellTracker, EachDoorbellCountsTheWqebbsSinceTheQpsPreviousOne) {
+  DoorbellTracker t;
+  auto s = t.observe(m5::doorbell_value(1, 0x1234));
+  EXPECT_EQ(s.qpn, 0x1234u);
+  EXPECT_EQ(s.pi, 1u);
+  EXPECT_EQ(s.delta, 1u);  // a new QP starts at index 0
+  s = t.observe(m5::doorbell_value(2, 0x1234));
+  EXPECT_EQ(s.delta, 1u);
+  // Two doorbells the poller saw as one (the GPU rang 3 then 5): nothing is lost.
+  s = t.observe(m5::doorbell_value(5, 0x1234));
+  EXPECT_EQ(s.pi, 5u);
+  EXPECT_EQ(s.delta, 3u);
+  // Another QP through the same page keeps its own index.
+  s = t.observe(m5::doorbell_value(4, 0x99));
+  EXPECT_EQ(s.qpn, 0x99u);
+  EXPECT_EQ(s.delta, 4u);
+  EXPECT_EQ(t.observe(m5::doorbell_value(7, 0x1234)).delta, 2u);
+  EXPECT_EQ(t.untracked_qps(), 0u);
+}
+
+TEST(DoorbellTracker, TheSixteenBitProducerIndexWraps) {
+  DoorbellTracker t;
+  t.observe(m5::doorbell_value(0xfffe, 7));
+  auto s = t.observe(m5::doorbell_value(0x0003, 7));
+  EXPECT_EQ(s.pi, 3u);
+  EXPECT_EQ(s.delta, 5u);
+}
+
+TEST(DoorbellTracker, MoreQpsThanSlotsAreCountedNotMixedUp) {
+  DoorbellTracker t;
+  for (uint32_t q = 1; q <= DoorbellTracker::kMaxQps + 3; ++q) t.observe(m5::doorbell_value(1, q));
+  EXPECT_EQ(t.untracked_qps(), 3u);
+  EXPECT_EQ(t.observe(m5::doorbell_value(2, 1)).delta, 1u);  // a tracked QP still counts right
+}
+
+TEST(DevxCommands, CreateQpIsDecodedFromItsMailbox) {
+  uint8_t in[prm::kCreateQpInSize] = {}, out[prm::kCreateQpOutSize] = {};
+  namespace q = prm::qp;
+  prm::set(in, prm::kInOpcode, prm::kCreateQp);
+  prm::set(in, q::st, prm::kQpStRc);
+  prm::set(in, q::pd, 0x5a5a5);
+  prm::set(in, q::uar_page, 0x1357);
+  prm::set(in, q::cqn_snd, 0x222);
+  prm::set(in, q::cqn_rcv, 0x333);
+  prm::set(in, q::log_sq_size, 11);
+  prm::set(in, q::log_rq_size, 3);
+  prm::set(in, q::dbr_umem_valid, 1);
+  prm::set(in, q::dbr_umem_id, 0x77);
+  prm::set64(in, q::dbr_addr, 0x10040);
+  prm::set(in, q::wq_umem_valid, 1);
+  prm::set(in, q::wq_umem_id, 0x88);
+  prm::set64(in, q::wq_umem_offset, 0x2000);
+  prm::set(out, q::out_qpn, 0xabcde);
+  devx::QpCreate qp;
+  ASSERT_TRUE(devx::decode_create_qp(in, sizeof in, out, sizeof out, &qp));
+  EXPECT_EQ(qp.qpn, 0xabcdeu);
+  EXPECT_EQ(qp.service_type, prm::kQpStRc);
+  EXPECT_EQ(qp.pd, 0x5a5a5u);
+  EXPECT_EQ(qp.uar_page, 0x1357u);
+  EXPECT_EQ(qp.send_cqn, 0x222u);
+  EXPECT_EQ(qp.recv_cqn, 0x333u);
+  EXPECT_EQ(qp.log_sq_size, 11u);
+  EXPECT_EQ(qp.log_rq_size, 3u);
+  EXPECT_TRUE(qp.sq_in_umem && qp.dbr_in_umem);
+  EXPECT_EQ(qp.sq_umem_id, 0x88u);
+  EXPECT_EQ(qp.sq_umem_offset, 0x2000u);
+  EXPECT_EQ(qp.dbr_umem_id, 0x77u);
+  EXPECT_EQ(qp.dbr_offset, 0x10040u);
+  EXPECT_EQ(devx::command_of(in, sizeof in), prm::kCreateQp);
+  // Too short a mailbox is not read past its end.
+  EXPECT_FALSE(devx::decode_create_qp(in, 64, out, sizeof out, &qp));
+  devx::CqCreate cq;
+  EXPECT_FALSE(devx::decode_create_cq(in, sizeof in, out, sizeof out, &cq));  // not a CREATE_CQ
+}
+
+TEST(DevxCommands, CreateCqIsDecodedFromItsMailbox) {
+  uint8_t in[prm::kCreateCqInSize] = {}, out[prm::kCreateCqOutSize] = {};
+  namespace c = prm::cq;
+  prm::set(in, prm::kInOpcode, prm::kCreateCq);
+  prm::set(in, c::cq_umem_valid, 1);
+  prm::set(in, c::cq_umem_id, 0x42);
+  prm::set64(in, c::cq_umem_offset, 0x4000);
+  prm::set(in, c::dbr_umem_valid, 1);
+  prm::set(in, c::dbr_umem_id, 0x43);
+  prm::set64(in, c::dbr_addr, 0x4048);
+  prm::set(in, c::cc, 1);
+  prm::set(in, c::log_cq_size, 9);
+  prm::set(in, c::uar_page, 0x99);
+  prm::set(out, c::out_cqn, 0x4321);
+  prm::set(out, prm::kOutStatus, 0);
+  devx::CqCreate cq;
+  ASSERT_TRUE(devx::decode_create_cq(in, sizeof in, out, sizeof out, &cq));
+  EXPECT_EQ(cq.cqn, 0x4321u);
+  EXPECT_EQ(cq.umem_id, 0x42u);
+  EXPECT_EQ(cq.umem_offset, 0x4000u);
+  EXPECT_EQ(cq.dbr_umem_id, 0x43u);
+  EXPECT_EQ(cq.dbr_offset, 0x4048u);
+  EXPECT_TRUE(cq.collapsed);
+  EXPECT_EQ(cq.log_cq_size, 9u);
+  EXPECT_EQ(cq.uar_page, 0x99u);
+}
+
+TEST(DevxCommands, QpTransitionsCarryThePeerAndTheSequenceNumbers) {
+  namespace q = prm::qp;
+  uint8_t in[prm::kModifyQpInSize] = {};
+  prm::set(in, prm::kInOpcode, prm::kInit2Rtr);
+  prm::set(in, q::in_qpn, 0x111);
+  prm::set(in, q::remote_qpn, 0x222);
+  prm::set(in, q::rlid, 0x33);
+  prm::set(in, q::next_rcv_psn, 0x4455);
+  prm::set(in, q::mtu, 5);
+  prm::set(in, q::grh, 1);
+  for (int i = 0; i < 16; ++i) in[q::kRgidRipByte + i] = uint8_t(0xf0 + i);
+  devx::QpModify m;
+  ASSERT_TRUE(devx::decode_modify_qp(in, sizeof in, &m));
+  EXPECT_EQ(m.command, prm::kInit2Rtr);
+  EXPECT_EQ(m.qpn, 0x111u);
+  EXPECT_EQ(m.remote_qpn, 0x222u);
+  EXPECT_EQ(m.remote_lid, 0x33u);
+  EXPECT_EQ(m.recv_psn, 0x4455u);
+  EXPECT_EQ(m.mtu, 5u);
+  EXPECT_EQ(m.remote_gid_hi, 0xf0f1f2f3f4f5f6f7ull);
+  EXPECT_EQ(m.remote_gid_lo, 0xf8f9fafbfcfdfeffull);
+
+  uint8_t rts[prm::kModifyQpInSize] = {};
+  prm::set(rts, prm::kInOpcode, prm::kRtr2Rts);
+  prm::set(rts, q::in_qpn, 0x111);
+  prm::set(rts, q::next_send_psn, 0xabcdef);
+  ASSERT_TRUE(devx::decode_modify_qp(rts, sizeof rts, &m));
+  EXPECT_EQ(m.send_psn, 0xabcdefu);
+  EXPECT_EQ(m.remote_qpn, 0u);
+
+  uint8_t err[16] = {};
+  prm::set(err, prm::kInOpcode, prm::k2Err);
+  prm::set(err, q::in_qpn, 0x111);
+  ASSERT_TRUE(devx::decode_modify_qp(err, sizeof err, &m));
+  EXPECT_EQ(m.qpn, 0x111u);
+  uint8_t other[16] = {};
+  prm::set(other, prm::kInOpcode, prm::kQueryQp);
+  EXPECT_FALSE(devx::decode_modify_qp(other, sizeof other, &m));
+}
+
+TEST(DoorbellConfig, VariablesAreValidated) {
+  using namespace sigmatrace::profiler;
+  Config c;
+  std::string err;
+  char e1[] = "SIGMATRACE_DOORBELLS=off", e2[] = "SIGMATRACE_DOORBELL_CPUS=3,5", e3[] = "SIGMATRACE_DOORBELL_PAGES_PER_POLLER=4";
+  char* ok_env[] = {e1, e2, e3, nullptr};
+  ASSERT_TRUE(parse_config(ok_env, {}, &c, &err)) << err;
+  EXPECT_EQ(c.doorbells, DoorbellMode::off);
+  EXPECT_EQ(c.doorbell_cpus, (std::vector<int>{3, 5}));
+  EXPECT_EQ(c.doorbell_pages_per_poller, 4u);
+  char b1[] = "SIGMATRACE_DOORBELL_CPUS=3,,5";
+  char* bad_cpus[] = {b1, nullptr};
+  EXPECT_FALSE(parse_config(bad_cpus, {}, &c, &err));
+  EXPECT_NE(err.find("SIGMATRACE_DOORBELL_CPUS"), std::string::npos) << err;
+  char b2[] = "SIGMATRACE_DOORBELLS=wqe";
+  char* wqe[] = {b2, nullptr};
+  EXPECT_FALSE(parse_config(wqe, {}, &c, &err));
+  EXPECT_NE(err.find("not built yet"), std::string::npos) << err;
+  char b3[] = "SIGMATRACE_DOORBELL_PAGES_PER_POLLER=65";
+  char* pages[] = {b3, nullptr};
+  EXPECT_FALSE(parse_config(pages, {}, &c, &err));
+}

@@ -1,0 +1,157 @@
+// A stand-in for libcuda.so.1, for tests only: the CUDA driver entry points the doorbell hijack
+// depends on, with the driver's signatures and resolution rules (cuGetProcAddress hands out the
+// versioned variants, the per-thread-default-stream forms with flag 2), over host memory. There
+// is no GPU here: a "device pointer" of registered host memory is its host address (as the
+// driver gives with unified addressing), so CPU threads of the test client can play the GPU
+// threads that ring doorbells. Launches run nothing; they only have to reach the driver.
+// Nothing of this is used outside tests/gpu_doorbell.
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+using CUresult = int;
+using CUdeviceptr = unsigned long long;
+constexpr CUresult kSuccess = 0, kInvalidValue = 1, kNotFound = 500, kAlreadyRegistered = 712, kNotRegistered = 713;
+
+struct CUfunc_st {
+  std::string name;
+};
+
+namespace {
+std::mutex g_mutex;
+struct Range {
+  uintptr_t base;
+  size_t bytes;
+};
+std::vector<Range> g_registered;
+int g_context_dummy;
+
+bool registered(uintptr_t p, Range* out = nullptr) {
+  for (const Range& r : g_registered)
+    if (p >= r.base && p - r.base < r.bytes) {
+      if (out) *out = r;
+      return true;
+    }
+  return false;
+}
+}  // namespace
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+FAKE_EXPORT CUresult cuInit(unsigned) { return kSuccess; }
+FAKE_EXPORT CUresult cuDriverGetVersion(int* v) {
+  *v = 13000;
+  return kSuccess;
+}
+FAKE_EXPORT CUresult cuCtxGetCurrent(void** ctx) {
+  *ctx = &g_context_dummy;
+  return kSuccess;
+}
+FAKE_EXPORT CUresult cuCtxGetDevice(int* dev) {
+  *dev = 0;
+  return kSuccess;
+}
+
+FAKE_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t bytes, unsigned flags) {
+  if (!p || !bytes || (flags & 0x4 /* IOMEMORY: ordinary memory is not */)) return kInvalidValue;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const uintptr_t base = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(4095);
+  if (registered(base)) return kAlreadyRegistered;
+  const size_t span = ((reinterpret_cast<uintptr_t>(p) + bytes + 4095) & ~uintptr_t(4095)) - base;
+  g_registered.push_back({base, span});
+  return kSuccess;
+}
+FAKE_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* out, void* p, unsigned flags) {
+  if (!out || flags) return kInvalidValue;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!registered(reinterpret_cast<uintptr_t>(p))) return kInvalidValue;
+  *out = reinterpret_cast<uintptr_t>(p);
+  return kSuccess;
+}
+FAKE_EXPORT CUresult cuMemHostUnregister(void* p) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const uintptr_t base = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(4095);
+  for (size_t i = 0; i < g_registered.size(); ++i)
+    if (g_registered[i].base == base) {
+      g_registered.erase(g_registered.begin() + long(i));
+      return kSuccess;
+    }
+  return kNotRegistered;
+}
+// Host memory only: every pointer is "not a CUDA allocation", as the driver answers for
+// unregistered host memory.
+FAKE_EXPORT CUresult cuPointerGetAttribute(void*, int, CUdeviceptr) { return kInvalidValue; }
+
+FAKE_EXPORT CUresult cuModuleGetFunction(CUfunc_st** f, void*, const char* name) {
+  *f = new CUfunc_st{name};
+  return kSuccess;
+}
+FAKE_EXPORT CUresult cuFuncGetName(const char** name, CUfunc_st* f) {
+  if (!f) return kInvalidValue;
+  *name = f->name.c_str();
+  return kSuccess;
+}
+FAKE_EXPORT CUresult cuLaunchKernel(CUfunc_st* f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
+                                    void**) {
+  return f ? kSuccess : kInvalidValue;
+}
+FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunc_st* f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
+                                         void**, void**) {
+  return f ? kSuccess : kInvalidValue;
+}
+FAKE_EXPORT CUresult cuGetExportTable(const void** table, const void*) {
+  static const void* empty[1] = {nullptr};
+  *table = empty;
+  return kSuccess;
+}
+
+// The legacy ABIs the versioned names replaced: present so that old-version lookups have
+// something (different) to return, which the profiler must pass through.
+FAKE_EXPORT CUresult cuMemHostRegister(void* p, size_t bytes, unsigned flags) { return cuMemHostRegister_v2(p, bytes, flags); }
+FAKE_EXPORT CUresult cuMemHostGetDevicePointer(unsigned* out, void* p, unsigned flags) {
+  CUdeviceptr d = 0;
+  CUresult r = cuMemHostGetDevicePointer_v2(&d, p, flags);
+  *out = unsigned(d);
+  return r;
+}
+
+FAKE_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, uint64_t flags);
+FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, uint64_t flags, int* status) {
+  struct Entry {
+    const char* name;
+    int min_version;
+    int ptds;  // -1 either, 0 legacy, 1 per-thread
+    void* fn;
+  };
+  static const Entry kEntries[] = {
+      {"cuInit", 2000, -1, reinterpret_cast<void*>(&cuInit)},
+      {"cuDriverGetVersion", 2020, -1, reinterpret_cast<void*>(&cuDriverGetVersion)},
+      {"cuCtxGetCurrent", 4000, -1, reinterpret_cast<void*>(&cuCtxGetCurrent)},
+      {"cuMemHostRegister", 6050, -1, reinterpret_cast<void*>(&cuMemHostRegister_v2)},
+      {"cuMemHostRegister", 4000, -1, reinterpret_cast<void*>(&cuMemHostRegister)},
+      {"cuMemHostGetDevicePointer", 3020, -1, reinterpret_cast<void*>(&cuMemHostGetDevicePointer_v2)},
+      {"cuMemHostGetDevicePointer", 2020, -1, reinterpret_cast<void*>(&cuMemHostGetDevicePointer)},
+      {"cuMemHostUnregister", 4000, -1, reinterpret_cast<void*>(&cuMemHostUnregister)},
+      {"cuModuleGetFunction", 2000, -1, reinterpret_cast<void*>(&cuModuleGetFunction)},
+      {"cuLaunchKernel", 7000, 1, reinterpret_cast<void*>(&cuLaunchKernel_ptsz)},
+      {"cuLaunchKernel", 4000, 0, reinterpret_cast<void*>(&cuLaunchKernel)},
+      {"cuGetExportTable", 3000, -1, reinterpret_cast<void*>(&cuGetExportTable)},
+      {"cuGetProcAddress", 12000, -1, reinterpret_cast<void*>(&cuGetProcAddress_v2)},
+      {"cuGetProcAddress", 11030, -1, reinterpret_cast<void*>(&cuGetProcAddress)},
+  };
+  const int ptds = (flags & 2) ? 1 : 0;
+  for (const Entry& e : kEntries)
+    if (strcmp(e.name, symbol) == 0 && version >= e.min_version && (e.ptds < 0 || e.ptds == ptds)) {
+      *pfn = e.fn;
+      if (status) *status = 0;
+      return kSuccess;
+    }
+  *pfn = nullptr;
+  if (status) *status = 1;  // CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
+  return kNotFound;
+}
+FAKE_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, uint64_t flags) {
+  return cuGetProcAddress_v2(symbol, pfn, version, flags, nullptr);
+}
