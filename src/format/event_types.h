@@ -271,6 +271,9 @@ enum class PollerWait : uint64_t { pause = 1, umwait = 2, mwaitx = 3 };
 // cuda_launch.entry
 enum class CudaLaunchEntry : uint64_t {
   launch_kernel = 1, launch_kernel_ex, launch_cooperative_kernel, graph_launch,
+  // The CUDA runtime's (shared libcudart): <<<>>> (CUDA 13: __cudaLaunchKernel with a
+  // cudaKernel_t), cudaLaunchKernel, cudaLaunchKernelExC, cudaLaunchCooperativeKernel.
+  runtime_launch_kernel = 5, runtime_launch_kernel_ex, runtime_launch_cooperative_kernel,
 };
 
 // ucx_op.op / ucx_call_error.call (calls >= 32 are control calls).

@@ -76,7 +76,7 @@ else
 fi
 
 note "3. build"
-if timeout 400 cmake --build "$B" -j"${JOBS:-16}" --target softnic gda_bench gda_probe gda_devx_host_test > "$LOGS/build.log" 2>&1; then
+if timeout 400 cmake --build "$B" -j"${JOBS:-16}" --target softnic gda_bench gda_bench_static gda_probe gda_devx_host_test sigmatrace sigmatrace_cli doorbell_trace_check > "$LOGS/build.log" 2>&1; then
   record build PASS "$B"
 else
   grep -E "error|Error" "$LOGS/build.log" | head -30
@@ -181,7 +181,7 @@ done
 cat > "$LOGS/commands.txt" <<CMDS
 export CUDA_MODULE_LOADING=LAZY CUDA_MPS_PIPE_DIRECTORY=/tmp/gda-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/gda-mps-log
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release
-cmake --build build-gpu -j16 --target softnic gda_bench gda_probe gda_devx_host_test
+cmake --build build-gpu -j16 --target softnic gda_bench gda_bench_static gda_probe gda_devx_host_test sigmatrace sigmatrace_cli doorbell_trace_check
 nvidia-cuda-mps-control -d        (restarted before every step: echo quit | nvidia-cuda-mps-control)
 ctest --test-dir build-gpu -R '^gda\.put_get_fadd_barrier$' -V ; ctest --test-dir build-gpu -R '^gda\.pingpong$' -V
 GDA_PAIR_TAG=all_r1 testbed/gda/tests/run_gda_pair.sh $PROBE $BENCH $LIBDIR all 1000 5000 \$LOGS

@@ -131,7 +131,7 @@ static void request_nic_state_dump() {
 static void usage() {
   fprintf(stderr, "usage: gda_bench --pe N --npes 2 --dir DIR [--test all|put|get|fadd|pingpong] "
                   "[--warmup N] [--iters N] [--json FILE] [--device-timeout SECONDS] "
-                  "[--barrier-timeout SECONDS] [--nic-buf gpu|host] [--verbose]\n");
+                  "[--barrier-timeout SECONDS] [--nic-buf gpu|host] [--uar-map driver|runtime] [--verbose]\n");
   exit(2);
 }
 
@@ -151,6 +151,7 @@ int main(int argc, char** argv) {
   double device_timeout_s = Options{}.device_timeout_s;
   double barrier_timeout_s = Options{}.barrier_timeout_s;
   Options::NicBuf nic_buf = Options{}.nic_buf;
+  Options::UarMap uar_map = Options{}.uar_map;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { if (i + 1 >= argc) usage(); return argv[++i]; };
@@ -175,6 +176,7 @@ int main(int argc, char** argv) {
     else if (a == "--device-timeout") device_timeout_s = num();
     else if (a == "--barrier-timeout") barrier_timeout_s = num();
     else if (a == "--nic-buf") { if (!parse_nic_buf(next(), &nic_buf)) usage(); }
+    else if (a == "--uar-map") { if (!parse_uar_map(next(), &uar_map)) usage(); }
     else if (a == "--verbose") verbose = true;
     else usage();
   }
@@ -189,6 +191,7 @@ int main(int argc, char** argv) {
   o.device_timeout_s = device_timeout_s;
   o.barrier_timeout_s = barrier_timeout_s;
   o.nic_buf = nic_buf;
+  o.uar_map = uar_map;
   Context ctx;
   if (ctx.init(o)) {
     fprintf(stderr, "gda_bench: setup failed: %s\n", ctx.error().c_str());
@@ -313,6 +316,14 @@ int main(int argc, char** argv) {
     fclose(jf);
   }
   ctx.host_barrier("done");
+  // What this PE's GPU threads rang: one doorbell per WQEBB on each QP (the traced runs check
+  // the profiler recorded exactly these).
+  DeviceState after{};
+  CK(cudaMemcpy(&after, s, sizeof after, cudaMemcpyDeviceToHost));
+  for (int j = 0; j < npes; ++j)
+    if (j != pe)
+      printf("pe %d: QP 0x%x: %llu WQEBBs posted, one doorbell each\n", pe, after.qp[j].qpn,
+             (unsigned long long)after.qp[j].prod);
   cudaFree(d_t);
   cudaFree(d_r);
   cudaStreamDestroy(st);

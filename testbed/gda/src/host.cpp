@@ -37,6 +37,15 @@ bool parse_nic_buf(const std::string& s, Options::NicBuf* out) {
   return true;
 }
 
+const char* uar_map_name(Options::UarMap m) { return m == Options::UarMap::kRuntime ? "runtime" : "driver"; }
+
+bool parse_uar_map(const std::string& s, Options::UarMap* out) {
+  if (s == "driver") *out = Options::UarMap::kDriver;
+  else if (s == "runtime") *out = Options::UarMap::kRuntime;
+  else return false;
+  return true;
+}
+
 int Context::fail(const std::string& what) {
   err_ = "pe " + std::to_string(o_.pe) + ": " + what;
   return -1;
@@ -164,17 +173,27 @@ int Context::create_peer(int pe) {
   if (!p.uar) return fail("mlx5dv_devx_alloc_uar for the QP failed");
   void* page = p.uar->base_addr;
   bool mmio = is_mmio(page);
-  unsigned flags = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
-                   (mmio ? CU_MEMHOSTREGISTER_IOMEMORY : 0);
-  if (CUresult r = cuMemHostRegister(page, m5::kUarPageSize, flags))
-    return fail("cuMemHostRegister(doorbell page" + std::string(mmio ? ", IoMemory" : "") + "): " + cu_err(r));
-  p.uar_registered = true;
-  CUdeviceptr dptr = 0;
-  if (CUresult r = cuMemHostGetDevicePointer(&dptr, page, 0))
-    return fail("cuMemHostGetDevicePointer(doorbell page): " + cu_err(r));
-  p.uar_dev = reinterpret_cast<void*>(dptr);
-  step("peer %d: UAR page %u at %p registered (%s), device pointer %p", pe, p.uar->page_id, page,
-       mmio ? "MMIO, IoMemory" : "ordinary memory", p.uar_dev);
+  if (o_.uar_map == Options::UarMap::kRuntime) {
+    unsigned flags = cudaHostRegisterPortable | cudaHostRegisterMapped | (mmio ? cudaHostRegisterIoMemory : 0);
+    if (cudaError_t e = cudaHostRegister(page, m5::kUarPageSize, flags))
+      return fail("cudaHostRegister(doorbell page" + std::string(mmio ? ", IoMemory" : "") + "): " + cuda_err(e));
+    p.uar_registered = true;
+    void* d = nullptr;
+    if (cudaError_t e = cudaHostGetDevicePointer(&d, page, 0))
+      return fail("cudaHostGetDevicePointer(doorbell page): " + cuda_err(e));
+    p.uar_dev = d;
+  } else {
+    unsigned flags = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP | (mmio ? CU_MEMHOSTREGISTER_IOMEMORY : 0);
+    if (CUresult r = cuMemHostRegister(page, m5::kUarPageSize, flags))
+      return fail("cuMemHostRegister(doorbell page" + std::string(mmio ? ", IoMemory" : "") + "): " + cu_err(r));
+    p.uar_registered = true;
+    CUdeviceptr dptr = 0;
+    if (CUresult r = cuMemHostGetDevicePointer(&dptr, page, 0))
+      return fail("cuMemHostGetDevicePointer(doorbell page): " + cu_err(r));
+    p.uar_dev = reinterpret_cast<void*>(dptr);
+  }
+  step("peer %d: UAR page %u at %p registered with the %s API (%s), device pointer %p", pe, p.uar->page_id, page,
+       uar_map_name(o_.uar_map), mmio ? "MMIO, IoMemory" : "ordinary memory", p.uar_dev);
 
   {
     namespace q = prm::qp;
@@ -459,7 +478,8 @@ void Context::finalize() {
   for (Peer& p : peers_) {
     if (p.qp) mlx5dv_devx_obj_destroy(p.qp);
     if (p.cq) mlx5dv_devx_obj_destroy(p.cq);
-    if (p.uar_registered) cuMemHostUnregister(p.uar->base_addr);
+    if (p.uar_registered && o_.uar_map == Options::UarMap::kRuntime) cudaHostUnregister(p.uar->base_addr);
+    else if (p.uar_registered) cuMemHostUnregister(p.uar->base_addr);
     if (p.uar) mlx5dv_devx_free_uar(p.uar);
     if (p.cq_uar) mlx5dv_devx_free_uar(p.cq_uar);
     if (p.umem) mlx5dv_devx_umem_dereg(p.umem);

@@ -6,7 +6,9 @@
 # bound on every device-side wait, default its own 10 s), GDA_BARRIER_TIMEOUT_S (bound on a
 # barrier's wait for the peer's whole phase, default 15 s below the pair's timeout, so a silent
 # peer is named before the pair is stopped), GDA_NIC_BUF (gpu or host: where SQ/CQ/doorbell
-# records live, default gda_bench's gpu), GDA_PAIR_TAG (names the JSON
+# records live, default gda_bench's gpu), GDA_UAR_MAP (driver or runtime: the CUDA API that maps
+# the doorbell page, default gda_bench's driver), GDA_WRAP (a command the PEs run under, e.g.
+# "sigmatrace profile -o DIR --"), GDA_PAIR_TAG (names the JSON
 # files and the fabric, for pairs run side by side), SOFTNIC_DEBUG (default 2: the devx engine
 # dumps its state when a QP stalls and on SIGUSR2).
 #
@@ -33,9 +35,9 @@ j0=() ; j1=()
 if [ -n "$outdir" ]; then j0=(--json "$outdir/gda_${tag}_pe0.json"); j1=(--json "$outdir/gda_${tag}_pe1.json"); fi
 declare -A pid=() rc=()
 start() {  # start PE
-  "$bench" --pe "$1" --npes 2 --dir "$dir" --test "$test" --warmup "$warm" --iters "$iters" \
+  ${GDA_WRAP:-} "$bench" --pe "$1" --npes 2 --dir "$dir" --test "$test" --warmup "$warm" --iters "$iters" \
     ${GDA_DEVICE_TIMEOUT_S:+--device-timeout "$GDA_DEVICE_TIMEOUT_S"} --barrier-timeout "$barrier_s" \
-    ${GDA_NIC_BUF:+--nic-buf "$GDA_NIC_BUF"} \
+    ${GDA_NIC_BUF:+--nic-buf "$GDA_NIC_BUF"} ${GDA_UAR_MAP:+--uar-map "$GDA_UAR_MAP"} \
     $([ "$1" = 0 ] && echo "${j0[@]}" || echo "${j1[@]}") > "$dir/pe$1.log" 2>&1 &
   pid[$1]=$!
 }

@@ -3,6 +3,7 @@
 // libfabric). Each one is the driver's stable ABI; tests/cuda/cuda_abi_test.cpp checks them
 // against <cuda.h> where the toolkit is installed.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 namespace sigmatrace::profiler::cuda {
@@ -38,6 +39,19 @@ struct LaunchConfig {
   unsigned grid_x, grid_y, grid_z;
   unsigned block_x, block_y, block_z;
   unsigned shared_bytes;
+  CUstream stream;
+  void* attrs;
+  unsigned num_attrs;
+};
+
+// The CUDA runtime's types in its launch functions: cudaError_t, dim3, cudaLaunchConfig_t.
+using RuntimeError = int;
+struct Dim3 {
+  unsigned x, y, z;
+};
+struct RuntimeLaunchConfig {
+  Dim3 grid, block;
+  size_t shared_bytes;
   CUstream stream;
   void* attrs;
   unsigned num_attrs;

@@ -8,6 +8,7 @@ namespace {
 RealSymbol g_pointer_get_attribute{"cuPointerGetAttribute", "libcuda.so.1", {}, {}};
 RealSymbol g_ctx_get_device{"cuCtxGetDevice", "libcuda.so.1", {}, {}};
 RealSymbol g_func_get_name{"cuFuncGetName", "libcuda.so.1", {}, {}};
+RealSymbol g_kernel_get_name{"cuKernelGetName", "libcuda.so.1", {}, {}};
 
 // resolve_real() logs a missing function once; the driver simply being absent is not news.
 template <typename Fn>
@@ -41,6 +42,13 @@ const char* function_name(CUfunction f) {
   auto fn = quiet_lookup<CUresult (*)(const char**, CUfunction)>(g_func_get_name);
   const char* name = nullptr;
   if (!fn || fn(&name, f) != kSuccess) return nullptr;
+  return name;
+}
+
+const char* kernel_name(const void* kernel) {
+  auto fn = quiet_lookup<CUresult (*)(const char**, const void*)>(g_kernel_get_name);
+  const char* name = nullptr;
+  if (!fn || fn(&name, kernel) != kSuccess) return nullptr;
   return name;
 }
 

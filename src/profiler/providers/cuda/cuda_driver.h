@@ -18,5 +18,7 @@ int64_t current_device();
 
 // The kernel's name (cuFuncGetName, CUDA 12.3 and later), or null.
 const char* function_name(CUfunction f);
+// The name of a library kernel (a cudaKernel_t / CUkernel: cuKernelGetName), or null.
+const char* kernel_name(const void* kernel);
 
 }  // namespace sigmatrace::profiler::cuda

@@ -8,6 +8,7 @@
 
 #include "format/event_types.h"
 #include "profiler/providers/cuda/cuda_driver.h"
+#include "profiler/providers/cuda/cuda_launch.h"
 #include "profiler/providers/cuda/cuda_state.h"
 #include "profiler/runtime/recorder.h"
 
@@ -21,13 +22,13 @@ using format::EventType;
 constexpr uint32_t kNamedCapacity = 4096;
 std::atomic<uintptr_t> g_named[kNamedCapacity];
 
-void name_once(uintptr_t f) {
+void name_once(uintptr_t f, NameOf name_of) {
   uint32_t i = static_cast<uint32_t>((f >> 4) * 0x9E3779B1u) % kNamedCapacity;
   for (uint32_t probe = 0; probe < 64; ++probe, i = (i + 1) % kNamedCapacity) {
     uintptr_t cur = g_named[i].load(std::memory_order_acquire);
     if (cur == f) return;
     if (cur == 0 && g_named[i].compare_exchange_strong(cur, f, std::memory_order_acq_rel)) {
-      const char* name = function_name(reinterpret_cast<CUfunction>(f));
+      const char* name = name_of(f);
       const uint64_t words[] = {uint64_t{f}};
       record_with_bytes<EventType::cuda_function>(words, name ? name : "", name ? strlen(name) : 0);
       return;
@@ -36,22 +37,24 @@ void name_once(uintptr_t f) {
   }
 }
 
-struct Dims {
-  unsigned gx, gy, gz, bx, by, bz, shared;
-};
+const char* driver_function_name(uintptr_t f) { return function_name(reinterpret_cast<CUfunction>(f)); }
 
-void on_launch(CudaLaunchEntry entry, uintptr_t function, CUstream stream, const Dims& d, CUresult r) {
+}  // namespace
+
+void on_launch(uint64_t tsc, CudaLaunchEntry entry, uintptr_t function, CUstream stream, const LaunchDims& d, CUresult r, NameOf name_of) {
   kit::ErrnoKeeper keep;
   const int64_t device = current_device();
   if (g_mode == TraceMode::aggregate) {
     aggregate_add(format::AggregateKey::cuda_launch, function, static_cast<uint64_t>(device + 1), 0);
     return;
   }
-  if (entry != CudaLaunchEntry::graph_launch) name_once(function);
-  record<EventType::cuda_launch>(uint64_t{function}, reinterpret_cast<uint64_t>(stream), device, static_cast<uint64_t>(entry),
+  if (name_of) name_once(function, name_of);
+  record_at<EventType::cuda_launch>(tsc, uint64_t{function}, reinterpret_cast<uint64_t>(stream), device, static_cast<uint64_t>(entry),
                                  uint64_t{d.gx}, uint64_t{d.gy}, uint64_t{d.gz}, uint64_t{d.bx}, uint64_t{d.by}, uint64_t{d.bz},
                                  uint64_t{d.shared}, int64_t{r});
 }
+
+namespace {
 
 using LaunchKernelFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                                     void**, void**);
@@ -59,16 +62,18 @@ using LaunchKernelExFn = CUresult (*)(const LaunchConfig*, CUfunction, void**, v
 using LaunchCooperativeFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                          CUstream, void**);
 using GraphLaunchFn = CUresult (*)(CUgraphExec, CUstream);
-using Reentry = kit::Reentry<struct CudaLaunchCalls>;
+using Reentry = LaunchReentry;
 
 CUresult launch_kernel(RealSymbol& s, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                        unsigned shared, CUstream stream, void** params, void** extra) {
   auto fn = real_function<LaunchKernelFn>(s);
   if (!fn) return kErrorNotInitialized;
   Reentry guard;
+  const uint64_t t0 = read_tsc();
   CUresult r = fn(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
   if (guard.outer && active())
-    on_launch(CudaLaunchEntry::launch_kernel, reinterpret_cast<uintptr_t>(f), stream, {gx, gy, gz, bx, by, bz, shared}, r);
+    on_launch(t0, CudaLaunchEntry::launch_kernel, reinterpret_cast<uintptr_t>(f), stream, {gx, gy, gz, bx, by, bz, shared}, r,
+              &driver_function_name);
   return r;
 }
 
@@ -76,10 +81,11 @@ CUresult launch_kernel_ex(RealSymbol& s, const LaunchConfig* c, CUfunction f, vo
   auto fn = real_function<LaunchKernelExFn>(s);
   if (!fn) return kErrorNotInitialized;
   Reentry guard;
+  const uint64_t t0 = read_tsc();
   CUresult r = fn(c, f, params, extra);
   if (guard.outer && active() && c)
-    on_launch(CudaLaunchEntry::launch_kernel_ex, reinterpret_cast<uintptr_t>(f), c->stream,
-              {c->grid_x, c->grid_y, c->grid_z, c->block_x, c->block_y, c->block_z, c->shared_bytes}, r);
+    on_launch(t0, CudaLaunchEntry::launch_kernel_ex, reinterpret_cast<uintptr_t>(f), c->stream,
+              {c->grid_x, c->grid_y, c->grid_z, c->block_x, c->block_y, c->block_z, c->shared_bytes}, r, &driver_function_name);
   return r;
 }
 
@@ -88,10 +94,11 @@ CUresult launch_cooperative(RealSymbol& s, CUfunction f, unsigned gx, unsigned g
   auto fn = real_function<LaunchCooperativeFn>(s);
   if (!fn) return kErrorNotInitialized;
   Reentry guard;
+  const uint64_t t0 = read_tsc();
   CUresult r = fn(f, gx, gy, gz, bx, by, bz, shared, stream, params);
   if (guard.outer && active())
-    on_launch(CudaLaunchEntry::launch_cooperative_kernel, reinterpret_cast<uintptr_t>(f), stream, {gx, gy, gz, bx, by, bz, shared},
-              r);
+    on_launch(t0, CudaLaunchEntry::launch_cooperative_kernel, reinterpret_cast<uintptr_t>(f), stream, {gx, gy, gz, bx, by, bz, shared},
+              r, &driver_function_name);
   return r;
 }
 
@@ -99,8 +106,9 @@ CUresult graph_launch(RealSymbol& s, CUgraphExec g, CUstream stream) {
   auto fn = real_function<GraphLaunchFn>(s);
   if (!fn) return kErrorNotInitialized;
   Reentry guard;
+  const uint64_t t0 = read_tsc();
   CUresult r = fn(g, stream);
-  if (guard.outer && active()) on_launch(CudaLaunchEntry::graph_launch, reinterpret_cast<uintptr_t>(g), stream, {}, r);
+  if (guard.outer && active()) on_launch(t0, CudaLaunchEntry::graph_launch, reinterpret_cast<uintptr_t>(g), stream, {}, r, nullptr);
   return r;
 }
 

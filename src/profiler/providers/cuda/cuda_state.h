@@ -29,10 +29,15 @@ constexpr CUresult kErrorNotInitialized = 3;
   X(cuLaunchCooperativeKernel) X(cuLaunchCooperativeKernel_ptsz) X(cuGraphLaunch) X(cuGraphLaunch_ptsz)
 #define SIGMATRACE_CUDA_SYMBOLS(X) \
   SIGMATRACE_CUDA_MEMORY_SYMBOLS(X) SIGMATRACE_CUDA_RESOLVER_SYMBOLS(X) SIGMATRACE_CUDA_LAUNCH_SYMBOLS(X)
+// The shared runtime's launch functions (libcudart.so.13, cudart_launch_symbols.cpp).
+#define SIGMATRACE_CUDART_LAUNCH_SYMBOLS(X)                                                                   \
+  X(__cudaLaunchKernel) X(__cudaLaunchKernel_ptsz) X(cudaLaunchKernel) X(cudaLaunchKernel_ptsz)               \
+  X(cudaLaunchKernelExC) X(cudaLaunchKernelExC_ptsz) X(cudaLaunchCooperativeKernel) X(cudaLaunchCooperativeKernel_ptsz)
 
 namespace real {
 #define SIGMATRACE_CUDA_REAL_DECL(name) extern RealSymbol name;
 SIGMATRACE_CUDA_SYMBOLS(SIGMATRACE_CUDA_REAL_DECL)
+SIGMATRACE_CUDART_LAUNCH_SYMBOLS(SIGMATRACE_CUDA_REAL_DECL)
 #undef SIGMATRACE_CUDA_REAL_DECL
 }  // namespace real
 
@@ -58,5 +63,13 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction, unsigned, unsigned, unsigned
                                         void**);
 CUresult cuGraphLaunch(CUgraphExec, CUstream);
 CUresult cuGraphLaunch_ptsz(CUgraphExec, CUstream);
+RuntimeError __cudaLaunchKernel(const void*, Dim3, Dim3, void**, size_t, CUstream);
+RuntimeError __cudaLaunchKernel_ptsz(const void*, Dim3, Dim3, void**, size_t, CUstream);
+RuntimeError cudaLaunchKernel(const void*, Dim3, Dim3, void**, size_t, CUstream);
+RuntimeError cudaLaunchKernel_ptsz(const void*, Dim3, Dim3, void**, size_t, CUstream);
+RuntimeError cudaLaunchCooperativeKernel(const void*, Dim3, Dim3, void**, size_t, CUstream);
+RuntimeError cudaLaunchCooperativeKernel_ptsz(const void*, Dim3, Dim3, void**, size_t, CUstream);
+RuntimeError cudaLaunchKernelExC(const RuntimeLaunchConfig*, const void*, void**);
+RuntimeError cudaLaunchKernelExC_ptsz(const RuntimeLaunchConfig*, const void*, void**);
 }
 }  // namespace sigmatrace::profiler::cuda::abi

@@ -204,7 +204,7 @@ void quiesce_cuda() { doorbell::quiesce_pollers(); }
 
 const InterposedSymbol kCudaSymbols[] = {
 #define SIGMATRACE_INTERPOSED(name) {&real::name, reinterpret_cast<void*>(&abi::name), &g_active},
-    SIGMATRACE_CUDA_SYMBOLS(SIGMATRACE_INTERPOSED)
+    SIGMATRACE_CUDA_SYMBOLS(SIGMATRACE_INTERPOSED) SIGMATRACE_CUDART_LAUNCH_SYMBOLS(SIGMATRACE_INTERPOSED)
 #undef SIGMATRACE_INTERPOSED
 };
 

@@ -42,11 +42,20 @@ struct Options {
   // mapped for the GPU.
   enum class NicBuf { kGpu, kHost };
   NicBuf nic_buf = NicBuf::kGpu;
+  // How the doorbell page is mapped into the GPU: with the driver API (cuMemHostRegister +
+  // cuMemHostGetDevicePointer), or with the runtime API as NVSHMEM and NCCL do
+  // (cudaHostRegister + cudaHostGetDevicePointer, which reach the driver through
+  // cuGetProcAddress: the path a profiler must catch).
+  enum class UarMap { kDriver, kRuntime };
+  UarMap uar_map = UarMap::kDriver;
 };
 
 // "gpu" / "host" (the names gda_bench and the docs use).
 const char* nic_buf_name(Options::NicBuf b);
 bool parse_nic_buf(const std::string& s, Options::NicBuf* out);
+// "driver" / "runtime".
+const char* uar_map_name(Options::UarMap m);
+bool parse_uar_map(const std::string& s, Options::UarMap* out);
 
 // Loads the given kernels (host stubs of __global__ functions) now, before any of them runs.
 // With CUDA's lazy loading (the default since 12.2) a kernel is loaded at its first launch, and

@@ -1,0 +1,82 @@
+// Kernel launches through the shared CUDA runtime (libcudart.so.13). Since CUDA 13 a <<<>>> launch
+// compiles to __cudaLaunchKernel(cudaKernel_t, ...), which the runtime carries out through the
+// driver's private interface, not through a driver entry point the cuda provider wraps; so the
+// runtime's own launch functions are wrapped here. A program linked with the static runtime
+// (NCCL, NVSHMEM) launches entirely inside itself: its launches are not seen (docs/gpu-doorbells.md),
+// while its doorbells are, with their QP and GPU.
+#include "profiler/providers/cuda/cuda_driver.h"
+#include "profiler/providers/cuda/cuda_launch.h"
+#include "profiler/providers/cuda/cuda_state.h"
+#include "profiler/runtime/tsc.h"
+
+namespace sigmatrace::profiler::cuda {
+
+namespace real {
+#define SIGMATRACE_CUDART_REAL_DEF(name) RealSymbol name{#name, "libcudart.so.13", {}, {}};
+SIGMATRACE_CUDART_LAUNCH_SYMBOLS(SIGMATRACE_CUDART_REAL_DEF)
+RealSymbol cudaFuncGetName{"cudaFuncGetName", "libcudart.so.13", {}, {}};
+#undef SIGMATRACE_CUDART_REAL_DEF
+}  // namespace real
+
+namespace {
+
+using format::CudaLaunchEntry;
+constexpr RuntimeError kRuntimeNotLoaded = 35;  // cudaErrorInsufficientDriver: what a missing runtime would say
+
+const char* library_kernel_name(uintptr_t k) { return kernel_name(reinterpret_cast<const void*>(k)); }
+const char* host_stub_name(uintptr_t f) {
+  real::cudaFuncGetName.logged.store(true, std::memory_order_relaxed);
+  auto fn = real_function<RuntimeError (*)(const char**, const void*)>(real::cudaFuncGetName);
+  const char* name = nullptr;
+  return fn && fn(&name, reinterpret_cast<const void*>(f)) == 0 ? name : nullptr;
+}
+
+using LaunchFn = RuntimeError (*)(const void*, Dim3, Dim3, void**, size_t, CUstream);
+using LaunchExFn = RuntimeError (*)(const RuntimeLaunchConfig*, const void*, void**);
+
+RuntimeError launch(RealSymbol& s, CudaLaunchEntry entry, NameOf name_of, const void* f, Dim3 g, Dim3 b, void** args, size_t shared,
+                    CUstream stream) {
+  auto fn = real_function<LaunchFn>(s);
+  if (!fn) return kRuntimeNotLoaded;
+  LaunchReentry guard;
+  const uint64_t t0 = read_tsc();
+  RuntimeError r = fn(f, g, b, args, shared, stream);
+  if (guard.outer && active())
+    on_launch(t0, entry, reinterpret_cast<uintptr_t>(f), stream, {g.x, g.y, g.z, b.x, b.y, b.z, unsigned(shared)}, r, name_of);
+  return r;
+}
+
+RuntimeError launch_ex(RealSymbol& s, const RuntimeLaunchConfig* c, const void* f, void** args) {
+  auto fn = real_function<LaunchExFn>(s);
+  if (!fn) return kRuntimeNotLoaded;
+  LaunchReentry guard;
+  const uint64_t t0 = read_tsc();
+  RuntimeError r = fn(c, f, args);
+  if (guard.outer && active() && c)
+    on_launch(t0, CudaLaunchEntry::runtime_launch_kernel_ex, reinterpret_cast<uintptr_t>(f), c->stream,
+              {c->grid.x, c->grid.y, c->grid.z, c->block.x, c->block.y, c->block.z, unsigned(c->shared_bytes)}, r, &host_stub_name);
+  return r;
+}
+
+}  // namespace
+}  // namespace sigmatrace::profiler::cuda
+
+using namespace sigmatrace::profiler::cuda;
+using sigmatrace::format::CudaLaunchEntry;
+
+#define SIGMATRACE_CUDART_LAUNCH_SHIM(name, entry, name_of)                                                                      \
+  SIGMATRACE_EXPORT RuntimeError name(const void* f, Dim3 g, Dim3 b, void** args, size_t shared, CUstream stream) {              \
+    return launch(real::name, entry, name_of, f, g, b, args, shared, stream);                                                    \
+  }
+SIGMATRACE_CUDART_LAUNCH_SHIM(__cudaLaunchKernel, CudaLaunchEntry::runtime_launch_kernel, &library_kernel_name)
+SIGMATRACE_CUDART_LAUNCH_SHIM(__cudaLaunchKernel_ptsz, CudaLaunchEntry::runtime_launch_kernel, &library_kernel_name)
+SIGMATRACE_CUDART_LAUNCH_SHIM(cudaLaunchKernel, CudaLaunchEntry::runtime_launch_kernel, &host_stub_name)
+SIGMATRACE_CUDART_LAUNCH_SHIM(cudaLaunchKernel_ptsz, CudaLaunchEntry::runtime_launch_kernel, &host_stub_name)
+SIGMATRACE_CUDART_LAUNCH_SHIM(cudaLaunchCooperativeKernel, CudaLaunchEntry::runtime_launch_cooperative_kernel, &host_stub_name)
+SIGMATRACE_CUDART_LAUNCH_SHIM(cudaLaunchCooperativeKernel_ptsz, CudaLaunchEntry::runtime_launch_cooperative_kernel, &host_stub_name)
+SIGMATRACE_EXPORT RuntimeError cudaLaunchKernelExC(const RuntimeLaunchConfig* c, const void* f, void** args) {
+  return launch_ex(real::cudaLaunchKernelExC, c, f, args);
+}
+SIGMATRACE_EXPORT RuntimeError cudaLaunchKernelExC_ptsz(const RuntimeLaunchConfig* c, const void* f, void** args) {
+  return launch_ex(real::cudaLaunchKernelExC_ptsz, c, f, args);
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# A gda pair (run_gda_pair.sh) with both PEs under `sigmatrace profile` (doorbells forwarded),
+# then the check that the trace holds exactly the doorbells each PE's GPU rang
+# (doorbell_trace_check). Exit 77 (skip) without a usable CUDA device, like the pair itself.
+# usage: run_traced_pair.sh SIGMATRACE CHECK PROBE BENCH SOFTNIC_LIBDIR TEST WARMUP ITERS
+# Environment: as run_gda_pair.sh; GDA_TRACE_DIR keeps the experiment there (default: a temporary
+# directory, removed).
+set -u
+sigmatrace=$1 check=$2
+shift 2
+here=$(cd "$(dirname "$0")" && pwd)
+exp=${GDA_TRACE_DIR:-$(mktemp -d /tmp/gda-trace.XXXXXX)/exp}
+log=$(mktemp /tmp/gda-traced-pair.XXXXXX)
+export SIGMATRACE_RUN_ID="gda-traced-$$"
+GDA_WRAP="$sigmatrace profile -o $exp --" "$here/run_gda_pair.sh" "$@" > "$log" 2>&1
+rc=$?
+cat "$log"
+if [ $rc -eq 77 ]; then rm -f "$log"; exit 77; fi
+if [ $rc -ne 0 ]; then echo "traced gda pair failed (rc $rc)"; rm -f "$log"; exit 1; fi
+"$check" "$exp" "$log"
+rc=$?
+rm -f "$log"
+[ -z "${GDA_TRACE_DIR:-}" ] && rm -rf "$(dirname "$exp")"
+exit $rc
