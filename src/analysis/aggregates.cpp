@@ -69,8 +69,17 @@ ConnectionFlows connection_flows(const ConnectionRow& c, const Aggregates& agg) 
   return f;
 }
 
+void DoorbellCounters::add(const DoorbellCounters& o) {
+  doorbells += o.doorbells;
+  wqebbs += o.wqebbs;
+  blueflame += o.blueflame;
+  if (o.first_ns && (!first_ns || o.first_ns < first_ns)) first_ns = o.first_ns;
+  if (o.last_ns > last_ns) last_ns = o.last_ns;
+}
+
 void Aggregates::init(const ExperimentModel& m) {
   qp.assign(m.qps.size(), {});
+  qp_doorbells.assign(m.qps.size(), {});
   process.assign(m.processes.size(), {});
 }
 
@@ -95,6 +104,17 @@ void add_flow(Matrix* mx, size_t src, size_t dst, uint64_t bytes, uint64_t ops) 
 }  // namespace
 
 void Aggregates::finish(const ExperimentModel& m) {
+  // GPUs that rang doorbells: one row per (process, GPU of the QP's send queue).
+  gpus.clear();
+  std::map<std::pair<uint32_t, int64_t>, GpuRow> by_gpu;
+  for (const QpRow& q : m.qps) {
+    if (!q.gpu_initiated) continue;
+    GpuRow& g = by_gpu[{q.process_id, q.gpu}];
+    g.process_id = q.process_id, g.gpu = q.gpu;
+    g.qps += 1;
+    g.doorbells.add(qp_doorbells[q.qp_id]);
+  }
+  for (auto& [k, g] : by_gpu) gpus.push_back(g);
   device.assign(m.devices.size(), {});
   host.assign(m.hosts.size(), {});
   // Operations on no known QP (SRQ receives, aggregate mode, QPs created before tracing): their

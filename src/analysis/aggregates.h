@@ -33,6 +33,25 @@ struct OpCounters {
   uint64_t bytes_read() const { return bytes[kOpRead]; }  // bytes this side pulled from its peer
 };
 
+// GPU-initiated traffic of one QP: the doorbells its GPU rang and the WQEBBs they announced (the
+// sum of the producer-index deltas: doorbells a poller saw merged still count every WQEBB).
+struct DoorbellCounters {
+  uint64_t doorbells = 0, wqebbs = 0, blueflame = 0;
+  int64_t first_ns = 0, last_ns = 0;
+  void saw(int64_t ts) {
+    if (!first_ns || ts < first_ns) first_ns = ts;
+    if (ts > last_ns) last_ns = ts;
+  }
+  void add(const DoorbellCounters& o);
+};
+
+// What the doorbell hijack of one process did (from its gpu_uar_map and gpu_poller records).
+struct HijackCounters {
+  uint64_t pages_hijacked = 0, pages_not_hijacked = 0, pages_doorbells_off = 0, map_failures = 0;
+  uint64_t pollers = 0, poller_doorbells = 0, poller_cpu_ns = 0, poller_wall_ns = 0;
+  uint64_t launches = 0;
+};
+
 struct ProcessCounters {
   OpCounters ops;              // summed over the process's QPs, plus operations without a QP (SRQ)
   uint64_t events = 0;         // decoded in the second pass
@@ -44,6 +63,17 @@ struct ProcessCounters {
   uint64_t unmatched_completions = 0;
   uint64_t flows_out = 0, flows_in = 0;
   uint64_t aggregate_entries = 0;  // aggregate-mode records folded in
+  DoorbellCounters doorbells_without_qp;  // doorbells naming a QP number no devx CREATE_QP created
+  HijackCounters hijack;
+};
+
+// One GPU of one process that rang doorbells (GPU-initiated QPs whose send queue is in its memory;
+// gpu -1: QPs whose queues are in host memory).
+struct GpuRow {
+  uint32_t process_id = 0;
+  int64_t gpu = -1;
+  uint64_t qps = 0;
+  DoorbellCounters doorbells;
 };
 
 struct Matrix {
@@ -62,12 +92,14 @@ struct Imbalance {
 struct Aggregates {
   std::vector<OpCounters> qp;         // by qp_id
   std::vector<ProcessCounters> process;  // by process_id
+  std::vector<DoorbellCounters> qp_doorbells;  // by qp_id
   // Derived by finish():
   std::vector<OpCounters> device, host;
   Matrix rank_matrix, host_matrix;
   Imbalance host_egress, rank_egress;
   uint64_t heaviest_pair_bytes = 0;
   std::string heaviest_pair;
+  std::vector<GpuRow> gpus;  // GPUs that rang doorbells, by process then GPU
   double mean_pair_bytes = 0;  // over pairs of different ranks that exchanged anything
   void init(const ExperimentModel& m);
   void finish(const ExperimentModel& m);

@@ -43,6 +43,22 @@ std::string gid_text(uint64_t prefix, uint64_t iface) {
   return buf;
 }
 
+const std::string* ProcessRow::kernel_at(uint64_t tsc, int64_t gpu) const {
+  auto end = std::upper_bound(launches.begin(), launches.end(), tsc, [](uint64_t t, const Launch& l) { return t < l.tsc; });
+  const Launch* any = nullptr;
+  for (auto it = end; it != launches.begin();) {
+    --it;
+    if (it->gpu == gpu || gpu < 0) {
+      any = &*it;
+      break;
+    }
+    if (!any) any = &*it;
+  }
+  if (!any) return nullptr;
+  auto n = kernel_names.find(any->function);
+  return n == kernel_names.end() ? nullptr : &n->second;
+}
+
 int64_t ExperimentModel::qp_at(uint32_t process_id, uint64_t qp_num, uint64_t tsc) const {
   const auto& m = processes[process_id].qps_by_num;
   auto it = m.find(static_cast<uint32_t>(qp_num));
@@ -59,7 +75,7 @@ namespace {
 struct ControlEvent {
   uint64_t tsc;
   uint16_t type;
-  uint64_t v[11];
+  uint64_t v[format::kMaxEventFields];
   std::string name;
 };
 
@@ -67,7 +83,8 @@ bool is_control(uint16_t type) {
   switch (static_cast<EventType>(type)) {
     case EventType::ibv_device_open: case EventType::ibv_port_info: case EventType::ibv_qp_create:
     case EventType::ibv_qp_destroy: case EventType::ibv_qp_modify: case EventType::ibv_mr_reg:
-    case EventType::ibv_mr_dereg:
+    case EventType::ibv_mr_dereg: case EventType::devx_qp_create: case EventType::devx_qp_modify:
+    case EventType::devx_obj_destroy: case EventType::cuda_function: case EventType::cuda_launch:
       return true;
     default: return false;
   }
@@ -130,8 +147,9 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
           }
           if (!is_control(ev.type) || !layout_ok(ev)) return;
           ControlEvent ce{ev.tsc, ev.type, {}, {}};
-          for (int f = 0; f < ev.field_count && f < 11; ++f) ce.v[f] = ev.values[f];
+          for (int f = 0; f < ev.field_count && f < int(format::kMaxEventFields); ++f) ce.v[f] = ev.values[f];
           if (ev.type == static_cast<uint16_t>(EventType::ibv_device_open)) ce.name = std::string(ev.bytes[2]);
+          if (ev.type == static_cast<uint16_t>(EventType::cuda_function)) ce.name = std::string(ev.bytes[1]);
           fc.events.push_back(std::move(ce));
         };
         m.scan.files[k] = scan_trace_file(files[k], &hooks);
@@ -267,6 +285,65 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
           live_qp.erase(it);
           break;
         }
+        case EventType::devx_qp_create: {
+          // context obj qp_num service_type pd log_sq log_rq sq_umem sq_off sq_addr dbr_umem dbr_off uar_page
+          // send_cqn recv_cqn memory_kind gpu_ordinal status syndrome
+          if (!c.v[2]) break;  // the command failed
+          QpRow q;
+          q.qp_id = static_cast<uint32_t>(m.qps.size());
+          q.process_id = p.process_id;
+          q.context = c.v[0];
+          q.handle = c.v[1];
+          q.qp_num = static_cast<uint32_t>(c.v[2]);
+          constexpr uint64_t kRc = 2, kUc = 3, kUd = 4;  // ibv_qp_type of the PRM service types RC, UC, UD
+          q.qp_type = c.v[3] == 0 ? kRc : c.v[3] == 1 ? kUc : c.v[3] == 2 ? kUd : 0;
+          q.create_tsc = c.tsc;
+          q.create_ns = ns;
+          q.device_id = device_for(c.v[0]).device_id;
+          q.port = 1;
+          q.gpu_initiated = true;
+          q.log_sq_size = c.v[5];
+          q.sq_addr = c.v[9];
+          q.uar_page = c.v[12];
+          q.gpu = c.v[15] == static_cast<uint64_t>(format::MemoryKind::gpu) ? static_cast<int64_t>(c.v[16]) : -1;
+          live_qp[q.qp_num] = q.qp_id;
+          p.qps_by_num[q.qp_num].push_back(q.qp_id);
+          m.qps.push_back(q);
+          break;
+        }
+        case EventType::devx_qp_modify: {
+          // obj qp_num command remote_qpn remote_lid gid_hi gid_lo send_psn recv_psn mtu status syndrome
+          auto it = live_qp.find(static_cast<uint32_t>(c.v[1]));
+          if (it == live_qp.end() || c.v[10] != 0) break;
+          QpRow& q = m.qps[it->second];
+          constexpr uint64_t kRst2Init = 0x502, kInit2Rtr = 0x503, kRtr2Rts = 0x504, k2Err = 0x507, k2Rst = 0x50a;
+          if (c.v[2] == kRst2Init) q.state = 1;
+          else if (c.v[2] == kInit2Rtr) q.state = 2;
+          else if (c.v[2] == kRtr2Rts) q.state = 3;
+          else if (c.v[2] == k2Err) q.state = 6;
+          else if (c.v[2] == k2Rst) q.state = 0;
+          if (c.v[2] == kInit2Rtr) {
+            q.has_remote = true;
+            q.dest_qp_num = c.v[3];
+            q.remote_lid = c.v[4];
+            q.remote_gid_prefix = c.v[5];
+            q.remote_gid_iface = c.v[6];
+          }
+          break;
+        }
+        case EventType::devx_obj_destroy: {
+          constexpr uint64_t kCreateQp = 0x500;
+          if (c.v[1] != kCreateQp) break;
+          auto it = live_qp.find(static_cast<uint32_t>(c.v[2]));
+          if (it == live_qp.end()) break;
+          m.qps[it->second].destroy_ns = ns;
+          live_qp.erase(it);
+          break;
+        }
+        case EventType::cuda_function: p.kernel_names[c.v[0]] = c.name; break;
+        case EventType::cuda_launch:
+          if (c.v[11] == 0) p.launches.push_back({c.tsc, static_cast<int64_t>(c.v[2]), c.v[0]});
+          break;
         case EventType::ibv_mr_reg: {
           MrRow r;
           r.mr_id = static_cast<uint32_t>(m.mrs.size());

@@ -67,6 +67,10 @@ struct QpRow {
   int64_t remote_qp_id = kNone;           // the paired QP (qp_topology)
   int64_t connection_id = kNone;
   HwEndpoint remote() const { return {remote_gid_prefix, remote_gid_iface, remote_lid, dest_qp_num}; }
+  // GPU-initiated QPs (created with devx CREATE_QP): where the send queue lies, and its GPU.
+  bool gpu_initiated = false;
+  int64_t gpu = -1;                       // the GPU whose memory holds the SQ (-1: host memory)
+  uint64_t sq_addr = 0, log_sq_size = 0, uar_page = 0;
 };
 
 struct MrRow {
@@ -95,6 +99,18 @@ struct ProcessRow {
   // qp_num -> QPs with that number in creation order (numbers are reused after destroy).
   std::unordered_map<uint32_t, std::vector<uint32_t>> qps_by_num;
   int64_t first_ns = 0, last_ns = 0;
+  std::unordered_map<uint64_t, std::string> kernel_names;  // CUfunction / cudaKernel_t -> name
+  // Successful kernel launches in time order (rare: kept from the first pass, since a doorbell
+  // recorded by a poller thread can come before its kernel's launch in file order).
+  struct Launch {
+    uint64_t tsc;
+    int64_t gpu;
+    uint64_t function;
+  };
+  std::vector<Launch> launches;
+  // The name of the kernel launched last before tsc on gpu (on any GPU when gpu < 0 or none was
+  // launched there); null when unknown.
+  const std::string* kernel_at(uint64_t tsc, int64_t gpu) const;
 };
 
 struct LayerModel;  // layer_ops.cpp: the UCX/libfabric peers and traffic of one experiment

@@ -17,6 +17,8 @@ class FanoutSink : public FileSink {
   void completion(const CompletionRecord& r) override { for (auto& s : s_) s->completion(r); }
   void error(const ErrorRecord& r) override { for (auto& s : s_) s->error(r); }
   void mark(const MarkRecord& r) override { for (auto& s : s_) s->mark(r); }
+  void doorbell(const DoorbellRecord& r) override { for (auto& s : s_) s->doorbell(r); }
+  void launch(const LaunchRecord& r) override { for (auto& s : s_) s->launch(r); }
   void finish() override { for (auto& s : s_) s->finish(); }
 
  private:

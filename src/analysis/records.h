@@ -72,6 +72,32 @@ struct MarkRecord {
   uint64_t id = 0, value = 0;
 };
 
+// One doorbell a GPU rang (a change of a hijacked doorbell register, seen by a poller): which QP,
+// the producer index it announced and how many WQEBBs that was since the QP's previous one.
+struct DoorbellRecord {
+  uint64_t doorbell_id = 0;    // process_id << 40 | n
+  int64_t ts_ns = 0;           // when the poller saw it
+  uint32_t process_id = 0;
+  int64_t qp_id = -1;
+  int64_t gpu = -1;            // the GPU whose memory holds the QP's send queue (-1: host memory / unknown)
+  uint64_t qp_num = 0, producer_index = 0, delta = 0, uar_page = 0;
+  bool blueflame = false;
+  const std::string* kernel = nullptr;  // the kernel launched last on that GPU before it, if known
+};
+
+// A kernel launch (driver or runtime entry point) of a process.
+struct LaunchRecord {
+  uint64_t launch_id = 0;
+  int64_t ts_ns = 0;
+  uint32_t process_id = 0;
+  int64_t thread_id = -1;
+  int64_t gpu = -1;
+  uint64_t function = 0, stream = 0, entry = 0;
+  uint64_t grid[3] = {}, block[3] = {};
+  int64_t result = 0;
+  const std::string* name = nullptr;
+};
+
 // One file's outputs. Called from the worker thread that analyses that file only.
 class FileSink {
  public:
@@ -82,6 +108,8 @@ class FileSink {
   virtual void completion(const CompletionRecord&) {}
   virtual void error(const ErrorRecord&) {}
   virtual void mark(const MarkRecord&) {}
+  virtual void doorbell(const DoorbellRecord&) {}
+  virtual void launch(const LaunchRecord&) {}
   virtual void finish() {}                       // the file is done
 };
 

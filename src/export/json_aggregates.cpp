@@ -80,6 +80,19 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
     o["flows_out"] = pc.flows_out;
     o["flows_in"] = pc.flows_in;
     o["aggregate_entries"] = pc.aggregate_entries;
+    const HijackCounters& h = pc.hijack;
+    if (h.pages_hijacked || h.pages_not_hijacked || h.pages_doorbells_off || h.map_failures || h.pollers || h.launches ||
+        pc.doorbells_without_qp.doorbells)
+      o["gpu_doorbells"] = {{"pages_hijacked", h.pages_hijacked},
+                            {"pages_not_hijacked", h.pages_not_hijacked},
+                            {"pages_with_doorbells_off", h.pages_doorbells_off},
+                            {"map_failures", h.map_failures},
+                            {"pollers", h.pollers},
+                            {"poller_doorbells", h.poller_doorbells},
+                            {"poller_cpu_ns", h.poller_cpu_ns},
+                            {"poller_wall_ns", h.poller_wall_ns},
+                            {"kernel_launches", h.launches},
+                            {"doorbells_on_unknown_qps", pc.doorbells_without_qp.doorbells}};
     o["clock"] = {{"source", clock_source_name(p.clock.source)},   {"samples", p.clock.samples},
                   {"ns_per_tick", p.clock.ns_per_tick},           {"max_residual_ns", p.clock.max_residual_ns},
                   {"rms_residual_ns", p.clock.rms_residual_ns}};
@@ -127,9 +140,29 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
     o["remote_qp_id"] = q.remote_qp_id == kNone ? json(nullptr) : json(q.remote_qp_id);
     o["peer_process_id"] = q.remote_qp_id == kNone ? json(nullptr) : json(m.qps[static_cast<size_t>(q.remote_qp_id)].process_id);
     o["connection_id"] = q.connection_id == kNone ? json(nullptr) : json(q.connection_id);
+    if (q.gpu_initiated) {
+      const DoorbellCounters& d = agg.qp_doorbells[q.qp_id];
+      o["gpu_initiated"] = true;
+      o["gpu"] = q.gpu < 0 ? json(nullptr) : json(q.gpu);
+      o["doorbells"] = d.doorbells;
+      o["wqebbs"] = d.wqebbs;
+    }
     qps.push_back(o);
   }
   j["qps"] = qps;
+
+  // GPU-initiated traffic per GPU of each process (gpu null: queues in host memory).
+  json gpus = json::array();
+  for (const GpuRow& g : agg.gpus) {
+    const ProcessRow& p = m.processes[g.process_id];
+    json o = {{"process_id", g.process_id}, {"label", process_label(p)}, {"host", p.host},
+              {"gpu", g.gpu < 0 ? json(nullptr) : json(g.gpu)}, {"qps", g.qps}, {"doorbells", g.doorbells.doorbells},
+              {"wqebbs", g.doorbells.wqebbs}, {"blueflame_doorbells", g.doorbells.blueflame}};
+    if (g.doorbells.last_ns > g.doorbells.first_ns)
+      o["doorbells_per_s"] = 1e9 * static_cast<double>(g.doorbells.doorbells) / static_cast<double>(g.doorbells.last_ns - g.doorbells.first_ns);
+    gpus.push_back(o);
+  }
+  j["gpus"] = gpus;
 
   json conns = json::array();
   for (const ConnectionRow& c : m.connections) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 #include <vector>
 
 #include "analysis/aggregates.h"
@@ -33,7 +34,7 @@ constexpr uint32_t kDaName = 10, kDaUint = 3, kDaInt = 4, kDaString = 6;
 constexpr uint64_t kExplicitOrdering = 3, kMergeNone = 2;
 
 void descriptor(ProtoWriter* w, uint64_t uuid, uint64_t parent, const std::string& name, const std::string& description,
-                int64_t rank, bool counter) {
+                int64_t rank, bool counter, const char* unit = "bytes/s") {
   size_t p = w->begin(kPacket);
   size_t td = w->begin(kTrackDescriptor);
   w->u64(kTdUuid, uuid);
@@ -45,7 +46,7 @@ void descriptor(ProtoWriter* w, uint64_t uuid, uint64_t parent, const std::strin
   w->u64(kTdMergeBehavior, kMergeNone);  // same-named siblings (e.g. two "main" threads) stay apart
   if (counter) {
     size_t c = w->begin(kTdCounter);
-    w->str(kCdUnitName, "bytes/s");
+    w->str(kCdUnitName, unit);
     w->end(c);
   }
   w->end(td);
@@ -89,6 +90,7 @@ class PerfettoFileSink : public FileSink {
       for (uint32_t id : ids) first_qp_ = std::min<size_t>(first_qp_, id), last = std::max<size_t>(last, id + 1);
     if (first_qp_ > last) first_qp_ = last = 0;
     qp_bins_.resize(last - first_qp_);
+    qp_doorbell_bins_.resize(last - first_qp_);
     bins_ = static_cast<size_t>((m_.end_ns - m_.start_ns) / out_->bin_ns()) + 1;
   }
   ~PerfettoFileSink() override { flush(); }
@@ -158,7 +160,43 @@ class PerfettoFileSink : public FileSink {
     end_event(te);
   }
 
+  void doorbell(const DoorbellRecord& r) override {
+    if (r.qp_id >= 0) {
+      std::vector<uint64_t>& bins = qp_doorbell_bins_[static_cast<size_t>(r.qp_id) - first_qp_];
+      if (bins.empty()) bins.assign(bins_, 0);
+      bins[bin_of(r.ts_ns)] += 1;
+    }
+    size_t te = begin_event(r.ts_ns, kInstant, track_uuid(TrackKind::gpu_doorbells, gpu_track_index(pid_, r.gpu)));
+    w_.str(kTeName, r.blueflame ? "BlueFlame doorbell" : "doorbell");
+    w_.str(kTeCategories, "gpu.doorbell");
+    annotation(&w_, "qp_num", r.qp_num);
+    annotation(&w_, "producer_index", r.producer_index);
+    annotation(&w_, "delta", r.delta);
+    if (r.kernel) annotation(&w_, "kernel", *r.kernel);
+    if (r.qp_id >= 0) {
+      const QpRow& q = m_.qps[static_cast<size_t>(r.qp_id)];
+      if (q.remote_qp_id != kNone)
+        annotation(&w_, "peer", process_label(m_.processes[m_.qps[static_cast<size_t>(q.remote_qp_id)].process_id]));
+    }
+    end_event(te);
+  }
+
+  void launch(const LaunchRecord& r) override {
+    const int64_t gpu = out_->has_gpu_track(pid_, r.gpu) ? r.gpu : -1;
+    size_t te = begin_event(r.ts_ns, kInstant, track_uuid(TrackKind::gpu_kernels, gpu_track_index(pid_, gpu)));
+    w_.str(kTeName, r.name ? "launch " + *r.name : std::string("launch"));
+    w_.str(kTeCategories, "gpu.launch");
+    annotation(&w_, "grid", std::to_string(r.grid[0]) + "x" + std::to_string(r.grid[1]) + "x" + std::to_string(r.grid[2]));
+    annotation(&w_, "block", std::to_string(r.block[0]) + "x" + std::to_string(r.block[1]) + "x" + std::to_string(r.block[2]));
+    annotation(&w_, "stream", r.stream);
+    if (r.result) annotation_i(&w_, "result", r.result);
+    if (gpu != r.gpu) annotation_i(&w_, "device", r.gpu);
+    end_event(te);
+  }
+
   void finish() override {
+    for (size_t i = 0; i < qp_doorbell_bins_.size(); ++i)
+      if (!qp_doorbell_bins_[i].empty()) emit_counter(track_uuid(TrackKind::qp_doorbells, first_qp_ + i), qp_doorbell_bins_[i]);
     // Bytes/s counters: per QP, then the process's sum.
     std::vector<uint64_t> process_bins;
     for (size_t i = 0; i < qp_bins_.size(); ++i) {
@@ -186,11 +224,14 @@ class PerfettoFileSink : public FileSink {
     w_.end(packet_);
     if (w_.size() >= (1u << 20)) flush();
   }
+  size_t bin_of(int64_t ts) const {
+    int64_t b = (ts - m_.start_ns) / out_->bin_ns();
+    return static_cast<size_t>(std::clamp<int64_t>(b, 0, static_cast<int64_t>(bins_) - 1));
+  }
   void count_bytes(int64_t qp, int64_t ts, uint64_t bytes) {
     std::vector<uint64_t>& bins = qp_bins_[static_cast<size_t>(qp) - first_qp_];
     if (bins.empty()) bins.assign(bins_, 0);
-    int64_t b = (ts - m_.start_ns) / out_->bin_ns();
-    bins[static_cast<size_t>(std::clamp<int64_t>(b, 0, static_cast<int64_t>(bins_) - 1))] += bytes;
+    bins[bin_of(ts)] += bytes;
   }
   void emit_counter(uint64_t track, const std::vector<uint64_t>& bins) {
     // A value where it changes (the counter holds until the next one), and 0 after the last bin.
@@ -219,7 +260,7 @@ class PerfettoFileSink : public FileSink {
   ProtoWriter w_;
   size_t packet_ = 0;
   size_t first_qp_ = 0, bins_ = 1;
-  std::vector<std::vector<uint64_t>> qp_bins_;
+  std::vector<std::vector<uint64_t>> qp_bins_, qp_doorbell_bins_;
 };
 
 }  // namespace
@@ -268,6 +309,26 @@ bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, std
                1000000 + q.qp_id, false);
     descriptor(&w, track_uuid(TrackKind::qp_bytes, q.qp_id), parent, "bytes/s QP " + std::to_string(q.qp_num),
                "bytes posted per second on this QP", 2000000 + q.qp_id, true);
+  }
+  // GPU-initiated work: a doorbell track and a kernel-launch track per (process, GPU) that has a
+  // GPU-initiated QP or launched kernels; a doorbells/s counter per GPU-initiated QP.
+  std::set<std::pair<uint32_t, int64_t>>& gpus = gpu_tracks_;
+  for (const QpRow& q : m.qps) {
+    if (!q.gpu_initiated) continue;
+    gpus.insert({q.process_id, q.gpu});
+    descriptor(&w, track_uuid(TrackKind::qp_doorbells, q.qp_id), track_uuid(TrackKind::process, q.process_id),
+               "doorbells/s QP " + std::to_string(q.qp_num), "doorbells per second its GPU rang on this QP", 3000000 + q.qp_id, true,
+               "doorbells/s");
+  }
+  for (const ProcessRow& p : m.processes)
+    if (p.file->events_by_type.count("cuda_launch")) gpus.insert({p.process_id, -1});
+  for (const auto& [pid, gpu] : gpus) {
+    const std::string g = gpu >= 0 ? "GPU " + std::to_string(gpu) : "GPU (host-memory queues)";
+    descriptor(&w, track_uuid(TrackKind::gpu_doorbells, gpu_track_index(pid, gpu)), track_uuid(TrackKind::process, pid), g + " doorbells",
+               "doorbells this process's GPU threads rang, as the profiler's poller saw them", 500000 + static_cast<int64_t>(gpu_track_index(pid, gpu)),
+               false);
+    descriptor(&w, track_uuid(TrackKind::gpu_kernels, gpu_track_index(pid, gpu)), track_uuid(TrackKind::process, pid), g + " kernel launches",
+               "kernel launches (at the launch call)", 600000 + static_cast<int64_t>(gpu_track_index(pid, gpu)), false);
   }
   append(w.buffer());
   if (!ok_) *error = "cannot write " + tmp_path_;

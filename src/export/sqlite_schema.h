@@ -17,7 +17,7 @@ CREATE TABLE port(device_id INTEGER, port INTEGER, lid INTEGER, gid TEXT, link_l
 CREATE TABLE qp(qp_id INTEGER PRIMARY KEY, process_id INTEGER, device TEXT, device_id INTEGER, qp_num INTEGER,
   type TEXT, state TEXT, port INTEGER, lid INTEGER, gid TEXT, remote_qp_num INTEGER, remote_lid INTEGER,
   remote_gid TEXT, remote_qp_id INTEGER, connection_id INTEGER, create_ts_ns INTEGER, destroy_ts_ns INTEGER,
-  handle INTEGER);
+  handle INTEGER, gpu_initiated INTEGER, gpu INTEGER, sq_addr INTEGER, log_sq_size INTEGER, uar_page INTEGER);
 CREATE TABLE connection(connection_id INTEGER PRIMARY KEY, qp_a INTEGER, qp_b INTEGER, process_a INTEGER,
   process_b INTEGER, host_a TEXT, host_b TEXT, type TEXT, ops_a_to_b INTEGER, bytes_a_to_b INTEGER,
   ops_b_to_a INTEGER, bytes_b_to_a INTEGER);
@@ -37,6 +37,15 @@ CREATE TABLE drops(process_id INTEGER, thread_id INTEGER, tid INTEGER, events_re
 CREATE TABLE damage(process_id INTEGER, file TEXT, offset INTEGER, bytes INTEGER, reason TEXT);
 CREATE TABLE skipped_file(reason TEXT);
 CREATE TABLE provider(process_id INTEGER, name TEXT, enabled INTEGER, detail TEXT);
+CREATE TABLE doorbell(doorbell_id INTEGER PRIMARY KEY, ts_ns INTEGER, process_id INTEGER, qp_id INTEGER, gpu INTEGER,
+  qp_num INTEGER, producer_index INTEGER, delta INTEGER, uar_page INTEGER, blueflame INTEGER, kernel TEXT);
+CREATE TABLE kernel_launch(launch_id INTEGER PRIMARY KEY, ts_ns INTEGER, process_id INTEGER, thread_id INTEGER,
+  gpu INTEGER, function INTEGER, name TEXT, entry TEXT, grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
+  block_x INTEGER, block_y INTEGER, block_z INTEGER, stream INTEGER, result INTEGER);
+CREATE TABLE gpu(process_id INTEGER, gpu INTEGER, qps INTEGER, doorbells INTEGER, wqebbs INTEGER, first_ts_ns INTEGER,
+  last_ts_ns INTEGER);
+CREATE TABLE qp_doorbells(qp_id INTEGER PRIMARY KEY, doorbells INTEGER, wqebbs INTEGER, blueflame INTEGER,
+  first_ts_ns INTEGER, last_ts_ns INTEGER);
 CREATE TABLE qp_stats(qp_id INTEGER, opcode TEXT, ops INTEGER, bytes INTEGER, PRIMARY KEY(qp_id, opcode));
 )sql";
 
@@ -45,6 +54,7 @@ CREATE INDEX op_by_process ON op(process_id, ts_ns);
 CREATE INDEX op_by_qp ON op(qp_id, ts_ns);
 CREATE INDEX op_by_flow ON op(flow_id) WHERE flow_id IS NOT NULL;
 CREATE INDEX completion_by_qp ON completion(qp_id, ts_ns);
+CREATE INDEX doorbell_by_qp ON doorbell(qp_id, ts_ns);
 CREATE INDEX completion_by_flow ON completion(flow_id) WHERE flow_id IS NOT NULL;
 )sql";
 

@@ -50,29 +50,47 @@ class SqlFileSink : public FileSink {
     errors_.push_back(r);
     if (errors_.size() >= kBatchRows) flush();
   }
+  void doorbell(const DoorbellRecord& r) override {
+    doorbells_.push_back(r);
+    if (doorbells_.size() >= kBatchRows) flush();
+  }
+  void launch(const LaunchRecord& r) override {
+    launches_.push_back(r);
+    if (launches_.size() >= kBatchRows) flush();
+  }
   void finish() override { flush(); }
 
  private:
   void flush() {
-    if (ops_.empty() && completions_.empty() && errors_.empty()) return;
+    if (ops_.empty() && completions_.empty() && errors_.empty() && doorbells_.empty() && launches_.empty()) return;
     std::lock_guard<std::mutex> g(db_->lock());
     db_->insert_ops(ops_);
     db_->insert_completions(completions_);
     db_->insert_errors(errors_);
-    ops_.clear(), completions_.clear(), errors_.clear();
+    db_->insert_doorbells(doorbells_);
+    db_->insert_launches(launches_);
+    ops_.clear(), completions_.clear(), errors_.clear(), doorbells_.clear(), launches_.clear();
   }
   SqliteExport* db_;
   std::vector<OpRecord> ops_;
   std::vector<CompletionRecord> completions_;
   std::vector<ErrorRecord> errors_;
+  std::vector<DoorbellRecord> doorbells_;
+  std::vector<LaunchRecord> launches_;
 };
+
+const char* launch_entry_name(uint64_t e) {
+  static const char* const kNames[] = {"?", "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cuGraphLaunch",
+                                       "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel"};
+  return e < sizeof kNames / sizeof kNames[0] ? kNames[e] : "?";
+}
 
 const char* memory_kind_name(uint64_t k) { return k == 0 ? "host" : k == 1 ? "gpu" : "unknown"; }
 
 }  // namespace
 
 SqliteExport::~SqliteExport() {
-  for (sqlite3_stmt* s : {op_, completion_, error_})
+  for (sqlite3_stmt* s : {op_, completion_, error_, doorbell_, launch_})
     if (s) sqlite3_finalize(s);
   if (db_) sqlite3_close(db_);
 }
@@ -104,7 +122,9 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
   };
   if (!prepare("INSERT INTO op VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &op_) ||
       !prepare("INSERT INTO completion VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &completion_) ||
-      !prepare("INSERT INTO error VALUES(?,?,?,?,?,?,?,?,?,?)", &error_))
+      !prepare("INSERT INTO error VALUES(?,?,?,?,?,?,?,?,?,?)", &error_) ||
+      !prepare("INSERT INTO doorbell VALUES(?,?,?,?,?,?,?,?,?,?,?)", &doorbell_) ||
+      !prepare("INSERT INTO kernel_launch VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &launch_))
     return false;
 
   sqlite3_stmt* s = nullptr;
@@ -136,7 +156,7 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
   stmt("INSERT INTO port VALUES(?,?,?,?,?)");
   for (const DeviceRow& d : m.devices)
     for (const PortRow& p : d.ports) Binder(s).i(d.device_id).u(p.port).u(p.lid).t(gid_text(p.gid_prefix, p.gid_iface)).u(p.link_layer).step();
-  stmt("INSERT INTO qp VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  stmt("INSERT INTO qp VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   for (const QpRow& q : m.qps) {
     Binder b(s);
     b.i(q.qp_id).i(q.process_id);
@@ -147,7 +167,10 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
     else b.null().null().null();
     b.id(q.remote_qp_id).id(q.connection_id).i(q.create_ns);
     if (q.destroy_ns) b.i(q.destroy_ns); else b.null();
-    b.u(q.handle).step();
+    b.u(q.handle).i(q.gpu_initiated);
+    if (q.gpu_initiated) b.id(q.gpu).u(q.sq_addr).u(q.log_sq_size).u(q.uar_page);
+    else b.null().null().null().null();
+    b.step();
   }
   stmt("INSERT INTO memory_region VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
   for (const MrRow& r : m.mrs) {
@@ -215,8 +238,40 @@ void SqliteExport::insert_errors(const std::vector<ErrorRecord>& rows) {
         .i(r.error).id(r.qp_id).step();
 }
 
+void SqliteExport::insert_doorbells(const std::vector<DoorbellRecord>& rows) {
+  for (const DoorbellRecord& r : rows) {
+    Binder b(doorbell_);
+    b.u(r.doorbell_id).i(r.ts_ns).i(r.process_id).id(r.qp_id).id(r.gpu).u(r.qp_num).u(r.producer_index).u(r.delta).u(r.uar_page)
+        .i(r.blueflame);
+    if (r.kernel) b.t(*r.kernel); else b.null();
+    b.step();
+  }
+}
+
+void SqliteExport::insert_launches(const std::vector<LaunchRecord>& rows) {
+  for (const LaunchRecord& r : rows) {
+    Binder b(launch_);
+    b.u(r.launch_id).i(r.ts_ns).i(r.process_id).id(r.thread_id).id(r.gpu).u(r.function);
+    if (r.name) b.t(*r.name); else b.null();
+    b.t(launch_entry_name(r.entry)).u(r.grid[0]).u(r.grid[1]).u(r.grid[2]).u(r.block[0]).u(r.block[1]).u(r.block[2]).u(r.stream)
+        .i(r.result).step();
+  }
+}
+
 bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::string* error) {
   sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(db_, "INSERT INTO gpu VALUES(?,?,?,?,?,?,?)", -1, &s, nullptr);
+  for (const GpuRow& g : agg.gpus)
+    Binder(s).i(g.process_id).id(g.gpu).u(g.qps).u(g.doorbells.doorbells).u(g.doorbells.wqebbs).i(g.doorbells.first_ns)
+        .i(g.doorbells.last_ns).step();
+  sqlite3_finalize(s);
+  sqlite3_prepare_v2(db_, "INSERT INTO qp_doorbells VALUES(?,?,?,?,?,?)", -1, &s, nullptr);
+  for (const QpRow& q : m.qps) {
+    const DoorbellCounters& d = agg.qp_doorbells[q.qp_id];
+    if (q.gpu_initiated || d.doorbells)
+      Binder(s).i(q.qp_id).u(d.doorbells).u(d.wqebbs).u(d.blueflame).i(d.first_ns).i(d.last_ns).step();
+  }
+  sqlite3_finalize(s);
   sqlite3_prepare_v2(db_, "INSERT INTO connection VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1, &s, nullptr);
   for (const ConnectionRow& c : m.connections) {
     const QpRow& a = m.qps[c.qp_a];
@@ -233,7 +288,7 @@ bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::
       if (agg.qp[q.qp_id].ops[i] || agg.qp[q.qp_id].bytes[i])
         Binder(s).i(q.qp_id).t(op_class_name(i)).u(agg.qp[q.qp_id].ops[i]).u(agg.qp[q.qp_id].bytes[i]).step();
   sqlite3_finalize(s);
-  for (sqlite3_stmt** st : {&op_, &completion_, &error_}) {
+  for (sqlite3_stmt** st : {&op_, &completion_, &error_, &doorbell_, &launch_}) {
     sqlite3_finalize(*st);
     *st = nullptr;
   }

@@ -30,6 +30,8 @@ class SqliteExport : public analysis::ExperimentSink {
   void insert_ops(const std::vector<analysis::OpRecord>& rows);
   void insert_completions(const std::vector<analysis::CompletionRecord>& rows);
   void insert_errors(const std::vector<analysis::ErrorRecord>& rows);
+  void insert_doorbells(const std::vector<analysis::DoorbellRecord>& rows);
+  void insert_launches(const std::vector<analysis::LaunchRecord>& rows);
   std::mutex& lock() { return mu_; }
 
  private:
@@ -38,6 +40,8 @@ class SqliteExport : public analysis::ExperimentSink {
   sqlite3_stmt* op_ = nullptr;
   sqlite3_stmt* completion_ = nullptr;
   sqlite3_stmt* error_ = nullptr;
+  sqlite3_stmt* doorbell_ = nullptr;
+  sqlite3_stmt* launch_ = nullptr;
   std::string path_, tmp_path_;
   std::mutex mu_;
 };

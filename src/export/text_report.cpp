@@ -98,6 +98,27 @@ std::string render_text_report(const json& a, size_t top) {
       human_bytes(double(u(im, "heaviest_pair_bytes"))).c_str(), d(im, "heaviest_over_mean_pair"),
       human_bytes(d(im, "mean_pair_bytes")).c_str());
 
+  // GPU-initiated RDMA: doorbells per GPU, and what the hijack cost.
+  if (a.contains("gpus") && !a["gpus"].empty()) {
+    add(&out, "\nGPU-initiated (doorbells the GPUs rang, seen by the profiler's pollers):\n");
+    for (const json& g : a["gpus"])
+      add(&out, "  %-10s %-6s %3" PRIu64 " QPs %10" PRIu64 " doorbells %10" PRIu64 " WQEBBs  %s\n", s(g, "label").c_str(),
+          g["gpu"].is_null() ? "host-q" : ("GPU " + std::to_string(u(g, "gpu"))).c_str(), u(g, "qps"), u(g, "doorbells"),
+          u(g, "wqebbs"), g.contains("doorbells_per_s") ? (std::to_string(uint64_t(d(g, "doorbells_per_s"))) + " doorbells/s").c_str() : "");
+  }
+  for (const json& p : procs) {
+    if (!p.contains("gpu_doorbells")) continue;
+    const json& h = p["gpu_doorbells"];
+    add(&out, "  %-10s doorbell pages hijacked %" PRIu64 ", not hijacked %" PRIu64 ", left alone (doorbells off) %" PRIu64
+              "; %" PRIu64 " kernel launches",
+        s(p, "label").c_str(), u(h, "pages_hijacked"), u(h, "pages_not_hijacked"), u(h, "pages_with_doorbells_off"), u(h, "kernel_launches"));
+    if (u(h, "poller_wall_ns"))
+      add(&out, "; pollers: %" PRIu64 ", CPU %.0f %% of their time", u(h, "pollers"),
+          100.0 * double(u(h, "poller_cpu_ns")) / double(u(h, "poller_wall_ns")));
+    if (u(h, "doorbells_on_unknown_qps")) add(&out, "; %" PRIu64 " doorbells on QPs not created in the trace", u(h, "doorbells_on_unknown_qps"));
+    add(&out, "\n");
+  }
+
   out += render_layer_report(a);
   add(&out, "\nerrors: %" PRIu64 "\n", u(a, "errors"));
   if (a.contains("error_kinds"))

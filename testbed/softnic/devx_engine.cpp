@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "devx.hpp"
+#include "transport_api.hpp"
 #include "cuda_driver.hpp"
 #include "mlx5/wqe.hpp"
 #include "mlx5/wqe_parse.hpp"
@@ -242,7 +243,7 @@ bool execute(Qp* q) {
         d.wr.wr_id = p.seq;
         p.posted_ns = now_ns();
         ibv_send_wr* bad = nullptr;
-        if (int err = ibv_post_send(q->qp, &d.wr, &bad)) {
+        if (int err = transport::post_send(q->qp, &d.wr, &bad)) {
           log("qp 0x%x: WQE %u: post failed (%d)", q->qpn, p.idx, err);
           p.done = true;
           p.syndrome = err == ENOMEM ? m5::kSyndLocalLengthErr : m5::kSyndLocalQpOpErr;
@@ -291,7 +292,7 @@ bool complete(Qp* q, std::vector<Emitted>& out) {
   bool any = false;
   ibv_wc wc[32];
   int k;
-  while ((k = ibv_poll_cq(q->icq, 32, wc)) > 0) {
+  while ((k = transport::poll_cq(q->icq, 32, wc)) > 0) {
     any = true;
     for (int i = 0; i < k; ++i) {
       uint64_t base = q->pending.front().seq;
@@ -318,7 +319,7 @@ bool complete(Qp* q, std::vector<Emitted>& out) {
       q->state = 6;  // ERR
       ibv_qp_attr a{};
       a.qp_state = IBV_QPS_ERR;
-      ibv_modify_qp(q->qp, &a, IBV_QP_STATE);  // flushes what is still queued
+      transport::modify_qp(q->qp, &a, IBV_QP_STATE);  // flushes what is still queued
     } else if (q->in_error && !p.syndrome) {
       p.syndrome = m5::kSyndWrFlushErr;
     }

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "devx.hpp"
+#include "transport_api.hpp"
 #include "cuda_driver.hpp"
 #include "exports.hpp"
 #include "mlx5/prm.hpp"
@@ -202,7 +203,7 @@ mlx5dv_devx_obj* create_qp(ibv_context* ctx, const void* in, void* out, size_t o
   if (!scq) return bad(0x28, "CREATE_QP: cqn_snd is not a devx CQ");
 
   uint32_t sq_size = 1u << log_sq;
-  ibv_cq* icq = ibv_create_cq(ctx, int(2 * sq_size + 16), nullptr, nullptr, 0);
+  ibv_cq* icq = transport::create_cq(ctx, int(2 * sq_size + 16));
   if (!icq) return bad(0x29, "CREATE_QP: no internal CQ");
   ibv_qp_init_attr ia{};
   ia.send_cq = icq;
@@ -214,9 +215,9 @@ mlx5dv_devx_obj* create_qp(ibv_context* ctx, const void* in, void* out, size_t o
   ia.cap.max_send_sge = 30;
   ia.cap.max_recv_sge = 1;
   ia.cap.max_inline_data = 1024;
-  ibv_qp* iqp = ibv_create_qp(pd, &ia);
+  ibv_qp* iqp = transport::create_qp(pd, &ia);
   if (!iqp) {
-    ibv_destroy_cq(icq);
+    transport::destroy_cq(icq);
     return bad(0x2a, "CREATE_QP: no internal QP");
   }
   auto* qp = new Qp;
@@ -317,7 +318,7 @@ int modify_qp(Qp* qp, const void* in, void* out, size_t outlen) {
     default:
       return fail(out, outlen, prm::kStatusBadOp, 0x32, "modify: command not emulated");
   }
-  if (int err = ibv_modify_qp(qp->qp, &a, mask)) {
+  if (int err = transport::modify_qp(qp->qp, &a, mask)) {
     (void)err;
     return fail(out, outlen, prm::kStatusBadResourceState, 0x33, "modify: invalid transition or attributes");
   }
@@ -532,8 +533,8 @@ SOFTNIC_EXPORT int mlx5dv_devx_obj_destroy(mlx5dv_devx_obj* obj) {
   } else {
     Qp* q = obj->qp;
     print_qp_stats(q);
-    if (int err = ibv_destroy_qp(q->qp)) return err;
-    ibv_destroy_cq(q->icq);
+    if (int err = softnic::transport::destroy_qp(q->qp)) return err;
+    softnic::transport::destroy_cq(q->icq);
     auto& v = qps();
     v.erase(std::remove(v.begin(), v.end(), q), v.end());
     q->scq->refs--;

@@ -1,6 +1,7 @@
 // Data-path verbs: decode ibv_send_wr / ibv_recv_wr / ibv_qp_ex wr_* calls into engine
 // operations (SendOp), and hand completions back through ibv_poll_cq and ibv_cq_ex.
 #include "verbs_datapath.hpp"
+#include "transport_api.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -388,3 +389,9 @@ void install_cq_ex_ops(Cq* cq) {
 }
 
 }  // namespace softnic
+
+// softnic's transport interface (transport_api.hpp): the data path itself, not the ops table.
+namespace softnic::transport {
+int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) { return softnic::post_send(qp, wr, bad_wr); }
+int poll_cq(ibv_cq* cq, int n, ibv_wc* wc) { return softnic::poll_cq(cq, n, wc); }
+}  // namespace softnic::transport

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -179,6 +181,53 @@ INSTANTIATE_TEST_SUITE_P(ResolutionAndMode, DoorbellHijack,
                          ::testing::Values(ClientCase{"link", "simple"}, ClientCase{"proc", "simple"}, ClientCase{"link", "full"},
                                            ClientCase{"proc", "full"}),
                          [](const auto& info) { return std::string(info.param.resolve) + "_" + info.param.mode; });
+
+// What `sigmatrace analyze` makes of it: the GPU-initiated QPs paired across the connection, every
+// doorbell in the doorbell table (attributed to its QP and to the kernel launched), the per-GPU
+// totals in aggregate.json and the summary.
+TEST(DoorbellAnalysis, EveryDoorbellIsInTheOutputsWithItsQpPeerAndKernel) {
+  TempDir t;
+  const int qps = 2, ops = 120;
+  ClientRun r = run_client({"--resolve", "proc", "--qps", std::to_string(qps), "--ops", std::to_string(ops)}, "simple", t / "exp");
+  expect_same_output(r);
+  const std::string st = build_path("bin/sigmatrace"), dir = t / "exp";
+  ProcessResult a = run_process({st, "analyze", dir});
+  ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+  EXPECT_NE(a.out.find("GPU-initiated"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find(std::to_string(qps * ops) + " doorbells"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("doorbell pages hijacked " + std::to_string(qps)), std::string::npos) << a.out;
+  auto sql = [&](const std::string& q) {
+    ProcessResult s = run_process({st, "sql", "--csv", dir, q});
+    EXPECT_EQ(s.exit_code, 0) << s.err;
+    return s.out;
+  };
+  // Per QP: ops doorbells, producer indices 1..ops, all during put_quiet_kernel.
+  EXPECT_EQ(sql("SELECT count(*), sum(delta), min(producer_index), max(producer_index), min(kernel), count(DISTINCT qp_id) "
+                "FROM doorbell GROUP BY qp_id ORDER BY qp_id"),
+            "count(*),sum(delta),min(producer_index),max(producer_index),min(kernel),count(DISTINCT qp_id)\n" +
+                [&] {
+                  std::string rows;
+                  for (int q = 0; q < qps; ++q)
+                    rows += std::to_string(ops) + "," + std::to_string(ops) + ",1," + std::to_string(ops) + ",put_quiet_kernel,1\n";
+                  return rows;
+                }());
+  // Only the devx QPs (no verbs QP of the emulator's), all paired into connections.
+  EXPECT_EQ(sql("SELECT count(*), sum(gpu_initiated), sum(remote_qp_id IS NOT NULL) FROM qp"),
+            "count(*),sum(gpu_initiated),sum(remote_qp_id IS NOT NULL)\n" + std::to_string(2 * qps) + "," + std::to_string(2 * qps) + "," +
+                std::to_string(2 * qps) + "\n");
+  EXPECT_EQ(sql("SELECT count(*) FROM connection"), "count(*)\n" + std::to_string(qps) + "\n");
+  EXPECT_EQ(sql("SELECT sum(doorbells), sum(wqebbs), sum(qps) FROM gpu"),
+            "sum(doorbells),sum(wqebbs),sum(qps)\n" + std::to_string(qps * ops) + "," + std::to_string(qps * ops) + "," +
+                std::to_string(2 * qps) + "\n");
+  EXPECT_EQ(sql("SELECT name, entry, grid_x, block_x FROM kernel_launch"), "name,entry,grid_x,block_x\nput_quiet_kernel,cuLaunchKernel," +
+                                                                            std::to_string(qps) + ",32\n");
+  // The timeline has the GPU's doorbell and launch tracks and a doorbell-rate counter per QP.
+  std::ifstream f(dir + "/trace.pftrace", std::ios::binary);
+  const std::string pf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (const char* name : {"GPU (host-memory queues) doorbells", "GPU (host-memory queues) kernel launches", "doorbells/s QP",
+                           "launch put_quiet_kernel", "producer_index"})
+    EXPECT_NE(pf.find(name), std::string::npos) << name;
+}
 
 TEST(DoorbellHijackModes, DoorbellsOffLeavesTheMappingAloneAndStillRecordsTheSetUp) {
   TempDir t;
