@@ -2,8 +2,9 @@
 //   "... QP 0x<qpn>: <n> WQEBBs posted, one doorbell each"
 // in the given logs, the trace of that process must hold exactly n doorbells on QP qpn, with
 // producer indices 1..n (mod 2^16), each announcing one WQEBB; the QP must have been created
-// with devx (its GPU named when its queue is in GPU memory), its doorbell page hijacked, and a
-// kernel launch must precede its first doorbell. Used by the GPU tests (testbed/gda); prints one
+// with devx (its GPU named when its queue is in GPU memory) and connected to a devx QP of another
+// traced process (its peer), its doorbell page hijacked, and a kernel launch must precede its
+// first doorbell (the kernel's name is printed when the driver gave one). Used by the GPU tests (testbed/gda); prints one
 // line per QP and exits 1 on any mismatch.
 //   doorbell_trace_check [--lookups] EXPERIMENT_DIR LOG...
 // --lookups also lists the driver functions the programs looked up by name that the profiler
@@ -86,15 +87,31 @@ int main(int argc, char** argv) {
     uint64_t hijacked = 0;
     for (const VerbsEvent* e : owner->of(EventType::gpu_uar_map))
       hijacked += (*e)[2] == (*created)[12] && (*e)[6] == uint64_t(UarMapOutcome::hijacked);
-    uint64_t launched_before = 0;
-    for (const VerbsEvent* e : owner->of(EventType::cuda_launch)) launched_before += !dbs.empty() && e->tsc < dbs[0]->tsc;
+    uint64_t launched_before = 0, kernel_fn = 0;
+    for (const VerbsEvent* e : owner->of(EventType::cuda_launch))
+      if (!dbs.empty() && e->tsc < dbs[0]->tsc) ++launched_before, kernel_fn = (*e)[0];
+    std::string kernel = "?";
+    for (const VerbsEvent* e : owner->of(EventType::cuda_function))
+      if ((*e)[0] == kernel_fn && !e->bytes.empty()) kernel = e->bytes;
+    // The peer: INIT2RTR's remote QPN names a devx QP of another traced process.
+    std::string peer;
+    for (const VerbsEvent* e : owner->of(EventType::devx_qp_modify))
+      if ((*e)[1] == qpn && (*e)[2] == 0x503)
+        for (const ProcessEvents& p : procs)
+          if (&p != owner)
+            for (const VerbsEvent* c : p.of(EventType::devx_qp_create))
+              if ((*c)[2] == (*e)[3]) peer = p.path.substr(p.path.rfind('/') + 1) + " QP 0x" + [&] {
+                char b[16];
+                snprintf(b, sizeof b, "%" PRIx64, (*e)[3]);
+                return std::string(b);
+              }();
     const int64_t gpu = int64_t((*created)[16]);
-    const bool ok = dbs.size() == n && consecutive == n && wqebbs == n && hijacked >= 1 && launched_before >= 1;
-    printf("QP 0x%" PRIx64 " (%s, %s memory%s): %" PRIu64 " WQEBBs posted, %zu doorbells recorded, %" PRIu64
-           " consecutive, %" PRIu64 " WQEBBs announced, page hijacked %" PRIu64 "x, %" PRIu64 " launches before: %s\n",
+    const bool ok = dbs.size() == n && consecutive == n && wqebbs == n && hijacked >= 1 && launched_before >= 1 && !peer.empty();
+    printf("QP 0x%" PRIx64 " (%s, %s memory%s, peer %s): %" PRIu64 " WQEBBs posted, %zu doorbells recorded, %" PRIu64
+           " consecutive, %" PRIu64 " WQEBBs announced, page hijacked %" PRIu64 "x, %" PRIu64 " launches before (kernel %s): %s\n",
            qpn, owner->path.substr(owner->path.rfind('/') + 1).c_str(), (*created)[15] == 1 ? "GPU" : "host",
-           gpu >= 0 ? (", GPU " + std::to_string(gpu)).c_str() : "", n, dbs.size(), consecutive, wqebbs, hijacked, launched_before,
-           ok ? "ok" : "MISMATCH");
+           gpu >= 0 ? (", GPU " + std::to_string(gpu)).c_str() : "", peer.empty() ? "NOT FOUND" : peer.c_str(), n, dbs.size(),
+           consecutive, wqebbs, hijacked, launched_before, kernel.c_str(), ok ? "ok" : "MISMATCH");
     bad += !ok;
   }
   // What the pollers cost: CPU time over their lifetime, per doorbell page (one page each here).

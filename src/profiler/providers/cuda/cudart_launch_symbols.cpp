@@ -1,9 +1,10 @@
-// Kernel launches through the shared CUDA runtime (libcudart.so.13). Since CUDA 13 a <<<>>> launch
-// compiles to __cudaLaunchKernel(cudaKernel_t, ...), which the runtime carries out through the
-// driver's private interface, not through a driver entry point the cuda provider wraps; so the
-// runtime's own launch functions are wrapped here. A program linked with the static runtime
-// (NCCL, NVSHMEM) launches entirely inside itself: its launches are not seen (docs/gpu-doorbells.md),
-// while its doorbells are, with their QP and GPU.
+// Kernel launches through the shared CUDA runtime (libcudart.so.13): since CUDA 13 a <<<>>> launch
+// compiles to __cudaLaunchKernel(cudaKernel_t, ...), and cudaLaunchKernel & co. are the runtime's
+// other launch functions. They are wrapped so that a launch is recorded with its runtime entry
+// point and kernel name even where the runtime carries it out without a driver entry point the
+// cuda provider wraps. The statically linked runtime (NCCL, NVSHMEM) cannot be interposed this
+// way; on the H200 it launched through the driver entry points it got from cuGetProcAddress,
+// which are wrapped (cuda_launch_symbols.cpp). A launch that reaches both is recorded once.
 #include "profiler/providers/cuda/cuda_driver.h"
 #include "profiler/providers/cuda/cuda_launch.h"
 #include "profiler/providers/cuda/cuda_state.h"
