@@ -37,7 +37,12 @@ void name_once(uintptr_t f, NameOf name_of) {
   }
 }
 
-const char* driver_function_name(uintptr_t f) { return function_name(reinterpret_cast<CUfunction>(f)); }
+// A driver launch takes a CUfunction or, since CUDA 12, a library kernel (CUkernel) cast to one:
+// what the statically linked runtime passes.
+const char* driver_function_name(uintptr_t f) {
+  const char* name = function_name(reinterpret_cast<CUfunction>(f));
+  return name ? name : kernel_name(reinterpret_cast<const void*>(f));
+}
 
 }  // namespace
 
