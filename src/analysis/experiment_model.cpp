@@ -224,6 +224,38 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
       m.devices.push_back(d);
       return m.devices.back();
     };
+    // QPs of both kinds (verbs, devx): created, connected, destroyed by number.
+    auto new_qp = [&](const ControlEvent& c, int64_t ns, uint64_t context, uint64_t handle, uint64_t qp_num) {
+      QpRow q;
+      q.qp_id = static_cast<uint32_t>(m.qps.size());
+      q.process_id = p.process_id;
+      q.context = context;
+      q.handle = handle;
+      q.qp_num = static_cast<uint32_t>(qp_num);
+      q.create_tsc = c.tsc;
+      q.create_ns = ns;
+      q.device_id = device_for(context).device_id;
+      q.port = 1;
+      return q;
+    };
+    auto add_qp = [&](const QpRow& q) {
+      live_qp[q.qp_num] = q.qp_id;
+      p.qps_by_num[q.qp_num].push_back(q.qp_id);
+      m.qps.push_back(q);
+    };
+    auto set_remote = [](QpRow& q, uint64_t qp_num, uint64_t lid, uint64_t gid_prefix, uint64_t gid_iface) {
+      q.has_remote = true;
+      q.dest_qp_num = qp_num;
+      q.remote_lid = lid;
+      q.remote_gid_prefix = gid_prefix;
+      q.remote_gid_iface = gid_iface;
+    };
+    auto destroy_qp = [&](uint64_t qp_num, int64_t ns) {
+      auto it = live_qp.find(static_cast<uint32_t>(qp_num));
+      if (it == live_qp.end()) return;
+      m.qps[it->second].destroy_ns = ns;
+      live_qp.erase(it);
+    };
     for (const ControlEvent& c : ev) {
       int64_t ns = p.clock.to_ns(c.tsc);
       switch (static_cast<EventType>(c.type)) {
@@ -243,20 +275,9 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
           break;
         }
         case EventType::ibv_qp_create: {
-          QpRow q;
-          q.qp_id = static_cast<uint32_t>(m.qps.size());
-          q.process_id = p.process_id;
-          q.context = c.v[0];
-          q.handle = c.v[2];
-          q.qp_num = static_cast<uint32_t>(c.v[3]);
+          QpRow q = new_qp(c, ns, c.v[0], c.v[2], c.v[3]);
           q.qp_type = c.v[4];
-          q.create_tsc = c.tsc;
-          q.create_ns = ns;
-          q.device_id = device_for(c.v[0]).device_id;
-          q.port = 1;
-          live_qp[q.qp_num] = q.qp_id;
-          p.qps_by_num[q.qp_num].push_back(q.qp_id);
-          m.qps.push_back(q);
+          add_qp(q);
           break;
         }
         case EventType::ibv_qp_modify: {
@@ -269,46 +290,23 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
           if ((mask & kPort) && c.v[3]) q.port = c.v[3];
           // The remote address comes with the RTR transition (IBV_QP_AV | IBV_QP_DEST_QPN); a provider
           // that leaves attr_mask 0 still gives dest_qp_num, so a non-zero one is taken too.
-          if ((mask & (kAv | kDestQpn)) || c.v[4]) {
-            q.has_remote = true;
-            q.dest_qp_num = c.v[4];
-            q.remote_lid = c.v[5];
-            q.remote_gid_prefix = c.v[6];
-            q.remote_gid_iface = c.v[7];
-          }
+          if ((mask & (kAv | kDestQpn)) || c.v[4]) set_remote(q, c.v[4], c.v[5], c.v[6], c.v[7]);
           break;
         }
-        case EventType::ibv_qp_destroy: {
-          auto it = live_qp.find(static_cast<uint32_t>(c.v[0]));
-          if (it == live_qp.end()) break;
-          m.qps[it->second].destroy_ns = ns;
-          live_qp.erase(it);
-          break;
-        }
+        case EventType::ibv_qp_destroy: destroy_qp(c.v[0], ns); break;
         case EventType::devx_qp_create: {
           // context obj qp_num service_type pd log_sq log_rq sq_umem sq_off sq_addr dbr_umem dbr_off uar_page
           // send_cqn recv_cqn memory_kind gpu_ordinal status syndrome
           if (!c.v[2]) break;  // the command failed
-          QpRow q;
-          q.qp_id = static_cast<uint32_t>(m.qps.size());
-          q.process_id = p.process_id;
-          q.context = c.v[0];
-          q.handle = c.v[1];
-          q.qp_num = static_cast<uint32_t>(c.v[2]);
+          QpRow q = new_qp(c, ns, c.v[0], c.v[1], c.v[2]);
           constexpr uint64_t kRc = 2, kUc = 3, kUd = 4;  // ibv_qp_type of the PRM service types RC, UC, UD
           q.qp_type = c.v[3] == 0 ? kRc : c.v[3] == 1 ? kUc : c.v[3] == 2 ? kUd : 0;
-          q.create_tsc = c.tsc;
-          q.create_ns = ns;
-          q.device_id = device_for(c.v[0]).device_id;
-          q.port = 1;
           q.gpu_initiated = true;
           q.log_sq_size = c.v[5];
           q.sq_addr = c.v[9];
           q.uar_page = c.v[12];
           q.gpu = c.v[15] == static_cast<uint64_t>(format::MemoryKind::gpu) ? static_cast<int64_t>(c.v[16]) : -1;
-          live_qp[q.qp_num] = q.qp_id;
-          p.qps_by_num[q.qp_num].push_back(q.qp_id);
-          m.qps.push_back(q);
+          add_qp(q);
           break;
         }
         case EventType::devx_qp_modify: {
@@ -322,22 +320,12 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
           else if (c.v[2] == kRtr2Rts) q.state = 3;
           else if (c.v[2] == k2Err) q.state = 6;
           else if (c.v[2] == k2Rst) q.state = 0;
-          if (c.v[2] == kInit2Rtr) {
-            q.has_remote = true;
-            q.dest_qp_num = c.v[3];
-            q.remote_lid = c.v[4];
-            q.remote_gid_prefix = c.v[5];
-            q.remote_gid_iface = c.v[6];
-          }
+          if (c.v[2] == kInit2Rtr) set_remote(q, c.v[3], c.v[4], c.v[5], c.v[6]);
           break;
         }
         case EventType::devx_obj_destroy: {
           constexpr uint64_t kCreateQp = 0x500;
-          if (c.v[1] != kCreateQp) break;
-          auto it = live_qp.find(static_cast<uint32_t>(c.v[2]));
-          if (it == live_qp.end()) break;
-          m.qps[it->second].destroy_ns = ns;
-          live_qp.erase(it);
+          if (c.v[1] == kCreateQp) destroy_qp(c.v[2], ns);
           break;
         }
         case EventType::cuda_function: p.kernel_names[c.v[0]] = c.name; break;

@@ -120,22 +120,8 @@ int main(int argc, char** argv) {
   const unsigned char uuid[16] = {0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, 0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9};
   HOST_REQUIRE(d.export_table(&table, uuid) == 0);
 
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
-  HOST_REQUIRE(list && n > 0);
-  g_ctx = ibv_open_device(list[0]);
-  HOST_REQUIRE(g_ctx);
-  ibv_port_attr pa{};
-  HOST_REQUIRE(ibv_query_port(g_ctx, 1, &pa) == 0);
-  g_lid = pa.lid;
-  ibv_pd* pd = ibv_alloc_pd(g_ctx);
-  HOST_REQUIRE(pd);
-  mlx5dv_pd dvpd{};
-  mlx5dv_obj obj{};
-  obj.pd.in = pd;
-  obj.pd.out = &dvpd;
-  HOST_REQUIRE(mlx5dv_init_obj(&obj, MLX5DV_OBJ_PD) == 0);
-  g_pdn = dvpd.pdn;
+  ibv_device** list = nullptr;
+  ibv_pd* pd = open_host_device(&list);
 
   // QP pairs in loopback: a[i] sends, b[i] is its peer.
   std::vector<Endpoint> a(static_cast<size_t>(qps)), b(static_cast<size_t>(qps));

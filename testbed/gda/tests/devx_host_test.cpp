@@ -126,23 +126,8 @@ static void check_dump_on_signal(const Endpoint& e) {
 
 int main() {
   check_layouts();
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
-  REQUIRE(list && n > 0);
-  CHECK(mlx5dv_is_supported(list[0]));
-  g_ctx = ibv_open_device(list[0]);
-  REQUIRE(g_ctx);
-  ibv_port_attr pa{};
-  REQUIRE(ibv_query_port(g_ctx, 1, &pa) == 0);
-  g_lid = pa.lid;
-  ibv_pd* pd = ibv_alloc_pd(g_ctx);
-  REQUIRE(pd);
-  mlx5dv_pd dvpd{};
-  mlx5dv_obj obj{};
-  obj.pd.in = pd;
-  obj.pd.out = &dvpd;
-  REQUIRE(mlx5dv_init_obj(&obj, MLX5DV_OBJ_PD) == 0);
-  g_pdn = dvpd.pdn;
+  ibv_device** list = nullptr;
+  ibv_pd* pd = open_host_device(&list);
 
   // QUERY_HCA_CAP: general and atomic subsets.
   {

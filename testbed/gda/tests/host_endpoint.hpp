@@ -64,6 +64,29 @@ inline ibv_context* g_ctx;
 inline uint32_t g_pdn;
 inline uint16_t g_lid;
 
+// Opens the first device (softnic's), its port 1 and a PD, and sets g_ctx, g_lid and g_pdn.
+inline ibv_pd* open_host_device(ibv_device*** list_out) {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  HOST_REQUIRE(list && n > 0);
+  HOST_CHECK(mlx5dv_is_supported(list[0]));
+  g_ctx = ibv_open_device(list[0]);
+  HOST_REQUIRE(g_ctx);
+  ibv_port_attr pa{};
+  HOST_REQUIRE(ibv_query_port(g_ctx, 1, &pa) == 0);
+  g_lid = pa.lid;
+  ibv_pd* pd = ibv_alloc_pd(g_ctx);
+  HOST_REQUIRE(pd);
+  mlx5dv_pd dvpd{};
+  mlx5dv_obj obj{};
+  obj.pd.in = pd;
+  obj.pd.out = &dvpd;
+  HOST_REQUIRE(mlx5dv_init_obj(&obj, MLX5DV_OBJ_PD) == 0);
+  g_pdn = dvpd.pdn;
+  *list_out = list;
+  return pd;
+}
+
 inline void create_endpoint(Endpoint& e, bool collapsed) {
   e.collapsed = collapsed;
   e.sq_bytes = size_t(m5::kWqeBbSize) << e.log_sq;

@@ -56,46 +56,50 @@ struct Object {
   uint16_t command;
   uint32_t id;
 };
-constexpr size_t kMaxUmems = 4096, kMaxObjects = 8192;
+// A fixed table of what devx handed out, keyed by handle (control path, under g_mutex).
+template <typename Row, size_t N>
+struct HandleTable {
+  Row rows[N];
+  size_t count = 0;
+  void add(const Row& r) {
+    if (count < N) rows[count++] = r;
+  }
+  // The row of handle, removed; fallback when there is none.
+  Row take(uintptr_t handle, const Row& fallback) {
+    for (size_t i = 0; i < count; ++i)
+      if (rows[i].handle == handle) {
+        Row r = rows[i];
+        rows[i] = rows[--count];
+        return r;
+      }
+    return fallback;
+  }
+};
 std::mutex g_mutex;
-Umem g_umems[kMaxUmems];
-size_t g_umem_count = 0;
-Object g_objects[kMaxObjects];
-size_t g_object_count = 0;
+HandleTable<Umem, 4096> g_umems;
+HandleTable<Object, 8192> g_objects;
 
 void add_umem(const Umem& u) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_umem_count < kMaxUmems) g_umems[g_umem_count++] = u;
+  g_umems.add(u);
 }
 Umem take_umem(uintptr_t handle) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  for (size_t i = 0; i < g_umem_count; ++i)
-    if (g_umems[i].handle == handle) {
-      Umem u = g_umems[i];
-      g_umems[i] = g_umems[--g_umem_count];
-      return u;
-    }
-  return Umem{handle, 0, 0, format::MemoryKind::unknown, -1};
+  return g_umems.take(handle, Umem{handle, 0, 0, format::MemoryKind::unknown, -1});
 }
 bool find_umem(uint32_t id, Umem* out) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  for (size_t i = 0; i < g_umem_count; ++i)
-    if (g_umems[i].id == id) return *out = g_umems[i], true;
+  for (size_t i = 0; i < g_umems.count; ++i)
+    if (g_umems.rows[i].id == id) return *out = g_umems.rows[i], true;
   return false;
 }
 void add_object(const Object& o) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_object_count < kMaxObjects) g_objects[g_object_count++] = o;
+  g_objects.add(o);
 }
 Object take_object(uintptr_t handle) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  for (size_t i = 0; i < g_object_count; ++i)
-    if (g_objects[i].handle == handle) {
-      Object o = g_objects[i];
-      g_objects[i] = g_objects[--g_object_count];
-      return o;
-    }
-  return Object{handle, 0, 0};
+  return g_objects.take(handle, Object{handle, 0, 0});
 }
 
 void after_umem_reg(ibv_context* ctx, mlx5dv_devx_umem* umem, void* addr, size_t size, uint32_t access, bool dmabuf, int saved_errno) {
