@@ -44,18 +44,15 @@ std::string gid_text(uint64_t prefix, uint64_t iface) {
 }
 
 const std::string* ProcessRow::kernel_at(uint64_t tsc, int64_t gpu) const {
-  auto end = std::upper_bound(launches.begin(), launches.end(), tsc, [](uint64_t t, const Launch& l) { return t < l.tsc; });
-  const Launch* any = nullptr;
-  for (auto it = end; it != launches.begin();) {
-    --it;
-    if (it->gpu == gpu || gpu < 0) {
-      any = &*it;
-      break;
-    }
-    if (!any) any = &*it;
-  }
-  if (!any) return nullptr;
-  auto n = kernel_names.find(any->function);
+  auto last_before = [tsc](const std::vector<Launch>& v) -> const Launch* {
+    auto it = std::upper_bound(v.begin(), v.end(), tsc, [](uint64_t t, const Launch& l) { return t < l.tsc; });
+    return it == v.begin() ? nullptr : &*(it - 1);
+  };
+  const Launch* l = nullptr;
+  if (auto on = launches_on.find(gpu); gpu >= 0 && on != launches_on.end()) l = last_before(on->second);
+  if (!l) l = last_before(launches);
+  if (!l) return nullptr;
+  auto n = kernel_names.find(l->function);
   return n == kernel_names.end() ? nullptr : &n->second;
 }
 
@@ -330,7 +327,10 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
         }
         case EventType::cuda_function: p.kernel_names[c.v[0]] = c.name; break;
         case EventType::cuda_launch:
-          if (c.v[11] == 0) p.launches.push_back({c.tsc, static_cast<int64_t>(c.v[2]), c.v[0]});
+          if (c.v[11] == 0) {
+            p.launches.push_back({c.tsc, c.v[0]});
+            p.launches_on[static_cast<int64_t>(c.v[2])].push_back({c.tsc, c.v[0]});
+          }
           break;
         case EventType::ibv_mr_reg: {
           MrRow r;

@@ -104,10 +104,10 @@ struct ProcessRow {
   // recorded by a poller thread can come before its kernel's launch in file order).
   struct Launch {
     uint64_t tsc;
-    int64_t gpu;
     uint64_t function;
   };
-  std::vector<Launch> launches;
+  std::vector<Launch> launches;                                   // on any GPU
+  std::unordered_map<int64_t, std::vector<Launch>> launches_on;  // per GPU ordinal
   // The name of the kernel launched last before tsc on gpu (on any GPU when gpu < 0 or none was
   // launched there); null when unknown.
   const std::string* kernel_at(uint64_t tsc, int64_t gpu) const;

@@ -132,11 +132,11 @@ void configure_hijack(const Config& config, const std::atomic<bool>* active) {
 
 void after_host_register(const DriverCalls& d, void* p, size_t bytes, unsigned flags, cuda::CUresult result) {
   UarPage uar;
-  g_driver = d;
   const auto addr = reinterpret_cast<uintptr_t>(p);
   if (!find_uar(addr, 0, &uar)) return;
   const uintptr_t ctx = current_context(d);
   std::lock_guard<std::mutex> lock(g_mutex);
+  g_driver = d;
   uint32_t refs = 0;
   if (result == cuda::kSuccess && g_reg_count < kMaxRegistrations) {
     g_regs[g_reg_count++] = Registration{addr, ctx, uar};

@@ -7,6 +7,8 @@
 
 #include <cstring>
 #include <mutex>
+#include <new>
+#include <vector>
 
 #include "format/event_types.h"
 #include "profiler/doorbell/cpu_wait.h"
