@@ -184,7 +184,8 @@ enum class FieldKind : uint8_t {
   /* kind: DoorbellKind. Recorded by the poller thread. */                                          \
   X(505, gpu_doorbell, "gpu_doorbell",                                                            \
     F(u64, "uar_page") F(u64, "qp_num") F(u64, "producer_index") F(u64, "delta") F(u64, "kind"))  \
-  /* A poller thread started (event 1) or stopped (2, with its totals). wait: PollerWait. */       \
+  /* A poller thread started (event 1) or stopped (2, with its totals: pages it served, their */   \
+  /* doorbells, its CPU and wall time). wait: PollerWait. */                                        \
   X(506, gpu_poller, "gpu_poller",                                                                \
     F(u64, "event") F(u64, "pages") F(u64, "doorbells") F(u64, "cpu_ns") F(u64, "wall_ns")        \
     F(u64, "wait") F(i64, "cpu") F(u64, "untracked_qps"))                                         \

@@ -5,13 +5,14 @@
 // through the pointer the driver handed out, one doorbell per operation, waiting for its
 // completion (Put + Quiet).
 //
-//   doorbell_client [--resolve link|proc] [--qps N] [--ops K] [--probe] [--plain-page]
+//   doorbell_client [--resolve link|proc] [--qps N] [--ops K] [--gap-ms M] [--probe] [--plain-page]
 //
 // --resolve link: the driver functions are called as linked (libcuda's exported symbols);
 //   proc: as the CUDA runtime does, through dlopen(libcuda) + dlsym(cuGetProcAddress_v2), then
 //   cuGetProcAddress("cuGetProcAddress") and every other function through what that returned.
 // --probe: first NCCL's AUTO probe (register, get the pointer, unregister), then the real mapping.
 // --plain-page: also registers and maps an ordinary page (which must be left alone).
+// --gap-ms: each "GPU thread" rests this long between operations (idle doorbell pages).
 // The output names what was done and verified, and nothing that differs between runs.
 #include <dlfcn.h>
 
@@ -96,13 +97,14 @@ uint64_t* map_doorbell(const Driver& d, Endpoint& e) {
 
 int main(int argc, char** argv) {
   std::string resolve = "link";
-  int qps = 1, ops = 100;
+  int qps = 1, ops = 100, gap_ms = 0;
   bool probe = false, plain_page = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--resolve" && i + 1 < argc) resolve = argv[++i];
     else if (a == "--qps" && i + 1 < argc) qps = atoi(argv[++i]);
     else if (a == "--ops" && i + 1 < argc) ops = atoi(argv[++i]);
+    else if (a == "--gap-ms" && i + 1 < argc) gap_ms = atoi(argv[++i]);
     else if (a == "--probe") probe = true;
     else if (a == "--plain-page") plain_page = true;
     else {
@@ -110,7 +112,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (qps < 1 || qps > 8 || ops < 1 || ops > 60000 || (resolve != "link" && resolve != "proc")) {
+  if (qps < 1 || qps > 8 || ops < 1 || ops > 60000 || gap_ms < 0 || gap_ms > 1000 || (resolve != "link" && resolve != "proc")) {
     fprintf(stderr, "doorbell_client: bad arguments\n");
     return 2;
   }
@@ -178,6 +180,7 @@ int main(int argc, char** argv) {
           failed[size_t(q)] = k + 1;
           return;
         }
+        if (gap_ms) std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
       }
     });
   for (std::thread& t : threads) t.join();

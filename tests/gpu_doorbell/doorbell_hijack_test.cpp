@@ -168,13 +168,14 @@ TEST_P(DoorbellHijack, EveryDoorbellIsRecordedAndForwardedAndNothingElseChanges)
   }
 
   // One poller per page, started and stopped, with every doorbell of its page.
-  uint64_t started = 0, stopped_doorbells = 0;
+  uint64_t started = 0, stopped_doorbells = 0, pages_served = 0;
   for (const VerbsEvent* e : p->of(EventType::gpu_poller)) {
     if ((*e)[0] == 1) ++started;
-    if ((*e)[0] == 2) stopped_doorbells += (*e)[2];
+    if ((*e)[0] == 2) stopped_doorbells += (*e)[2], pages_served += (*e)[1];
   }
   EXPECT_EQ(started, uint64_t(qps));
   EXPECT_EQ(stopped_doorbells, uint64_t(qps) * uint64_t(ops));
+  EXPECT_EQ(pages_served, uint64_t(qps));
 }
 
 INSTANTIATE_TEST_SUITE_P(ResolutionAndMode, DoorbellHijack,
@@ -292,6 +293,22 @@ TEST(DoorbellHijackModes, OrdinaryPagesAreNeitherHijackedNorRecorded) {
   EXPECT_EQ(p->count(EventType::gpu_uar_map), 1u);
 }
 
+TEST(DoorbellHijackModes, AnIdlePollerSleepsAndStillForwardsEveryDoorbell) {
+  TempDir t;
+  // SIGMATRACE_DOORBELL_SPIN_MS=0: after its short spin following a doorbell, a poller looks
+  // every 20 us. The client rests 5 ms between operations, so the poller is idle most of the time.
+  ClientRun r = run_client({"--qps", "1", "--ops", "40", "--gap-ms", "5"}, "simple", t / "exp", {{"SIGMATRACE_DOORBELL_SPIN_MS", "0"}});
+  expect_same_output(r);
+  const ProcessEvents* p = r.client();
+  ASSERT_NE(p, nullptr);
+  expect_one_doorbell_per_operation(*p, 1, 40);
+  auto pollers = p->of(EventType::gpu_poller);
+  ASSERT_EQ(pollers.size(), 2u);
+  const VerbsEvent* stop = (*pollers[0])[0] == 2 ? pollers[0] : pollers[1];
+  EXPECT_LT((*stop)[3] * 2, (*stop)[4]) << "a sleeping poller used more than half of a core: CPU " << (*stop)[3] << " ns of "
+                                        << (*stop)[4] << " ns";
+}
+
 TEST(DoorbellHijackModes, OnePollerCanServeSeveralPages) {
   TempDir t;
   const int qps = 4, ops = 150;
@@ -302,8 +319,13 @@ TEST(DoorbellHijackModes, OnePollerCanServeSeveralPages) {
   ASSERT_NE(p, nullptr);
   expect_one_doorbell_per_operation(*p, qps, ops);
   size_t started = 0;
-  for (const VerbsEvent* e : p->of(EventType::gpu_poller)) started += (*e)[0] == 1;
+  uint64_t pages_served = 0;
+  for (const VerbsEvent* e : p->of(EventType::gpu_poller)) {
+    started += (*e)[0] == 1;
+    if ((*e)[0] == 2) pages_served += (*e)[1];
+  }
   EXPECT_EQ(started, 2u);
+  EXPECT_EQ(pages_served, 4u);
 }
 
 }  // namespace

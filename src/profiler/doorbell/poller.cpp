@@ -119,8 +119,10 @@ void* poller_main(void* arg) {
   const uint64_t cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID), wall0 = now_ns(CLOCK_MONOTONIC);
   record_poller(1, 0, 0, 0, 0, p->cpu, 0);
   uint64_t doorbells = 0, untracked = 0;
-  uint32_t idle_rounds = 0, pauses = 1;
+  uint32_t pages_served = 0, pauses = 1;
+  uint64_t idle_rounds = 0;
   uint64_t idle_since = 0;
+  bool sleeping = false;  // idle for longer than SIGMATRACE_DOORBELL_SPIN_MS: one look every 20 us
   while (!p->stop.load(std::memory_order_relaxed)) {
     bool any = false;
     WatchedPage* only = nullptr;
@@ -135,6 +137,7 @@ void* poller_main(void* arg) {
         poll_page(*w);  // whatever the GPU wrote before it unregistered
         doorbells += w->doorbells;
         untracked += w->tracker.untracked_qps();
+        ++pages_served;
         slot.store(nullptr, std::memory_order_release);
         w->state.store(page_retired, std::memory_order_release);
       }
@@ -143,14 +146,20 @@ void* poller_main(void* arg) {
     if (any) {
       idle_rounds = 0;
       pauses = 1;
+      sleeping = false;
       continue;
     }
-    if (++idle_rounds < kHotRounds) {
+    if (idle_rounds < kHotRounds) {
+      ++idle_rounds;
       cpu_relax();
       continue;
     }
-    if (idle_rounds == kHotRounds) idle_since = now_ns(CLOCK_MONOTONIC);
-    if ((idle_rounds & 1023) == 0 && now_ns(CLOCK_MONOTONIC) - idle_since > g_settings.spin_ns) {
+    if (idle_rounds == kHotRounds) {
+      idle_since = now_ns(CLOCK_MONOTONIC);
+      ++idle_rounds;
+    }
+    if (!sleeping && (++idle_rounds & 63) == 0 && now_ns(CLOCK_MONOTONIC) - idle_since > g_settings.spin_ns) sleeping = true;
+    if (sleeping) {
       timespec ts{0, kSleepPollNs};
       nanosleep(&ts, nullptr);
       continue;
@@ -162,7 +171,7 @@ void* poller_main(void* arg) {
     for (uint32_t i = 0; i < pauses; ++i) cpu_relax();
     if (pauses < kMaxBackoffPauses) pauses *= 2;
   }
-  record_poller(2, 0, doorbells, now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0, now_ns(CLOCK_MONOTONIC) - wall0, p->cpu, untracked);
+  record_poller(2, pages_served, doorbells, now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0, now_ns(CLOCK_MONOTONIC) - wall0, p->cpu, untracked);
   return nullptr;
 }
 
