@@ -632,21 +632,15 @@ SOFTNIC_EXPORT int ibv_resolve_eth_l2_from_gid(ibv_context*, ibv_ah_attr*, uint8
   return EINVAL;  // the link layer is InfiniBand: there is no Ethernet L2 address
 }
 
-// softnic's transport interface (transport_api.hpp): the same functions, bound inside this library
-// (a call to an exported function would go through the PLT, where a preloaded profiler sits).
-extern "C" {
-__attribute__((visibility("hidden"), alias("ibv_create_cq"))) ibv_cq* softnic_local_create_cq(ibv_context*, int, void*,
-                                                                                              ibv_comp_channel*, int);
-__attribute__((visibility("hidden"), alias("ibv_destroy_cq"))) int softnic_local_destroy_cq(ibv_cq*);
-__attribute__((visibility("hidden"), alias("ibv_create_qp"))) ibv_qp* softnic_local_create_qp(ibv_pd*, ibv_qp_init_attr*);
-__attribute__((visibility("hidden"), alias("ibv_modify_qp"))) int softnic_local_modify_qp(ibv_qp*, ibv_qp_attr*, int);
-__attribute__((visibility("hidden"), alias("ibv_destroy_qp"))) int softnic_local_destroy_qp(ibv_qp*);
-}
-
+// softnic's transport interface (transport_api.hpp): the same functions under other names, which
+// no profiler interposes (a call to the exported names goes through the PLT, where a preloaded
+// profiler sits). Aliases share the definitions' code.
+extern "C" __attribute__((visibility("hidden"), alias("ibv_create_cq"))) ibv_cq* softnic_local_create_cq(ibv_context*, int, void*,
+                                                                                                         ibv_comp_channel*, int);
 namespace softnic::transport {
 ibv_cq* create_cq(ibv_context* ctx, int cqe) { return softnic_local_create_cq(ctx, cqe, nullptr, nullptr, 0); }
-int destroy_cq(ibv_cq* cq) { return softnic_local_destroy_cq(cq); }
-ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) { return softnic_local_create_qp(pd, attr); }
-int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) { return softnic_local_modify_qp(qp, attr, mask); }
-int destroy_qp(ibv_qp* qp) { return softnic_local_destroy_qp(qp); }
+int destroy_cq(ibv_cq*) __attribute__((alias("ibv_destroy_cq")));
+ibv_qp* create_qp(ibv_pd*, ibv_qp_init_attr*) __attribute__((alias("ibv_create_qp")));
+int modify_qp(ibv_qp*, ibv_qp_attr*, int) __attribute__((alias("ibv_modify_qp")));
+int destroy_qp(ibv_qp*) __attribute__((alias("ibv_destroy_qp")));
 }  // namespace softnic::transport
