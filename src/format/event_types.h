@@ -181,9 +181,11 @@ enum class FieldKind : uint8_t {
     F(u64, "address") F(u64, "cu_context") F(u64, "uar_page") F(u64, "refcount") F(i64, "result")) \
   /* One change of a hijacked doorbell register seen by a poller, stamped when it was seen. */     \
   /* delta: WQEBBs since this QP's previous doorbell (covers doorbells the GPU coalesced); */       \
-  /* kind: DoorbellKind. Recorded by the poller thread. */                                          \
+  /* kind: DoorbellKind. Recorded by the poller thread; with WQE recovery once its WQEs are */    \
+  /* read (wqe_class: DoorbellWqeClass, wqes: how many were recovered), followed by its gpu_wqe. */ \
   X(505, gpu_doorbell, "gpu_doorbell",                                                            \
-    F(u64, "uar_page") F(u64, "qp_num") F(u64, "producer_index") F(u64, "delta") F(u64, "kind"))  \
+    F(u64, "uar_page") F(u64, "qp_num") F(u64, "producer_index") F(u64, "delta") F(u64, "kind")   \
+    F(u64, "wqe_class") F(u64, "wqes"))                                                           \
   /* A poller thread started (event 1) or stopped (2, with its totals: pages it served, their */   \
   /* doorbells, its CPU and wall time). wait: PollerWait. */                                        \
   X(506, gpu_poller, "gpu_poller",                                                                \
@@ -194,7 +196,25 @@ enum class FieldKind : uint8_t {
     F(u64, "function") F(u64, "stream") F(i64, "device") F(u64, "entry") F(u64, "grid_x")         \
     F(u64, "grid_y") F(u64, "grid_z") F(u64, "block_x") F(u64, "block_y") F(u64, "block_z")       \
     F(u64, "shared_bytes") F(i64, "result"))                                                      \
-  X(508, cuda_function, "cuda_function", F(u64, "function") F(bytes, "name"))
+  X(508, cuda_function, "cuda_function", F(u64, "function") F(bytes, "name"))                    \
+  /* One WQE recovered from a GPU-initiated send queue, stamped with the time of the doorbell */  \
+  /* that announced it (doorbell_pi: that doorbell's producer index). The control segment's */    \
+  /* fields as stored (opcode, opmod, ds, flags = fm_ce_se), payload bytes (inline or the sum */   \
+  /* of the data segments), the first data segment, the atomic operands. */                        \
+  X(509, gpu_wqe, "gpu_wqe",                                                                      \
+    F(u64, "qp_num") F(u64, "wqe_index") F(u64, "doorbell_pi") F(u64, "opcode") F(u64, "opmod")   \
+    F(u64, "ds") F(u64, "flags") F(u64, "bytes") F(u64, "remote_addr") F(u64, "rkey")             \
+    F(u64, "local_addr") F(u64, "lkey") F(u64, "sges") F(u64, "inline") F(u64, "imm")             \
+    F(u64, "swap_add") F(u64, "compare") F(u64, "swap_mask") F(u64, "compare_mask"))              \
+  /* What WQE recovery did for one QP, when it ends (QP destroyed, page unmapped, exit); every */  \
+  /* mode. recovered: WQEs parsed; lost_wqebbs: slots the GPU had overwritten before they were */  \
+  /* read; damaged: WQEs that did not parse; unread_wqebbs: announced but not readable (send */    \
+  /* queue unknown, copy failed); index_errors: producer indices that went backwards. */          \
+  X(510, gpu_wqe_stats, "gpu_wqe_stats",                                                          \
+    F(u64, "qp_num") F(u64, "uar_page") F(i64, "gpu") F(u64, "memory") F(u64, "recovered")        \
+    F(u64, "wqebbs") F(u64, "lost_wqebbs") F(u64, "damaged") F(u64, "unread_wqebbs")              \
+    F(u64, "index_errors") F(u64, "copies") F(u64, "batches") F(u64, "wait_ns") F(u64, "max_wait_ns") \
+    F(u64, "batch"))
 
 enum class EventType : uint16_t {
 #define SIGMATRACE_ENUM_FIELD(kind, name)
@@ -250,6 +270,7 @@ enum class AggregateKey : uint64_t {
   ofi_ep_op = 6,          // a: fid_ep address, b: OfiOp
   gpu_doorbell_qp = 7,    // a: qp_num, b: UAR page id; count: doorbells, bytes: WQEBBs announced (sum of deltas)
   cuda_launch = 8,        // a: CUfunction (or CUgraphExec), b: device ordinal + 1 (0: unknown); bytes: 0
+  gpu_wqe_qp_opcode = 9,  // a: qp_num, b: mlx5 WQE opcode; count: WQEs recovered, bytes: their payload
 };
 
 // cuda_lookup.via: how the caller asked the driver for a function.
@@ -265,6 +286,15 @@ enum class UarMapOutcome : uint64_t {
 
 // gpu_doorbell.kind
 enum class DoorbellKind : uint64_t { doorbell = 1, blueflame = 2 };
+
+// gpu_doorbell.wqe_class: what the doorbell's WQEs were (the paper's Fig. 8b tells them apart).
+// data: at least one WRITE, READ or SEND of more than 8 bytes; control: only atomics, NOPs and
+// puts or sends of at most 8 bytes (signals, barrier flags).
+enum class DoorbellWqeClass : uint64_t { not_read = 0, data = 1, control = 2 };
+constexpr uint64_t kControlPutMaxBytes = 8;
+
+// gpu_wqe_stats.memory: where the send queue is, so how its WQEs were read.
+enum class SqMemory : uint64_t { unknown = 0, host = 1, gpu = 2 };
 
 // gpu_poller.wait: how an idle poller waits.
 enum class PollerWait : uint64_t { pause = 1, umwait = 2, mwaitx = 3 };

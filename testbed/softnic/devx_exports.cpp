@@ -186,6 +186,9 @@ mlx5dv_devx_obj* create_qp(ibv_context* ctx, const void* in, void* out, size_t o
   if (!prm::get(in, q::wq_umem_valid)) return bad(0x22, "CREATE_QP: only umem-backed WQs are emulated");
   Umem* wq = find_umem(prm::get(in, q::wq_umem_id));
   uint64_t wq_off = prm::get64(in, q::wq_umem_offset);
+  // As on a ConnectX, a regular receive queue comes first in the work queue buffer, the SQ after it.
+  if (prm::get(in, q::rq_type) == prm::kRqTypeRegular)
+    wq_off += (uint64_t{1} << prm::get(in, q::log_rq_size)) << (prm::get(in, q::log_rq_stride) + 4);
   uint32_t log_sq = prm::get(in, q::log_sq_size);
   if (!wq || wq->ctx != ctx) return bad(0x23, "CREATE_QP: unknown WQ umem");
   if (log_sq > 15) return bad(0x24, "CREATE_QP: log_sq_size > 15");

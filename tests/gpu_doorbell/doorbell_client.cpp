@@ -6,6 +6,7 @@
 // completion (Put + Quiet).
 //
 //   doorbell_client [--resolve link|proc] [--qps N] [--ops K] [--gap-ms M] [--probe] [--plain-page]
+//                   [--mix] [--burst B]
 //
 // --resolve link: the driver functions are called as linked (libcuda's exported symbols);
 //   proc: as the CUDA runtime does, through dlopen(libcuda) + dlsym(cuGetProcAddress_v2), then
@@ -13,6 +14,12 @@
 // --probe: first NCCL's AUTO probe (register, get the pointer, unregister), then the real mapping.
 // --plain-page: also registers and maps an ordinary page (which must be left alone).
 // --gap-ms: each "GPU thread" rests this long between operations (idle doorbell pages).
+// --mix: after one NOP, operation k is, by k % 6: an 8-byte inline WRITE to slot k, an 8-byte
+//   WRITE of src[k] to slot k from a data segment, an 8-byte READ of src[k] into dst[k], a
+//   FETCH_ADD of k + 1 to the QP's counter, a COMPARE_SWAP of the QP's swap word (expected
+//   value -> k + 1), a 100-byte inline WRITE to big[k] (3 WQEBBs). The NOP shifts the 8-WQEBB
+//   cycle so that the big WRITEs sometimes wrap around the 64-WQEBB ring.
+// --burst B: B operations per doorbell, the last one signalled (K must be a multiple of B).
 // The output names what was done and verified, and nothing that differs between runs.
 #include <dlfcn.h>
 
@@ -93,12 +100,71 @@ uint64_t* map_doorbell(const Driver& d, Endpoint& e) {
   return reinterpret_cast<uint64_t*>(dev + (static_cast<char*>(e.uar->reg_addr) - static_cast<char*>(page)));
 }
 
+// --mix: one QP's memory (all in the one MR): slots, src, dst and big per operation, then the
+// counter and the swap word.
+struct MixBlock {
+  uint8_t* base;
+  int ops;
+  static size_t bytes(int ops) { return size_t(ops) * 128 + 16; }
+  uint8_t* slot(int k) const { return base + size_t(k) * 8; }
+  uint8_t* src(int k) const { return base + size_t(ops) * 8 + size_t(k) * 8; }
+  uint8_t* dst(int k) const { return base + size_t(ops) * 16 + size_t(k) * 8; }
+  uint8_t* big(int k) const { return base + size_t(ops) * 24 + size_t(k) * 104; }
+  uint8_t* counter() const { return base + size_t(ops) * 128; }
+  uint8_t* swap_word() const { return counter() + 8; }
+};
+uint64_t addr_of(const void* p) { return reinterpret_cast<uint64_t>(p); }
+uint64_t src_value(int q, int k) { return 0x5a00000000000000ull | (uint64_t(q) << 32) | uint64_t(k); }
+void big_pattern(int q, int k, uint8_t* out) {
+  for (int i = 0; i < 100; ++i) out[i] = uint8_t(q * 31 + k * 7 + i);
+}
+
+// Posts operation k of --mix; returns its WQE index.
+uint16_t post_mix(Endpoint& e, const MixBlock& b, ibv_mr* mr, int q, int k, bool signal) {
+  uint64_t v = (uint64_t(q) << 32) | uint64_t(k + 1);
+  uint8_t pattern[100];
+  switch (k % 6) {
+    case 0: return post_write_inline(e, &v, 8, addr_of(b.slot(k)), mr->rkey, signal);
+    case 1: return post_rdma(e, m5::kOpRdmaWrite, addr_of(b.src(k)), mr->lkey, 8, addr_of(b.slot(k)), mr->rkey, signal);
+    case 2: return post_rdma(e, m5::kOpRdmaRead, addr_of(b.dst(k)), mr->lkey, 8, addr_of(b.src(k)), mr->rkey, signal);
+    case 3: return post_atomic(e, m5::kOpAtomicFa, uint64_t(k + 1), 0, addr_of(b.dst(k)), mr->lkey, addr_of(b.counter()), mr->rkey);
+    case 4: return post_atomic(e, m5::kOpAtomicCs, uint64_t(k + 1), uint64_t(k > 4 ? k - 5 : 0), addr_of(b.dst(k)), mr->lkey,
+                               addr_of(b.swap_word()), mr->rkey);
+    default:
+      big_pattern(q, k, pattern);
+      return post_write_inline(e, pattern, 100, addr_of(b.big(k)), mr->rkey, signal);
+  }
+}
+
+// What --mix must have left in memory.
+bool verify_mix(const MixBlock& b, int q) {
+  bool ok = true;
+  uint64_t sum = 0, swap = 0;
+  for (int k = 0; k < b.ops; ++k) {
+    uint64_t got = 0;
+    uint8_t pattern[100];
+    switch (k % 6) {
+      case 0: memcpy(&got, b.slot(k), 8); ok &= got == ((uint64_t(q) << 32) | uint64_t(k + 1)); break;
+      case 1: memcpy(&got, b.slot(k), 8); ok &= got == src_value(q, k); break;
+      case 2: memcpy(&got, b.dst(k), 8); ok &= got == src_value(q, k); break;
+      case 3: memcpy(&got, b.dst(k), 8); ok &= got == sum; sum += uint64_t(k + 1); break;
+      case 4: memcpy(&got, b.dst(k), 8); ok &= got == swap; swap = uint64_t(k + 1); break;
+      default: big_pattern(q, k, pattern); ok &= memcmp(b.big(k), pattern, 100) == 0; break;
+    }
+  }
+  uint64_t counter = 0, word = 0;
+  memcpy(&counter, b.counter(), 8);
+  memcpy(&word, b.swap_word(), 8);
+  return ok && counter == sum && word == swap;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string resolve = "link";
   int qps = 1, ops = 100, gap_ms = 0;
-  bool probe = false, plain_page = false;
+  bool probe = false, plain_page = false, mix = false;
+  int burst = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--resolve" && i + 1 < argc) resolve = argv[++i];
@@ -107,12 +173,15 @@ int main(int argc, char** argv) {
     else if (a == "--gap-ms" && i + 1 < argc) gap_ms = atoi(argv[++i]);
     else if (a == "--probe") probe = true;
     else if (a == "--plain-page") plain_page = true;
+    else if (a == "--mix") mix = true;
+    else if (a == "--burst" && i + 1 < argc) burst = atoi(argv[++i]);
     else {
       fprintf(stderr, "doorbell_client: unknown option %s\n", a.c_str());
       return 2;
     }
   }
-  if (qps < 1 || qps > 8 || ops < 1 || ops > 60000 || gap_ms < 0 || gap_ms > 1000 || (resolve != "link" && resolve != "proc")) {
+  if (qps < 1 || qps > 8 || ops < 1 || ops > 60000 || gap_ms < 0 || gap_ms > 1000 || (resolve != "link" && resolve != "proc") ||
+      burst < 1 || burst > 16 || ops % burst) {
     fprintf(stderr, "doorbell_client: bad arguments\n");
     return 2;
   }
@@ -155,11 +224,21 @@ int main(int argc, char** argv) {
     printf("plain page: mapped at its own address\n");
   }
 
-  const size_t kBytes = size_t(qps) * size_t(ops) * 8;
+  const size_t kPerQp = mix ? MixBlock::bytes(ops) : size_t(ops) * 8;
+  const size_t kBytes = size_t(qps) * kPerQp;
   auto* mem = static_cast<uint8_t*>(aligned_alloc(4096, (kBytes + 4095) & ~size_t(4095)));
   memset(mem, 0, kBytes);
-  ibv_mr* mr = ibv_reg_mr(pd, mem, kBytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ibv_mr* mr = ibv_reg_mr(pd, mem, kBytes,
+                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
   HOST_REQUIRE(mr);
+  std::vector<MixBlock> blocks;
+  for (int q = 0; q < qps && mix; ++q) {
+    blocks.push_back(MixBlock{mem + size_t(q) * kPerQp, ops});
+    for (int k = 0; k < ops; ++k) {
+      uint64_t v = src_value(q, k);
+      memcpy(blocks.back().src(k), &v, 8);
+    }
+  }
 
   void* kernel = nullptr;
   HOST_REQUIRE(d.module_get_function(&kernel, nullptr, "put_quiet_kernel") == 0);
@@ -171,6 +250,23 @@ int main(int argc, char** argv) {
   for (int q = 0; q < qps; ++q)
     threads.emplace_back([&, q] {
       Endpoint& e = a[size_t(q)];
+      if (mix) {
+        uint16_t idx = post_nop(e, true);
+        ring(e);
+        if (!wait_collapsed(e, idx).ok) {
+          failed[size_t(q)] = -1;
+          return;
+        }
+        for (int k = 0; k < ops; k += burst) {
+          for (int j = 0; j < burst; ++j) idx = post_mix(e, blocks[size_t(q)], mr, q, k + j, j == burst - 1);
+          ring(e);
+          if (!wait_collapsed(e, idx).ok) {
+            failed[size_t(q)] = k + 1;
+            return;
+          }
+        }
+        return;
+      }
       for (int k = 0; k < ops; ++k) {
         uint64_t v = (uint64_t(q) << 32) | uint64_t(k + 1);
         uint64_t raddr = reinterpret_cast<uint64_t>(mem) + (uint64_t(q) * uint64_t(ops) + uint64_t(k)) * 8;
@@ -192,6 +288,12 @@ int main(int argc, char** argv) {
       continue;
     }
     bool ok = true;
+    if (mix) {
+      ok = verify_mix(blocks[size_t(q)], q);
+      printf("qp %d: a NOP and %d mixed operations, %d per doorbell, %s\n", q, ops, burst, ok ? "verified" : "WRONG DATA");
+      bad += !ok;
+      continue;
+    }
     for (int k = 0; k < ops; ++k) {
       uint64_t got;
       memcpy(&got, mem + (size_t(q) * size_t(ops) + size_t(k)) * 8, 8);

@@ -57,6 +57,7 @@ TEST(DevxCommands, CreateQpIsDecodedFromItsMailbox) {
   prm::set(in, q::st, prm::kQpStRc);
   prm::set(in, q::pd, 0x5a5a5);
   prm::set(in, q::uar_page, 0x1357);
+  prm::set(in, q::rq_type, prm::kRqTypeSrq);  // no receive queue of its own (as NVSHMEM's)
   prm::set(in, q::cqn_snd, 0x222);
   prm::set(in, q::cqn_rcv, 0x333);
   prm::set(in, q::log_sq_size, 11);
@@ -84,6 +85,11 @@ TEST(DevxCommands, CreateQpIsDecodedFromItsMailbox) {
   EXPECT_EQ(qp.dbr_umem_id, 0x77u);
   EXPECT_EQ(qp.dbr_offset, 0x10040u);
   EXPECT_EQ(devx::command_of(in, sizeof in), prm::kCreateQp);
+  // A regular receive queue (8 WQEs of 2^(2+4) bytes) comes first in the WQ buffer.
+  prm::set(in, q::rq_type, prm::kRqTypeRegular);
+  prm::set(in, q::log_rq_stride, 2);
+  ASSERT_TRUE(devx::decode_create_qp(in, sizeof in, out, sizeof out, &qp));
+  EXPECT_EQ(qp.sq_umem_offset, 0x2000u + 8 * 64);
   // Too short a mailbox is not read past its end.
   EXPECT_FALSE(devx::decode_create_qp(in, 64, out, sizeof out, &qp));
   devx::CqCreate cq;
@@ -171,10 +177,21 @@ TEST(DoorbellConfig, VariablesAreValidated) {
   char* bad_cpus[] = {b1, nullptr};
   EXPECT_FALSE(parse_config(bad_cpus, {}, &c, &err));
   EXPECT_NE(err.find("SIGMATRACE_DOORBELL_CPUS"), std::string::npos) << err;
-  char b2[] = "SIGMATRACE_DOORBELLS=wqe";
-  char* wqe[] = {b2, nullptr};
-  EXPECT_FALSE(parse_config(wqe, {}, &c, &err));
-  EXPECT_NE(err.find("not built yet"), std::string::npos) << err;
+  char w1[] = "SIGMATRACE_DOORBELLS=wqe", w2[] = "SIGMATRACE_WQE_BATCH=32";
+  char* wqe[] = {w1, w2, nullptr};
+  ASSERT_TRUE(parse_config(wqe, {}, &c, &err)) << err;
+  EXPECT_EQ(c.doorbells, DoorbellMode::wqe);
+  EXPECT_EQ(c.wqe_batch, 32u);
+  char w3[] = "SIGMATRACE_WQE_BATCH=sync";
+  char* sync[] = {w3, nullptr};
+  ASSERT_TRUE(parse_config(sync, {}, &c, &err)) << err;
+  EXPECT_EQ(c.wqe_batch, kWqeBatchSync);
+  for (const char* bad_batch : {"SIGMATRACE_WQE_BATCH=0", "SIGMATRACE_WQE_BATCH=65537", "SIGMATRACE_WQE_BATCH=async"}) {
+    std::string b = bad_batch;
+    char* env[] = {b.data(), nullptr};
+    EXPECT_FALSE(parse_config(env, {}, &c, &err)) << bad_batch;
+    EXPECT_NE(err.find("SIGMATRACE_WQE_BATCH"), std::string::npos) << err;
+  }
   char b3[] = "SIGMATRACE_DOORBELL_PAGES_PER_POLLER=65";
   char* pages[] = {b3, nullptr};
   EXPECT_FALSE(parse_config(pages, {}, &c, &err));

@@ -3,6 +3,7 @@
 // so two doorbells the GPU rang between two looks arrive as one; the producer-index delta still
 // counts every WQEBB they announced, so nothing is lost, only merged (and says so: delta > the
 // WQE's size). One tracker per doorbell page, touched only by the poller thread that owns it.
+// With WQE recovery each QP's slot also holds the poller's SqRecovery of it.
 #pragma once
 #include <cstdint>
 
@@ -10,15 +11,23 @@
 
 namespace sigmatrace::profiler::doorbell {
 
+class SqRecovery;
+
 class DoorbellTracker {
  public:
   // QPs that ring through one page (NCCL and NVSHMEM share a UAR among a few QPs).
   static constexpr uint32_t kMaxQps = 128;
 
+  struct Slot {
+    uint32_t qpn;  // 0: free (QPN 0 is never a data QP)
+    uint16_t pi;
+    SqRecovery* recovery;
+  };
   struct Seen {
     uint32_t qpn;
     uint16_t pi;
     uint32_t delta;  // WQEBBs since this QP's previous doorbell (a new QP starts at index 0)
+    Slot* slot;      // null: more QPs than slots
   };
 
   Seen observe(uint64_t value) {
@@ -31,22 +40,24 @@ class DoorbellTracker {
     } else {
       ++untracked_;  // more QPs than slots: the delta is counted from 0 (reported as untracked)
     }
-    return Seen{d.qpn, d.pi, uint32_t(uint16_t(d.pi - before))};
+    return Seen{d.qpn, d.pi, uint32_t(uint16_t(d.pi - before)), s};
   }
 
   uint64_t untracked_qps() const { return untracked_; }
+  // The QPs seen so far (for draining and reporting their recoveries).
+  template <typename F>
+  void for_each(F&& f) {
+    for (Slot& s : slots_)
+      if (s.qpn) f(s);
+  }
 
  private:
-  struct Slot {
-    uint32_t qpn;  // 0: free (QPN 0 is never a data QP)
-    uint16_t pi;
-  };
   Slot* slot(uint32_t qpn) {
     uint32_t i = (qpn * 2654435761u) % kMaxQps;
     for (uint32_t probe = 0; probe < kMaxQps; ++probe, i = (i + 1) % kMaxQps) {
       if (slots_[i].qpn == qpn) return &slots_[i];
       if (slots_[i].qpn == 0) {
-        slots_[i] = Slot{qpn, 0};
+        slots_[i] = Slot{qpn, 0, nullptr};
         return &slots_[i];
       }
     }

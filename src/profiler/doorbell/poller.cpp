@@ -12,6 +12,7 @@
 
 #include "format/event_types.h"
 #include "profiler/doorbell/cpu_wait.h"
+#include "profiler/doorbell/wqe_recovery.h"
 #include "profiler/runtime/log.h"
 #include "profiler/runtime/recorder.h"
 
@@ -47,6 +48,9 @@ struct Poller {
   uint32_t page_count = 0;           // under g_mutex
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> passes{0};   // complete passes over its pages
+  // quiesce_pollers asks for a report of every QP's WQE recovery; the poller answers.
+  std::atomic<uint64_t> reports_asked{0}, reports_done{0};
+  CopyStreams streams;               // WQE recovery's copy streams (poller thread only)
 };
 
 std::mutex g_mutex;
@@ -61,9 +65,38 @@ uint64_t now_ns(clockid_t clock) {
 
 bool recording() { return g_settings.active && g_settings.active->load(std::memory_order_relaxed); }
 
+// The poller's SqRecovery of the QP a doorbell named (WQE recovery only). A QP destroyed, or its
+// number reused by a new QP, is reported and replaced; the new QP counts from index 0.
+SqRecovery* recovery_for(Poller& p, const WatchedPage& w, DoorbellTracker::Seen& s) {
+  if (!s.slot) return nullptr;
+  SqRecovery*& r = s.slot->recovery;
+  if (r && !r->current()) {
+    r->report();
+    delete r;
+    r = nullptr;
+    s.delta = s.pi;
+  }
+  if (!r) r = SqRecovery::create(s.qpn, w.page_id, &p.streams);
+  return r;
+}
+
+// Reports (drain: only parses the pending batches of) every QP of page; retire: and forgets them.
+void for_each_recovery(WatchedPage& w, bool report, bool retire) {
+  w.tracker.for_each([&](DoorbellTracker::Slot& slot) {
+    if (!slot.recovery) return;
+    if (report) slot.recovery->report();
+    else slot.recovery->drain();
+    if (retire) {
+      delete slot.recovery;
+      slot.recovery = nullptr;
+    }
+  });
+}
+
 // One look at both registers of a page; true if either changed. The value is forwarded first
-// (the NIC waits for it), then decoded and recorded.
-bool poll_page(WatchedPage& w) {
+// (the NIC waits for it), then decoded and recorded — except with SIGMATRACE_WQE_BATCH=sync,
+// where the WQEs it announces are read first.
+bool poll_page(Poller& p, WatchedPage& w) {
   bool changed = false;
   for (int i = 0; i < 2; ++i) {
     const uint32_t off = w.offsets[i];
@@ -71,17 +104,23 @@ bool poll_page(WatchedPage& w) {
     uint64_t v = __atomic_load_n(src, __ATOMIC_ACQUIRE);
     if (v == w.last[i]) continue;
     uint64_t tsc = read_tsc();
-    auto* dst = reinterpret_cast<volatile uint64_t*>(w.real + off);
     // A BlueFlame write is a whole 64-byte WQE copied into the register block: the words after
     // the first differ from what was forwarded last. Forward the block, its first word last.
+    uint64_t block[8];
     bool blueflame = false;
-    for (int k = 1; k < 8; ++k) {
-      uint64_t x = __atomic_load_n(src + k, __ATOMIC_RELAXED);
-      if (x != 0) {
-        blueflame = true;
-        dst[k] = x;
-      }
+    for (int k = 1; k < 8; ++k) blueflame |= (block[k] = __atomic_load_n(src + k, __ATOMIC_RELAXED)) != 0;
+    const auto kind = blueflame ? format::DoorbellKind::blueflame : format::DoorbellKind::doorbell;
+    const bool wqes = recovering_wqes() && recording();
+    const bool sync = wqes && recovering_sync();
+    DoorbellTracker::Seen s{};
+    if (sync) {
+      s = w.tracker.observe(v);
+      if (SqRecovery* r = recovery_for(p, w, s)) r->doorbell(tsc, s.pi, s.delta, kind);
     }
+    auto* dst = reinterpret_cast<volatile uint64_t*>(w.real + off);
+    if (blueflame)
+      for (int k = 1; k < 8; ++k)
+        if (block[k]) dst[k] = block[k];
     *dst = v;
 #if defined(__x86_64__)
     __builtin_ia32_sfence();  // out of a write-combining buffer now: a UAR is WC or UC memory
@@ -93,13 +132,20 @@ bool poll_page(WatchedPage& w) {
     w.last[i] = v;
     ++w.doorbells;
     changed = true;
-    DoorbellTracker::Seen s = w.tracker.observe(v);
+    if (!sync) s = w.tracker.observe(v);
     if (!recording()) continue;
-    auto kind = static_cast<uint64_t>(blueflame ? format::DoorbellKind::blueflame : format::DoorbellKind::doorbell);
-    if (g_settings.aggregate)
-      aggregate_add(format::AggregateKey::gpu_doorbell_qp, s.qpn, w.page_id, s.delta);
-    else
-      record_at<EventType::gpu_doorbell>(tsc, uint64_t{w.page_id}, uint64_t{s.qpn}, uint64_t{s.pi}, uint64_t{s.delta}, kind);
+    if (g_settings.aggregate) aggregate_add(format::AggregateKey::gpu_doorbell_qp, s.qpn, w.page_id, s.delta);
+    if (wqes) {
+      if (sync) continue;
+      if (SqRecovery* r = recovery_for(p, w, s)) {
+        r->doorbell(tsc, s.pi, s.delta, kind);
+        continue;
+      }
+    }
+    if (!g_settings.aggregate)
+      record_at<EventType::gpu_doorbell>(tsc, uint64_t{w.page_id}, uint64_t{s.qpn}, uint64_t{s.pi}, uint64_t{s.delta},
+                                         static_cast<uint64_t>(kind), static_cast<uint64_t>(format::DoorbellWqeClass::not_read),
+                                         uint64_t{0});
   }
   return changed;
 }
@@ -132,15 +178,25 @@ void* poller_main(void* arg) {
       if (!w) continue;
       ++seen;
       only = w;
-      any |= poll_page(*w);
+      any |= poll_page(*p, *w);
       if (w->state.load(std::memory_order_acquire) == page_retiring) {
-        poll_page(*w);  // whatever the GPU wrote before it unregistered
+        poll_page(*p, *w);  // whatever the GPU wrote before it unregistered
+        for_each_recovery(*w, true, true);
         doorbells += w->doorbells;
         untracked += w->tracker.untracked_qps();
         ++pages_served;
         slot.store(nullptr, std::memory_order_release);
         w->state.store(page_retired, std::memory_order_release);
       }
+    }
+    const uint64_t asked = p->reports_asked.load(std::memory_order_acquire);
+    if (asked != p->reports_done.load(std::memory_order_relaxed)) {
+      for (auto& slot : p->pages)
+        if (WatchedPage* w = slot.load(std::memory_order_acquire)) {
+          poll_page(*p, *w);
+          for_each_recovery(*w, true, false);
+        }
+      p->reports_done.store(asked, std::memory_order_release);
     }
     p->passes.fetch_add(1, std::memory_order_release);
     if (any) {
@@ -154,7 +210,9 @@ void* poller_main(void* arg) {
       cpu_relax();
       continue;
     }
-    if (idle_rounds == kHotRounds) {
+    if (idle_rounds == kHotRounds) {  // the GPU paused: parse what it announced so far
+      for (auto& slot : p->pages)
+        if (WatchedPage* w = slot.load(std::memory_order_acquire)) for_each_recovery(*w, false, false);
       idle_since = now_ns(CLOCK_MONOTONIC);
       ++idle_rounds;
     }
@@ -171,6 +229,7 @@ void* poller_main(void* arg) {
     for (uint32_t i = 0; i < pauses; ++i) cpu_relax();
     if (pauses < kMaxBackoffPauses) pauses *= 2;
   }
+  p->streams.close_all();
   record_poller(2, pages_served, doorbells, now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0, now_ns(CLOCK_MONOTONIC) - wall0, p->cpu, untracked);
   return nullptr;
 }
@@ -221,6 +280,7 @@ void configure_pollers(const Config& config, const std::atomic<bool>* active) {
   g_settings.spin_ns = uint64_t(config.doorbell_spin_ms) * 1000000ull;
   g_settings.cpus = config.doorbell_cpus;
   g_settings.wait = best_wait();
+  configure_recovery(config, active);
 }
 
 bool watch(WatchedPage* page, std::string* why) {
@@ -271,14 +331,23 @@ void unwatch(WatchedPage* page) {
 void quiesce_pollers() {
   std::lock_guard<std::mutex> lock(g_mutex);
   uint64_t target[kMaxPollers];
-  for (uint32_t i = 0; i < kMaxPollers; ++i)
-    target[i] = g_pollers[i] ? g_pollers[i]->passes.load(std::memory_order_acquire) + 2 : 0;
-  const uint64_t deadline = now_ns(CLOCK_MONOTONIC) + 50000000ull;
-  for (uint32_t i = 0; i < kMaxPollers; ++i)
-    while (g_pollers[i] && g_pollers[i]->passes.load(std::memory_order_acquire) < target[i] && now_ns(CLOCK_MONOTONIC) < deadline) {
+  for (uint32_t i = 0; i < kMaxPollers; ++i) {
+    if (!g_pollers[i]) continue;
+    target[i] = g_pollers[i]->passes.load(std::memory_order_acquire) + 2;
+    g_pollers[i]->reports_asked.fetch_add(1, std::memory_order_acq_rel);
+  }
+  // Bounded (a poller stuck in the driver must not hang the exit): 50 ms, 1 s with WQE
+  // recovery, whose report may wait for copies.
+  const uint64_t deadline = now_ns(CLOCK_MONOTONIC) + (recovering_wqes() ? 1000000000ull : 50000000ull);
+  for (uint32_t i = 0; i < kMaxPollers; ++i) {
+    Poller* p = g_pollers[i];
+    while (p && (p->passes.load(std::memory_order_acquire) < target[i] ||
+                 p->reports_done.load(std::memory_order_acquire) != p->reports_asked.load(std::memory_order_acquire)) &&
+           now_ns(CLOCK_MONOTONIC) < deadline) {
       timespec ts{0, 10000};
       nanosleep(&ts, nullptr);
     }
+  }
 }
 
 }  // namespace sigmatrace::profiler::doorbell

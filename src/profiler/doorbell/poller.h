@@ -39,8 +39,9 @@ bool watch(WatchedPage* page, std::string* why);
 // Makes a last pass over page (nothing the GPU wrote is left unforwarded), stops watching it
 // and, if its poller has no page left, stops the thread. page can be freed afterwards.
 void unwatch(WatchedPage* page);
-// Returns once every poller has made a complete pass since the call (bounded: 50 ms): at
-// shutdown, so that doorbells rung just before are recorded.
+// Returns once every poller has made a complete pass since the call and reported its QPs' WQE
+// recovery (bounded: 50 ms, 1 s with WQE recovery): at shutdown, so that doorbells rung just
+// before, and the WQEs of a batch not yet full, are recorded.
 void quiesce_pollers();
 
 }  // namespace sigmatrace::profiler::doorbell

@@ -14,8 +14,12 @@ enum class TraceMode { aggregate, simple, full };
 const char* mode_name(TraceMode m);
 
 // What happens to GPU doorbells (SIGMATRACE_DOORBELLS): off leaves the application's mapping of
-// the NIC doorbell page alone; forward hijacks it, and pollers record and forward every doorbell.
-enum class DoorbellMode { off, forward };
+// the NIC doorbell page alone; forward hijacks it, and pollers record and forward every doorbell;
+// wqe also reads the work-queue entries each doorbell announced (docs/gpu-doorbells.md).
+enum class DoorbellMode { off, forward, wqe };
+
+// SIGMATRACE_WQE_BATCH=sync: the WQEs are read before their doorbell is forwarded (for debugging).
+constexpr uint32_t kWqeBatchSync = 0;
 
 struct Config {
   bool enabled = true;
@@ -36,6 +40,9 @@ struct Config {
   std::vector<int> doorbell_cpus;      // pollers pinned round-robin to these CPUs (empty: not pinned)
   uint32_t doorbell_pages_per_poller = 1;
   uint32_t doorbell_spin_ms = 1000;    // a poller idle this long polls every 20 us instead of spinning
+  // WQE slots copied before a batch is waited for and parsed (capped at each SQ's size), or
+  // kWqeBatchSync.
+  uint32_t wqe_batch = 128;
 };
 
 // known_providers: names a provider list may contain. Returns false with *error set.

@@ -45,6 +45,8 @@ bool decode_create_qp(const void* in, size_t inlen, const void* out, size_t outl
   if (qp->sq_in_umem) {
     qp->sq_umem_id = prm::get(in, q::wq_umem_id);
     qp->sq_umem_offset = prm::get64(in, q::wq_umem_offset);
+    if (prm::get(in, q::rq_type) == prm::kRqTypeRegular)
+      qp->sq_umem_offset += (uint64_t{1} << qp->log_rq_size) << (prm::get(in, q::log_rq_stride) + 4);
   }
   qp->dbr_in_umem = prm::get(in, q::dbr_umem_valid) != 0;
   if (qp->dbr_in_umem) qp->dbr_umem_id = prm::get(in, q::dbr_umem_id);

@@ -22,6 +22,8 @@ bool decode_create_cq(const void* in, size_t inlen, const void* out, size_t outl
 
 struct QpCreate {
   uint32_t qpn, service_type, pd, log_sq_size, log_rq_size, sq_umem_id, dbr_umem_id, uar_page, send_cqn, recv_cqn;
+  // Where the SQ starts in the WQ umem: after the receive queue, which comes first in the work
+  // queue buffer when the QP has a regular RQ of its own.
   uint64_t sq_umem_offset, dbr_offset;
   bool sq_in_umem, dbr_in_umem;
 };

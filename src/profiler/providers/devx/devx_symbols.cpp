@@ -13,8 +13,10 @@
 #include "format/event_types.h"
 #include "mlx5/prm.hpp"
 #include "profiler/doorbell/hijack.h"
+#include "profiler/doorbell/send_queues.h"
 #include "profiler/doorbell/uar_registry.h"
 #include "profiler/providers/cuda/cuda_driver.h"
+#include "profiler/providers/cuda/device_copy.h"
 #include "profiler/providers/devx/devx_commands.h"
 #include "profiler/providers/dl_resolver_hooks.h"
 #include "profiler/providers/provider.h"
@@ -112,6 +114,19 @@ void after_umem_reg(ibv_context* ctx, mlx5dv_devx_umem* umem, void* addr, size_t
                                    int64_t{umem ? 0 : saved_errno});
 }
 
+// Where WQE recovery finds the queue (profiler/doorbell/send_queues.h).
+void add_send_queue(const QpCreate& qp, const Umem& sq, uint64_t sq_addr) {
+  doorbell::SendQueue q;
+  q.qpn = qp.qpn;
+  q.log_wqebbs = qp.log_sq_size;
+  q.addr = sq_addr;
+  q.gpu = sq.gpu;
+  if (!sq_addr || qp.log_sq_size > 16) q.memory = format::SqMemory::unknown;
+  else if (sq.kind == format::MemoryKind::gpu) q.memory = format::SqMemory::gpu, q.cu_context = cuda::memory_context(sq_addr);
+  else if (sq.kind == format::MemoryKind::host) q.memory = format::SqMemory::host;
+  doorbell::add_send_queue(q);
+}
+
 void after_obj_create(ibv_context* ctx, mlx5dv_devx_obj* obj, const void* in, size_t inlen, const void* out, size_t outlen) {
   const uint16_t cmd = command_of(in, inlen);
   uint32_t status = 0, syndrome = 0;
@@ -129,6 +144,7 @@ void after_obj_create(ibv_context* ctx, mlx5dv_devx_obj* obj, const void* in, si
     Umem sq{0, 0, 0, format::MemoryKind::unknown, -1};
     uint64_t sq_addr = 0;
     if (qp.sq_in_umem && find_umem(qp.sq_umem_id, &sq)) sq_addr = sq.addr + qp.sq_umem_offset;
+    if (obj && status == 0) add_send_queue(qp, sq, sq_addr);
     record<EventType::devx_qp_create>(c, h, uint64_t{qp.qpn}, uint64_t{qp.service_type}, uint64_t{qp.pd}, uint64_t{qp.log_sq_size},
                                       uint64_t{qp.log_rq_size}, uint64_t{qp.sq_umem_id}, qp.sq_umem_offset, sq_addr,
                                       uint64_t{qp.dbr_umem_id}, qp.dbr_offset, uint64_t{qp.uar_page}, uint64_t{qp.send_cqn},
@@ -246,6 +262,7 @@ SIGMATRACE_EXPORT int mlx5dv_devx_obj_destroy(mlx5dv_devx_obj* obj) {
   if (!tracing(guard)) return r;
   kit::ErrnoKeeper keep;
   Object o = take_object(reinterpret_cast<uintptr_t>(obj));
+  if (r == 0 && o.command == prm::kCreateQp) doorbell::remove_send_queue(o.id);
   record<EventType::devx_obj_destroy>(reinterpret_cast<uint64_t>(obj), uint64_t{o.command}, uint64_t{o.id}, int64_t{r});
   return r;
 }

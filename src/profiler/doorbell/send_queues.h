@@ -1,0 +1,36 @@
+// The send queues of this process's devx QPs, as CREATE_QP placed them: where the ring lies, its
+// size, and which memory (and CUDA context) holds it. The devx provider adds and removes them;
+// WQE recovery (wqe_recovery.h) looks a QP up when its first doorbell is seen, and then checks
+// with one atomic load per doorbell that the QP is still the one it looked up (a QPN reused by a
+// new QP is a new queue, starting at index 0).
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#include "format/event_types.h"
+
+namespace sigmatrace::profiler::doorbell {
+
+struct SendQueue {
+  uint32_t qpn = 0;
+  uint32_t log_wqebbs = 0;     // log_sq_size: the ring holds 2^log_wqebbs 64-byte WQEBBs
+  uint64_t addr = 0;           // first WQEBB: a host address, or a device pointer of gpu
+  format::SqMemory memory = format::SqMemory::unknown;
+  int64_t gpu = -1;
+  uintptr_t cu_context = 0;    // the CUDA context the device memory belongs to
+};
+
+// A looked-up queue: which table entry, and its generation then (see still_current).
+struct SendQueueRef {
+  uint32_t entry = 0;
+  uint32_t generation = 0;
+};
+
+void add_send_queue(const SendQueue& sq);
+void remove_send_queue(uint32_t qpn);
+// The live queue of qpn; false if none is known.
+bool find_send_queue(uint32_t qpn, SendQueue* out, SendQueueRef* ref);
+// Whether ref's queue is still live (not destroyed, its QPN not reused). Lock-free.
+bool still_current(const SendQueueRef& ref);
+
+}  // namespace sigmatrace::profiler::doorbell

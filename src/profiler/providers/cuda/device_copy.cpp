@@ -1,0 +1,88 @@
+#include "profiler/providers/cuda/device_copy.h"
+
+#include "profiler/providers/cuda/cuda_abi.h"
+#include "profiler/providers/dl_resolver_hooks.h"
+
+namespace sigmatrace::profiler::cuda {
+
+namespace {
+
+constexpr int kPointerAttributeContext = 1;  // CU_POINTER_ATTRIBUTE_CONTEXT
+constexpr unsigned kStreamNonBlocking = 1;   // CU_STREAM_NON_BLOCKING
+
+RealSymbol g_pointer_get_attribute{"cuPointerGetAttribute", "libcuda.so.1", {}, {}};
+RealSymbol g_ctx_get_current{"cuCtxGetCurrent", "libcuda.so.1", {}, {}};
+RealSymbol g_ctx_set_current{"cuCtxSetCurrent", "libcuda.so.1", {}, {}};
+RealSymbol g_stream_create{"cuStreamCreate", "libcuda.so.1", {}, {}};
+RealSymbol g_stream_destroy{"cuStreamDestroy_v2", "libcuda.so.1", {}, {}};
+RealSymbol g_stream_synchronize{"cuStreamSynchronize", "libcuda.so.1", {}, {}};
+RealSymbol g_memcpy_dtoh_async{"cuMemcpyDtoHAsync_v2", "libcuda.so.1", {}, {}};
+RealSymbol g_mem_alloc_host{"cuMemAllocHost_v2", "libcuda.so.1", {}, {}};
+RealSymbol g_mem_free_host{"cuMemFreeHost", "libcuda.so.1", {}, {}};
+
+}  // namespace
+
+uintptr_t memory_context(uint64_t addr) {
+  auto fn = real_function<CUresult (*)(void*, int, CUdeviceptr)>(g_pointer_get_attribute);
+  CUcontext c = nullptr;
+  if (!fn || fn(&c, kPointerAttributeContext, addr) != kSuccess) return 0;
+  return reinterpret_cast<uintptr_t>(c);
+}
+
+void* alloc_pinned(size_t bytes) {
+  auto fn = real_function<CUresult (*)(void**, size_t)>(g_mem_alloc_host);
+  void* p = nullptr;
+  if (!fn || fn(&p, bytes) != kSuccess) return nullptr;
+  return p;
+}
+
+void free_pinned(void* p) {
+  auto fn = real_function<CUresult (*)(void*)>(g_mem_free_host);
+  if (fn && p) fn(p);
+}
+
+bool DeviceCopyStream::make_current() {
+  auto get = real_function<CUresult (*)(CUcontext*)>(g_ctx_get_current);
+  auto set = real_function<CUresult (*)(CUcontext)>(g_ctx_set_current);
+  if (!get || !set) return false;
+  CUcontext c = nullptr;
+  if (get(&c) == kSuccess && reinterpret_cast<uintptr_t>(c) == context_) return true;
+  return set(reinterpret_cast<CUcontext>(context_)) == kSuccess;
+}
+
+bool DeviceCopyStream::open(uintptr_t context, std::string* why) {
+  context_ = context;
+  auto create = real_function<CUresult (*)(void**, unsigned)>(g_stream_create);
+  if (!create || !real_function<void*>(g_memcpy_dtoh_async) || !real_function<void*>(g_stream_synchronize)) {
+    *why = "the CUDA driver lacks cuStreamCreate, cuMemcpyDtoHAsync_v2 or cuStreamSynchronize";
+    return false;
+  }
+  if (!make_current()) {
+    *why = "cannot make the send queue's CUDA context current on the poller thread";
+    return false;
+  }
+  if (CUresult r = create(&stream_, kStreamNonBlocking)) {
+    *why = "cuStreamCreate failed with CUresult " + std::to_string(r);
+    stream_ = nullptr;
+    return false;
+  }
+  return true;
+}
+
+bool DeviceCopyStream::copy(void* dst, uint64_t src, size_t bytes) {
+  auto fn = real_function<CUresult (*)(void*, CUdeviceptr, size_t, void*)>(g_memcpy_dtoh_async);
+  return stream_ && make_current() && fn(dst, src, bytes, stream_) == kSuccess;
+}
+
+bool DeviceCopyStream::wait() {
+  auto fn = real_function<CUresult (*)(void*)>(g_stream_synchronize);
+  return stream_ && make_current() && fn(stream_) == kSuccess;
+}
+
+void DeviceCopyStream::close() {
+  auto fn = real_function<CUresult (*)(void*)>(g_stream_destroy);
+  if (stream_ && fn && make_current()) fn(stream_);
+  stream_ = nullptr;
+}
+
+}  // namespace sigmatrace::profiler::cuda
