@@ -1,55 +1,81 @@
 #!/usr/bin/env bash
-# What forwarding GPU doorbells costs (the paper's Fig. 4, side by side in one run): testbed/gda's
+# What tracing GPU doorbells costs (the paper's Fig. 4, side by side in one run): testbed/gda's
 # four microbenchmarks (Put+Quiet, Get, Atomic FetchAdd, Ping-Pong RTT; 8 bytes, two PEs on one
-# GPU under MPS), untraced, under `sigmatrace profile` with SIGMATRACE_DOORBELLS=off (the profiler
-# loaded, the doorbell page left alone) and with SIGMATRACE_DOORBELLS=forward, in turn, REPS
-# times each. Reports per operation the median over the repetitions of each run's median and
-# p99, and forward's difference to untraced; and the doorbell pollers' CPU use per page (from the
-# traces). Every forwarded run is also checked to hold exactly the doorbells the GPUs rang.
+# GPU under MPS), untraced and under `sigmatrace profile` in each of KINDS, in turn, REPS times
+# each. Kinds: untraced; off (the profiler loaded, the doorbell page left alone); forward
+# (doorbells recorded and forwarded); wqe:N (and their WQEs recovered, parsed in batches of N
+# WQE slots; wqe:sync reads them before forwarding). Reports per operation the median over the
+# repetitions of each run's median and p99, and each kind's difference to untraced; the pollers'
+# CPU use and the batches' waits; the trace size per event and per recovered WQE. Every traced
+# run is also checked to hold exactly the doorbells the GPUs rang (and, with wqe, exactly the
+# WQEs they posted).
 #   bench/gda/doorbell_overhead.sh BUILD_DIR [REPS] [WARMUP] [ITERS]
+#   KINDS="untraced forward wqe:128" bench/gda/doorbell_overhead.sh ...   (default: all below)
 # Needs MPS running (CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY set) and a GPU.
 set -u
 B=${1:?usage: doorbell_overhead.sh BUILD_DIR [REPS] [WARMUP] [ITERS]}
 REPS=${2:-5} WARM=${3:-1000} ITERS=${4:-5000}
+read -r -a kinds <<< "${KINDS:-untraced off forward wqe:1 wqe:32 wqe:128 wqe:512}"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/scripts/lib/stats.sh"
 PAIR=$ROOT/testbed/gda/tests/run_gda_pair.sh
 W=$(mktemp -d /tmp/doorbell-overhead.XXXXXX)
 export GDA_PAIR_TIMEOUT_S=${GDA_PAIR_TIMEOUT_S:-120}
 failed=0
+tag() { echo "${1/:/-}"; }
 for rep in $(seq "$REPS"); do
-  for kind in untraced off forward; do
-    mkdir -p "$W/$kind-$rep"
-    if [ $kind != untraced ]; then
-      export SIGMATRACE_RUN_ID="overhead-$kind-$rep" SIGMATRACE_DOORBELLS=$kind
-      GDA_WRAP="$B/bin/sigmatrace profile -o $W/$kind-$rep/exp --" GDA_PAIR_TAG=all \
-        "$PAIR" "$B/bin/gda_probe" "$B/bin/gda_bench" "$B/softnic" all "$WARM" "$ITERS" "$W/$kind-$rep" \
-        > "$W/$kind-$rep/pair.log" 2>&1 || { echo "rep $rep $kind: pair FAILED"; failed=1; }
-      if [ $kind = forward ]; then
-        "$B/tests/bin/doorbell_trace_check" "$W/$kind-$rep/exp" "$W/$kind-$rep/pair.log" > "$W/$kind-$rep/check.log" 2>&1 \
-          || { echo "rep $rep: doorbell check FAILED"; cat "$W/$kind-$rep/check.log"; failed=1; }
-      fi
-      unset SIGMATRACE_RUN_ID SIGMATRACE_DOORBELLS
-    else
-      GDA_PAIR_TAG=all "$PAIR" "$B/bin/gda_probe" "$B/bin/gda_bench" "$B/softnic" all "$WARM" "$ITERS" \
-        "$W/$kind-$rep" > "$W/$kind-$rep/pair.log" 2>&1 || { echo "rep $rep $kind: pair FAILED"; failed=1; }
+  for kind in "${kinds[@]}"; do
+    d=$W/$(tag "$kind")-$rep
+    mkdir -p "$d"
+    wrap=() flags=()
+    if [ "$kind" != untraced ]; then
+      export SIGMATRACE_RUN_ID="overhead-$(tag "$kind")-$rep" SIGMATRACE_DOORBELLS=${kind%%:*}
+      case $kind in wqe:*) export SIGMATRACE_WQE_BATCH=${kind#wqe:}; flags=(--wqes) ;; esac
+      wrap=(GDA_WRAP="$B/bin/sigmatrace profile -o $d/exp --")
     fi
+    env "${wrap[@]}" GDA_PAIR_TAG=all "$PAIR" "$B/bin/gda_probe" "$B/bin/gda_bench" "$B/softnic" all "$WARM" "$ITERS" "$d" \
+      > "$d/pair.log" 2>&1 || { echo "rep $rep $kind: pair FAILED"; failed=1; }
+    if [ "$kind" != untraced ] && [ "$kind" != off ]; then
+      "$B/tests/bin/doorbell_trace_check" "${flags[@]}" "$d/exp" "$d/pair.log" > "$d/check.log" 2>&1 \
+        || { echo "rep $rep $kind: doorbell check FAILED"; cat "$d/check.log"; failed=1; }
+      "$B/bin/sigmatrace" info "$d/exp" > "$d/info.log" 2>&1
+    fi
+    unset SIGMATRACE_RUN_ID SIGMATRACE_DOORBELLS SIGMATRACE_WQE_BATCH
   done
 done
 # One JSON object per line: "benchmark": "put", ... "median_us": x, "p99_us": y
 field() { sed -n "s/.*\"benchmark\": \"$1\".*\"$2\": \([0-9.]*\).*/\1/p"; }
-printf '%-10s %-7s %10s %10s %10s %9s\n' operation stat untraced "doorbells" "+forward" "delta"
-printf '%-10s %-7s %10s %10s %10s %9s\n' "" "" "" "off" "" ""
+printf '%-10s %-7s' operation stat
+for kind in "${kinds[@]}"; do printf ' %10s' "$kind"; done
+for kind in "${kinds[@]:1}"; do printf ' %10s' "d:$kind"; done
+echo
 for op in put get fadd pingpong; do
   for stat in median_us p99_us; do
     v=()
-    for kind in untraced off forward; do v+=("$(cat "$W"/$kind-*/gda_all_pe0.json 2>/dev/null | field $op $stat | median)"); done
-    d=$(awk -v u="${v[0]}" -v f="${v[2]}" 'BEGIN { if (u == "n/a" || f == "n/a") print "n/a"; else printf "%+.2f", f - u }')
-    printf '%-10s %-7s %10s %10s %10s %9s\n' "$op" "${stat%_us}" "${v[@]}" "$d"
+    for kind in "${kinds[@]}"; do v+=("$(cat "$W"/"$(tag "$kind")"-*/gda_all_pe0.json 2>/dev/null | field $op $stat | median)"); done
+    printf '%-10s %-7s' "$op" "${stat%_us}"
+    printf ' %10s' "${v[@]}"
+    for x in "${v[@]:1}"; do
+      awk -v u="${v[0]}" -v f="$x" 'BEGIN { if (u == "n/a" || f == "n/a") printf " %10s", "n/a"; else printf " %+10.2f", f - u }'
+    done
+    echo
   done
 done
-echo "doorbell checks:"
-echo "  QPs with every doorbell recorded: $(cat "$W"/forward-*/check.log | grep -c ': ok$') of $(cat "$W"/forward-*/check.log | grep -c '^QP ')"
-grep -h "poller" "$W"/forward-*/check.log | sed 's/^/  /' | head -8
+echo "checks (QPs whose doorbells, and WQEs with wqe, were all recorded exactly):"
+for kind in "${kinds[@]}"; do
+  [ "$kind" = untraced ] || [ "$kind" = off ] && continue
+  logs=("$W/$(tag "$kind")"-*/check.log)
+  echo "  $kind: $(cat "${logs[@]}" | grep -c ': ok$') of $(cat "${logs[@]}" | grep -c '^QP ') QP checks ok"
+  grep -h "WQEs:" "${logs[@]}" | sed 's/.*recovered \([0-9]*\).*; \([0-9]*\) batches, \([0-9.]*\) us waited.*/    recovered \1 WQEs in \2 batches, \3 us waited/' | head -2
+  grep -h "^poller" "${logs[@]}" | head -2 | sed 's/^/    /'
+  # Trace size: all processes' trace files over their events, and over the recovered WQEs.
+  for d in "$W/$(tag "$kind")"-1; do
+    bytes=$(cat "$d"/exp/*.sgt 2>/dev/null | wc -c)
+    events=$(awk '/^  [a-z_]+ +[0-9]+$/ { n += $2 } END { print n + 0 }' "$d/info.log")
+    wqes=$(awk '$1 == "gpu_wqe" { print $2 }' "$d/info.log")
+    awk -v b="$bytes" -v e="$events" -v w="${wqes:-0}" 'BEGIN { printf "    trace %d bytes, %d events: %.1f B/event", b, e, e ? b / e : 0;
+      if (w > 0) printf ", %.1f B per recovered WQE (doorbell and WQE events together)", b / w; printf "\n" }'
+  done
+done
 echo "raw results: $W"
 exit $failed

@@ -6,9 +6,15 @@
 // traced process (its peer), its doorbell page hijacked, and a kernel launch must precede its
 // first doorbell (the kernel's name is printed when the driver gave one). Used by the GPU tests (testbed/gda); prints one
 // line per QP and exits 1 on any mismatch.
-//   doorbell_trace_check [--lookups] EXPERIMENT_DIR LOG...
+//   doorbell_trace_check [--lookups] [--wqes] EXPERIMENT_DIR LOG...
 // --lookups also lists the driver functions the programs looked up by name that the profiler
 // instruments, and what they were handed (for finding a path the wrappers do not catch).
+// --wqes (a run with SIGMATRACE_DOORBELLS=wqe): for every line
+//   "... QP 0x<qpn>: WQEs posted: <w> RDMA_WRITE <b> bytes, <r> RDMA_READ <b> bytes,
+//    <a> FETCH_ADD <b> bytes; remote heap 0x<h> rkey 0x<k> digest 0x<d>"
+// the QP's recovered WQEs must be exactly those: counts and payload bytes by opcode, every one
+// to the peer's heap with its rkey (8-byte WRITEs inline), the same digest of (opcode, bytes,
+// heap offset) over all of them, one per doorbell, and none lost, damaged or unread.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -17,21 +23,78 @@
 #include <regex>
 #include <string>
 
+#include "gda/state.hpp"
+#include "mlx5/wqe.hpp"
 #include "verbs_trace.h"
 
 using namespace sigmatrace::test;
+namespace m5 = sigmatrace::mlx5;
+
+namespace {
+
+struct PostedLine {
+  gda::Posted posted{};
+  uint64_t heap = 0, rkey = 0;
+};
+
+// The recovered WQEs of qpn in owner against what its GPU posted; prints one line.
+bool check_wqes(const ProcessEvents& owner, uint64_t qpn, const PostedLine& want) {
+  gda::Posted got{};
+  uint64_t foreign = 0, not_inline = 0, bad_opcode = 0, doorbells_with_wqes = 0, per_doorbell_mismatch = 0;
+  for (const VerbsEvent* e : owner.of(sigmatrace::format::EventType::gpu_doorbell))
+    if ((*e)[1] == qpn) ++doorbells_with_wqes, per_doorbell_mismatch += (*e)[6] != 1;
+  for (const VerbsEvent* e : owner.of(sigmatrace::format::EventType::gpu_wqe)) {
+    if ((*e)[0] != qpn) continue;
+    const uint64_t opcode = (*e)[3], bytes = (*e)[7], raddr = (*e)[8];
+    gda::PostedKind kind = gda::kPostedWrite;
+    if (opcode == m5::kOpRdmaRead) kind = gda::kPostedRead;
+    else if (opcode == m5::kOpAtomicFa) kind = gda::kPostedFetchAdd;
+    else if (opcode != m5::kOpRdmaWrite) ++bad_opcode;
+    got.wqes[kind]++;
+    got.bytes[kind] += bytes;
+    got.digest += gda::wqe_digest(uint8_t(opcode), bytes, raddr - want.heap);
+    foreign += raddr < want.heap || (*e)[9] != want.rkey;
+    not_inline += opcode == m5::kOpRdmaWrite && bytes == 8 && (*e)[13] != 1;
+  }
+  uint64_t lost = 0, damaged = 0, unread = 0, index_errors = 0, recovered = 0, batches = 0, wait_ns = 0;
+  for (const VerbsEvent* e : owner.of(sigmatrace::format::EventType::gpu_wqe_stats))
+    if ((*e)[0] == qpn)
+      recovered += (*e)[4], lost += (*e)[6], damaged += (*e)[7], unread += (*e)[8], index_errors += (*e)[9], batches += (*e)[11],
+          wait_ns += (*e)[12];
+  bool same = bad_opcode == 0 && foreign == 0 && not_inline == 0 && got.digest == want.posted.digest && per_doorbell_mismatch == 0;
+  for (int k = 0; k < gda::kPostedKinds; ++k) same &= got.wqes[k] == want.posted.wqes[k] && got.bytes[k] == want.posted.bytes[k];
+  const bool ok = same && lost + damaged + unread + index_errors == 0;
+  printf("QP 0x%" PRIx64 " WQEs: %" PRIu64 "/%" PRIu64 " RDMA_WRITE (%" PRIu64 "/%" PRIu64 " B), %" PRIu64 "/%" PRIu64
+         " RDMA_READ (%" PRIu64 "/%" PRIu64 " B), %" PRIu64 "/%" PRIu64 " FETCH_ADD (recovered/posted), digest %s, %" PRIu64
+         " outside the peer's heap or with another rkey, %" PRIu64 " doorbells not announcing exactly one WQE; recovered %" PRIu64
+         ", lost %" PRIu64 ", damaged %" PRIu64 ", unread %" PRIu64 ", index errors %" PRIu64 "; %" PRIu64
+         " batches, %.1f us waited in all: %s\n",
+         qpn, got.wqes[0], want.posted.wqes[0], got.bytes[0], want.posted.bytes[0], got.wqes[1], want.posted.wqes[1], got.bytes[1],
+         want.posted.bytes[1], got.wqes[2], want.posted.wqes[2], got.digest == want.posted.digest ? "equal" : "DIFFERENT", foreign,
+         per_doorbell_mismatch, recovered, lost, damaged, unread, index_errors, batches, double(wait_ns) / 1e3, ok ? "ok" : "MISMATCH");
+  return ok;
+}
+
+}  // namespace
 using sigmatrace::format::EventType;
 using sigmatrace::format::UarMapOutcome;
 
 int main(int argc, char** argv) {
-  bool lookups = argc > 1 && std::string(argv[1]) == "--lookups";
-  if (lookups) --argc, ++argv;
+  bool lookups = false, wqes = false;
+  for (; argc > 1 && argv[1][0] == '-' && argv[1][1] == '-'; --argc, ++argv) {
+    if (std::string(argv[1]) == "--lookups") lookups = true;
+    else if (std::string(argv[1]) == "--wqes") wqes = true;
+    else break;
+  }
   if (argc < 3) {
-    fprintf(stderr, "usage: doorbell_trace_check [--lookups] EXPERIMENT_DIR LOG...\n");
+    fprintf(stderr, "usage: doorbell_trace_check [--lookups] [--wqes] EXPERIMENT_DIR LOG...\n");
     return 2;
   }
   std::map<uint64_t, uint64_t> expected;  // qpn -> WQEBBs posted
+  std::map<uint64_t, PostedLine> posted;  // qpn -> WQEs posted
   const std::regex line(R"(QP 0x([0-9a-f]+): ([0-9]+) WQEBBs posted, one doorbell each)");
+  const std::regex wqe_line(
+      R"(QP 0x([0-9a-f]+): WQEs posted: ([0-9]+) RDMA_WRITE ([0-9]+) bytes, ([0-9]+) RDMA_READ ([0-9]+) bytes, ([0-9]+) FETCH_ADD ([0-9]+) bytes; remote heap 0x([0-9a-f]+) rkey 0x([0-9a-f]+) digest 0x([0-9a-f]+))");
   for (int i = 2; i < argc; ++i) {
     std::ifstream f(argv[i]);
     if (!f) {
@@ -41,7 +104,18 @@ int main(int argc, char** argv) {
     std::string s;
     std::smatch m;
     while (std::getline(f, s))
-      if (std::regex_search(s, m, line)) expected[std::stoull(m[1], nullptr, 16)] += std::stoull(m[2]);
+      if (std::regex_search(s, m, line)) {
+        expected[std::stoull(m[1], nullptr, 16)] += std::stoull(m[2]);
+      } else if (std::regex_search(s, m, wqe_line)) {
+        PostedLine& p = posted[std::stoull(m[1], nullptr, 16)];
+        for (int k = 0; k < gda::kPostedKinds; ++k) {
+          p.posted.wqes[k] = std::stoull(m[size_t(2 + 2 * k)]);
+          p.posted.bytes[k] = std::stoull(m[size_t(3 + 2 * k)]);
+        }
+        p.heap = std::stoull(m[8], nullptr, 16);
+        p.rkey = std::stoull(m[9], nullptr, 16);
+        p.posted.digest = std::stoull(m[10], nullptr, 16);
+      }
   }
   std::vector<ProcessEvents> procs;
   std::string err;
@@ -113,6 +187,15 @@ int main(int argc, char** argv) {
            gpu >= 0 ? (", GPU " + std::to_string(gpu)).c_str() : "", peer.empty() ? "NOT FOUND" : peer.c_str(), n, dbs.size(),
            consecutive, wqebbs, hijacked, launched_before, kernel.c_str(), ok ? "ok" : "MISMATCH");
     bad += !ok;
+    if (wqes) {
+      auto it = posted.find(qpn);
+      if (it == posted.end()) {
+        printf("QP 0x%" PRIx64 ": the log does not say which WQEs were posted\n", qpn);
+        ++bad;
+      } else {
+        bad += !check_wqes(*owner, qpn, it->second);
+      }
+    }
   }
   // What the pollers cost: CPU time over their lifetime, per doorbell page (one page each here).
   for (const ProcessEvents& p : procs)
@@ -121,6 +204,8 @@ int main(int argc, char** argv) {
         printf("poller (%s): %" PRIu64 " doorbells, CPU %.1f ms of %.1f ms (%.0f %%), %.2f us CPU per doorbell\n",
                p.path.substr(p.path.rfind('/') + 1).c_str(), (*e)[2], double((*e)[3]) / 1e6, double((*e)[4]) / 1e6,
                100.0 * double((*e)[3]) / double((*e)[4]), (*e)[2] ? double((*e)[3]) / 1e3 / double((*e)[2]) : 0.0);
-  printf("%s\n", bad ? "doorbell check FAILED" : "doorbell check passed: every doorbell the GPUs rang was recorded");
+  printf("%s\n", bad ? "doorbell check FAILED"
+                     : wqes ? "doorbell check passed: every doorbell the GPUs rang was recorded, with exactly the WQEs they posted"
+                            : "doorbell check passed: every doorbell the GPUs rang was recorded");
   return bad ? 1 : 0;
 }

@@ -320,10 +320,18 @@ int main(int argc, char** argv) {
   // the profiler recorded exactly these).
   DeviceState after{};
   CK(cudaMemcpy(&after, s, sizeof after, cudaMemcpyDeviceToHost));
-  for (int j = 0; j < npes; ++j)
-    if (j != pe)
-      printf("pe %d: QP 0x%x: %llu WQEBBs posted, one doorbell each\n", pe, after.qp[j].qpn,
-             (unsigned long long)after.qp[j].prod);
+  for (int j = 0; j < npes; ++j) {
+    if (j == pe) continue;
+    const Posted& p = after.qp[j].posted;
+    printf("pe %d: QP 0x%x: %llu WQEBBs posted, one doorbell each\n", pe, after.qp[j].qpn,
+           (unsigned long long)after.qp[j].prod);
+    printf("pe %d: QP 0x%x: WQEs posted: %llu RDMA_WRITE %llu bytes, %llu RDMA_READ %llu bytes, %llu FETCH_ADD %llu bytes; "
+           "remote heap 0x%llx rkey 0x%x digest 0x%016llx\n",
+           pe, after.qp[j].qpn, (unsigned long long)p.wqes[kPostedWrite], (unsigned long long)p.bytes[kPostedWrite],
+           (unsigned long long)p.wqes[kPostedRead], (unsigned long long)p.bytes[kPostedRead],
+           (unsigned long long)p.wqes[kPostedFetchAdd], (unsigned long long)p.bytes[kPostedFetchAdd],
+           (unsigned long long)after.remote_heap[j], after.rkey[j], (unsigned long long)p.digest);
+  }
   cudaFree(d_t);
   cudaFree(d_r);
   cudaStreamDestroy(st);

@@ -4,7 +4,7 @@
 # (doorbell_trace_check). Exit 77 (skip) without a usable CUDA device, like the pair itself.
 # usage: run_traced_pair.sh SIGMATRACE CHECK PROBE BENCH SOFTNIC_LIBDIR TEST WARMUP ITERS
 # Environment: as run_gda_pair.sh; GDA_TRACE_DIR keeps the experiment there (default: a temporary
-# directory, removed).
+# directory, removed); GDA_CHECK_FLAGS are passed to the check (--wqes with SIGMATRACE_DOORBELLS=wqe).
 set -u
 sigmatrace=$1 check=$2
 shift 2
@@ -17,7 +17,8 @@ rc=$?
 cat "$log"
 if [ $rc -eq 77 ]; then rm -f "$log"; exit 77; fi
 if [ $rc -ne 0 ]; then echo "traced gda pair failed (rc $rc)"; rm -f "$log"; exit 1; fi
-"$check" "$exp" "$log"
+# shellcheck disable=SC2086
+"$check" ${GDA_CHECK_FLAGS:-} "$exp" "$log"
 rc=$?
 rm -f "$log"
 [ -z "${GDA_TRACE_DIR:-}" ] && rm -rf "$(dirname "$exp")"

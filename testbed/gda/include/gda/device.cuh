@@ -143,10 +143,17 @@ GDA_FN void ring(QpDev* q) {
 }
 
 // ---- operations on one QP -------------------------------------------------------------------
+GDA_FN void account(DeviceState* s, int peer, PostedKind kind, uint8_t opcode, uint64_t bytes, uint64_t raddr) {
+  Posted& p = s->qp[peer].posted;
+  p.wqes[kind]++;
+  p.bytes[kind] += bytes;
+  p.digest += wqe_digest(opcode, bytes, raddr - s->remote_heap[peer]);
+}
 GDA_FN bool post_write_inline8(DeviceState* s, int peer, uint64_t raddr, uint32_t rkey,
                                uint64_t value) {
   QpDev* q = &s->qp[peer];
   if (!reserve(s, peer, q, 1)) return false;
+  account(s, peer, kPostedWrite, m5::kOpRdmaWrite, 8, raddr);
   uint8_t* w = wqebb(q, q->prod);
   ctrl(w, q, m5::kOpRdmaWrite, 3, true);
   raddr_seg(w + 16, raddr, rkey);
@@ -159,6 +166,7 @@ GDA_FN bool post_rdma(DeviceState* s, int peer, uint8_t opcode, uint64_t laddr, 
                       uint32_t len, uint64_t raddr, uint32_t rkey) {
   QpDev* q = &s->qp[peer];
   if (!reserve(s, peer, q, 1)) return false;
+  account(s, peer, opcode == m5::kOpRdmaRead ? kPostedRead : kPostedWrite, opcode, len, raddr);
   uint8_t* w = wqebb(q, q->prod);
   ctrl(w, q, opcode, 3, true);
   raddr_seg(w + 16, raddr, rkey);
@@ -171,6 +179,7 @@ GDA_FN bool post_fetch_add(DeviceState* s, int peer, uint64_t raddr, uint32_t rk
                            uint64_t laddr, uint32_t lkey) {
   QpDev* q = &s->qp[peer];
   if (!reserve(s, peer, q, 1)) return false;
+  account(s, peer, kPostedFetchAdd, m5::kOpAtomicFa, 8, raddr);
   uint8_t* w = wqebb(q, q->prod);
   ctrl(w, q, m5::kOpAtomicFa, 4, true);
   raddr_seg(w + 16, raddr, rkey);

@@ -2,9 +2,28 @@
 #pragma once
 #include <cstdint>
 
+#include "mlx5/common.hpp"
+
 namespace gda {
 
 constexpr int kMaxPes = 8;
+
+// What the GPU threads posted on one QP, by kind (what a traced run's recovered WQEs must
+// match exactly): WQEs and payload bytes, and a sum of wqe_digest over every WQE, which covers
+// each one's remote address without listing them.
+enum PostedKind : uint32_t { kPostedWrite = 0, kPostedRead = 1, kPostedFetchAdd = 2, kPostedKinds = 3 };
+struct Posted {
+  uint64_t wqes[kPostedKinds];
+  uint64_t bytes[kPostedKinds];
+  uint64_t digest;
+};
+// One WQE's contribution: its mlx5 opcode, payload bytes and offset in the target PE's heap.
+MLX5_HD uint64_t wqe_digest(uint8_t opcode, uint64_t bytes, uint64_t heap_offset) {
+  uint64_t z = (uint64_t(opcode) << 56) ^ (bytes << 40) ^ heap_offset;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
 
 // One RC send queue as GPU threads drive it (cf. NVSHMEM's device QP descriptor).
 struct QpDev {
@@ -18,6 +37,7 @@ struct QpDev {
   uint64_t cons;        // WQEBBs known complete
   uint32_t error;       // first error: CQE syndrome, or 0x100 + reason for a local timeout
   uint32_t pad;
+  Posted posted;
 };
 
 // The symmetric heap: every PE allocates the same size; offsets name the same object everywhere.
