@@ -38,6 +38,10 @@ uint64_t OpCounters::bytes_out() const {
   return n;
 }
 
+std::string gpu_label(const ExperimentModel& m, uint32_t process_id, int64_t gpu) {
+  return process_label(m.processes[process_id]) + (gpu >= 0 ? " GPU " + std::to_string(gpu) : " host-memory queues");
+}
+
 std::string process_label(const ProcessRow& p) {
   if (p.rank >= 0) return "rank " + std::to_string(p.rank);
   return p.host + ":" + std::to_string(p.pid);
@@ -73,6 +77,18 @@ void DoorbellCounters::add(const DoorbellCounters& o) {
   doorbells += o.doorbells;
   wqebbs += o.wqebbs;
   blueflame += o.blueflame;
+  data_doorbells += o.data_doorbells;
+  control_doorbells += o.control_doorbells;
+  recovered += o.recovered;
+  recovered_wqebbs += o.recovered_wqebbs;
+  lost_wqebbs += o.lost_wqebbs;
+  damaged += o.damaged;
+  unread_wqebbs += o.unread_wqebbs;
+  index_errors += o.index_errors;
+  batches += o.batches;
+  wait_ns += o.wait_ns;
+  max_wait_ns = std::max(max_wait_ns, o.max_wait_ns);
+  wqes_read |= o.wqes_read;
   if (o.first_ns && (!first_ns || o.first_ns < first_ns)) first_ns = o.first_ns;
   if (o.last_ns > last_ns) last_ns = o.last_ns;
 }
@@ -113,8 +129,30 @@ void Aggregates::finish(const ExperimentModel& m) {
     g.process_id = q.process_id, g.gpu = q.gpu;
     g.qps += 1;
     g.doorbells.add(qp_doorbells[q.qp_id]);
+    g.ops.add(qp[q.qp_id]);
   }
-  for (auto& [k, g] : by_gpu) gpus.push_back(g);
+  std::map<std::pair<uint32_t, int64_t>, size_t> gpu_index;
+  for (auto& [k, g] : by_gpu) gpu_index[k] = gpus.size(), gpus.push_back(g);
+  // GPU -> GPU (or "unknown") traffic of the GPU-initiated QPs, as the rank matrix counts it.
+  const size_t ng = gpus.size();
+  gpu_matrix.labels.clear();
+  for (const GpuRow& g : gpus) gpu_matrix.labels.push_back(gpu_label(m, g.process_id, g.gpu));
+  gpu_matrix.labels.push_back("unknown");
+  gpu_matrix.bytes.assign(ng + 1, std::vector<uint64_t>(ng + 1, 0));
+  gpu_matrix.ops = gpu_matrix.bytes;
+  for (const QpRow& q : m.qps) {
+    if (!q.gpu_initiated) continue;
+    const size_t self = gpu_index[{q.process_id, q.gpu}];
+    size_t peer = ng;
+    if (q.remote_qp_id != kNone) {
+      const QpRow& r = m.qps[static_cast<size_t>(q.remote_qp_id)];
+      auto it = gpu_index.find({r.process_id, r.gpu});
+      if (r.gpu_initiated && it != gpu_index.end()) peer = it->second;
+    }
+    const OpCounters& c = qp[q.qp_id];
+    gpu_matrix.bytes[self][peer] += c.bytes_out(), gpu_matrix.ops[self][peer] += c.ops_out();
+    gpu_matrix.bytes[peer][self] += c.bytes_read(), gpu_matrix.ops[peer][self] += c.ops[kOpRead];
+  }
   device.assign(m.devices.size(), {});
   host.assign(m.hosts.size(), {});
   // Operations on no known QP (SRQ receives, aggregate mode, QPs created before tracing): their

@@ -37,6 +37,14 @@ struct OpCounters {
 // sum of the producer-index deltas: doorbells a poller saw merged still count every WQEBB).
 struct DoorbellCounters {
   uint64_t doorbells = 0, wqebbs = 0, blueflame = 0;
+  uint64_t data_doorbells = 0, control_doorbells = 0;  // with WQE recovery
+  // WQE recovery of the QP (its gpu_wqe_stats): WQEs recovered and the WQEBBs they took, slots
+  // overwritten before they were read, WQEs that did not parse, WQEBBs not readable, producer
+  // indices that went backwards; the batches and the time doorbells waited for them.
+  uint64_t recovered = 0, recovered_wqebbs = 0, lost_wqebbs = 0, damaged = 0, unread_wqebbs = 0, index_errors = 0;
+  uint64_t batches = 0, wait_ns = 0, max_wait_ns = 0;
+  bool wqes_read = false;  // a gpu_wqe_stats said so (WQE recovery was on for this QP)
+  uint64_t unrecovered() const { return lost_wqebbs + damaged + unread_wqebbs; }
   int64_t first_ns = 0, last_ns = 0;
   void saw(int64_t ts) {
     if (!first_ns || ts < first_ns) first_ns = ts;
@@ -74,7 +82,9 @@ struct GpuRow {
   int64_t gpu = -1;
   uint64_t qps = 0;
   DoorbellCounters doorbells;
+  OpCounters ops;  // its QPs' recovered operations
 };
+std::string gpu_label(const ExperimentModel& m, uint32_t process_id, int64_t gpu);  // "rank 0 GPU 1"
 
 struct Matrix {
   std::vector<std::string> labels;           // the last label is "unknown" (peer not traced)
@@ -96,6 +106,7 @@ struct Aggregates {
   // Derived by finish():
   std::vector<OpCounters> device, host;
   Matrix rank_matrix, host_matrix;
+  Matrix gpu_matrix;  // GPU-initiated traffic: GpuRow -> the GpuRow of the peer QP's queue (gpus' order)
   Imbalance host_egress, rank_egress;
   uint64_t heaviest_pair_bytes = 0;
   std::string heaviest_pair;

@@ -4,6 +4,7 @@
 #include <deque>
 #include <unordered_map>
 
+#include "analysis/gpu_ops.h"
 #include "analysis/ibv_names.h"
 #include "analysis/layer_ops.h"
 #include "format/event_types.h"
@@ -81,9 +82,6 @@ class FileAssociation {
   void post_call(int64_t thread, int64_t ts, const format::DecodedEvent& ev, bool send);
   void control_call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result);
   void call_error(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
-  void gpu_doorbell(int64_t ts, const format::DecodedEvent& ev);
-  void cuda_launch(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
-  void gpu_event(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
   void finish_op(OpRecord& op);
   bool match_early(QpState* s, OpRecord& op, bool receive);
   void emit_completion(const CompletionRecord& c);
@@ -120,9 +118,10 @@ class FileAssociation {
   static constexpr size_t kQpCache = 256;
   CacheSlot qp_cache_[kQpCache];
   std::unordered_map<uint32_t, int64_t> unique_qp_;
-  uint64_t ops_ = 0, completions_ = 0, errors_ = 0, doorbells_ = 0, launches_ = 0;
+  uint64_t ops_ = 0, completions_ = 0, errors_ = 0;
   FilePassStats stats_;
   LayerOpsAssociation layers_{m_, p_.process_id, sink_};  // UCX and libfabric events (layer_ops.h)
+  GpuAssociation gpu_{m_, p_.process_id, sink_, agg_, &ops_};  // GPU-initiated work (gpu_ops.h)
 };
 
 FilePassStats FileAssociation::run(std::atomic<uint64_t>* bytes_done) {
@@ -215,27 +214,10 @@ void FileAssociation::on_event(int64_t thread, const format::DecodedEvent& ev) {
     case EventType::user_mark:
       if (sink_) sink_->mark(MarkRecord{ts, p_.process_id, thread, v[0], v[1]});
       break;
-    case EventType::gpu_doorbell: gpu_doorbell(ts, ev); break;
-    case EventType::cuda_launch: cuda_launch(thread, ts, ev); break;
-    case EventType::gpu_uar_map: case EventType::gpu_poller: case EventType::devx_qp_create:
-    case EventType::devx_qp_modify: case EventType::devx_obj_destroy: case EventType::devx_uar_alloc:
-    case EventType::devx_umem_reg: case EventType::devx_cq_create:
-      gpu_event(thread, ts, ev);
-      break;
     case EventType::aggregate_entry: {
       // Aggregate mode: counters without timestamps, folded into the same per-QP totals.
       ++pc_.aggregate_entries;
-      if (v[1] == static_cast<uint64_t>(format::AggregateKey::gpu_doorbell_qp)) {
-        int64_t qp = qp_of(v[2], 0);
-        DoorbellCounters& d = qp == kNone ? pc_.doorbells_without_qp : agg_->qp_doorbells[static_cast<size_t>(qp)];
-        d.doorbells += v[4];
-        d.wqebbs += v[5];
-        break;
-      }
-      if (v[1] == static_cast<uint64_t>(format::AggregateKey::cuda_launch)) {
-        pc_.hijack.launches += v[4];
-        break;
-      }
+      if (gpu_.on_aggregate(ev)) break;
       if (v[1] != static_cast<uint64_t>(format::AggregateKey::ibv_qp_opcode)) {
         layers_.on_event(thread, ts, ev);  // ucx / ofi counters
         break;
@@ -247,7 +229,9 @@ void FileAssociation::on_event(int64_t thread, const format::DecodedEvent& ev) {
       c.bytes[op] += v[5];
       break;
     }
-    default: layers_.on_event(thread, ts, ev); break;
+    default:
+      if (!gpu_.on_event(thread, ts, ev)) layers_.on_event(thread, ts, ev);
+      break;
   }
 }
 
@@ -502,70 +486,6 @@ void FileAssociation::call_error(int64_t thread, int64_t ts, const format::Decod
     qp = m_.qp_at(p_.process_id, v[1], ev.tsc);
   ErrorRecord e{next_id(&errors_), ts, p_.process_id, thread, "ibv", "call", ibv_call_name(v[0]), v[1], ev.as_i64(2), qp};
   sink_->error(e);
-}
-
-void FileAssociation::gpu_doorbell(int64_t ts, const format::DecodedEvent& ev) {
-  const uint64_t* v = ev.values;  // uar_page qp_num producer_index delta kind
-  DoorbellRecord d;
-  d.doorbell_id = next_id(&doorbells_);
-  d.ts_ns = ts;
-  d.process_id = p_.process_id;
-  d.qp_num = v[1], d.producer_index = v[2], d.delta = v[3], d.uar_page = v[0];
-  d.blueflame = v[4] == static_cast<uint64_t>(format::DoorbellKind::blueflame);
-  d.qp_id = qp_of(v[1], ev.tsc);
-  if (d.qp_id != kNone) d.gpu = m_.qps[static_cast<size_t>(d.qp_id)].gpu;
-  d.kernel = p_.kernel_at(ev.tsc, d.gpu);
-  DoorbellCounters& c = d.qp_id == kNone ? pc_.doorbells_without_qp : agg_->qp_doorbells[static_cast<size_t>(d.qp_id)];
-  c.doorbells += 1;
-  c.wqebbs += d.delta;
-  c.blueflame += d.blueflame;
-  c.saw(ts);
-  if (sink_) sink_->doorbell(d);
-}
-
-void FileAssociation::cuda_launch(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
-  const uint64_t* v = ev.values;  // function stream device entry grid_xyz block_xyz shared result
-  LaunchRecord l;
-  l.launch_id = next_id(&launches_);
-  l.ts_ns = ts;
-  l.process_id = p_.process_id;
-  l.thread_id = thread;
-  l.gpu = ev.as_i64(2);
-  l.function = v[0], l.stream = v[1], l.entry = v[3];
-  for (int i = 0; i < 3; ++i) l.grid[i] = v[4 + i], l.block[i] = v[7 + i];
-  l.result = ev.as_i64(11);
-  auto n = p_.kernel_names.find(v[0]);
-  l.name = n != p_.kernel_names.end() ? &n->second : nullptr;
-  ++pc_.hijack.launches;
-  if (sink_) sink_->launch(l);
-}
-
-// The doorbell hijack's set-up and its pollers: counted for the summary, slices on their thread.
-void FileAssociation::gpu_event(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
-  const uint64_t* v = ev.values;
-  HijackCounters& h = pc_.hijack;
-  switch (static_cast<EventType>(ev.type)) {
-    case EventType::gpu_uar_map: {
-      const auto outcome = static_cast<format::UarMapOutcome>(v[6]);
-      if (outcome == format::UarMapOutcome::hijacked) ++h.pages_hijacked;
-      else if (outcome == format::UarMapOutcome::doorbells_off) ++h.pages_doorbells_off;
-      else if (outcome == format::UarMapOutcome::hijack_failed) ++h.pages_not_hijacked;
-      else ++h.map_failures;
-      control_call(thread, ts, "cuMemHostGetDevicePointer (doorbell page)", kNone, ev.as_i64(7));
-      break;
-    }
-    case EventType::gpu_poller:
-      if (v[0] == 1) ++h.pollers;
-      if (v[0] == 2) h.poller_doorbells += v[2], h.poller_cpu_ns += v[3], h.poller_wall_ns += v[4];
-      break;
-    case EventType::devx_qp_create: control_call(thread, ts, "devx CREATE_QP", v[2] ? qp_of(v[2], ev.tsc) : kNone, int64_t(v[17])); break;
-    case EventType::devx_qp_modify: control_call(thread, ts, "devx QP transition", qp_of(v[1], ev.tsc), int64_t(v[10])); break;
-    case EventType::devx_obj_destroy: control_call(thread, ts, "devx destroy", kNone, ev.as_i64(3)); break;
-    case EventType::devx_uar_alloc: control_call(thread, ts, "mlx5dv_devx_alloc_uar", kNone, ev.as_i64(6)); break;
-    case EventType::devx_umem_reg: control_call(thread, ts, "mlx5dv_devx_umem_reg", kNone, ev.as_i64(8)); break;
-    case EventType::devx_cq_create: control_call(thread, ts, "devx CREATE_CQ", kNone, int64_t(v[10])); break;
-    default: break;
-  }
 }
 
 }  // namespace

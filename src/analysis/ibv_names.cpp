@@ -9,7 +9,7 @@ const char* op_class_name(unsigned op) {
   static const char* const names[kOpClasses] = {
       "WRITE",   "WRITE_IMM", "SEND",     "SEND_IMM", "READ",      "ATOMIC_CS", "ATOMIC_FA",
       "LOCAL_INV", "BIND_MW", "SEND_INV", "TSO",      "DRIVER1",   "OPCODE_12", "OPCODE_13",
-      "OPCODE_14", "ATOMIC_WRITE", "RECV", "MIXED",   "UNKNOWN"};
+      "OPCODE_14", "ATOMIC_WRITE", "RECV", "MIXED",   "UNKNOWN",   "NOP"};
   if (op >= kOpClasses) return "UNKNOWN";
   return names[op];
 }
@@ -22,9 +22,23 @@ unsigned op_class_of_mask(uint64_t mask) {
   return op_class_of_wr_opcode(static_cast<uint64_t>(std::countr_zero(mask)));
 }
 
+unsigned op_class_of_mlx5_opcode(uint64_t opcode) {
+  switch (opcode) {  // MLX5_OPCODE_* of a send WQE's control segment
+    case 0x08: return kOpWrite;
+    case 0x09: return kOpWriteImm;
+    case 0x0a: return kOpSend;
+    case 0x0b: return kOpSendImm;
+    case 0x10: return kOpRead;
+    case 0x11: case 0x14: return kOpAtomicCs;
+    case 0x12: case 0x15: return kOpAtomicFa;
+    case 0x00: case 0x23: return kOpNop;
+    default: return kOpUnknown;
+  }
+}
+
 bool op_moves_bytes_out(unsigned op) {
   switch (op) {
-    case kOpRead: case kOpLocalInv: case kOpBindMw: case kOpRecv: case kOpUnknown: return false;
+    case kOpRead: case kOpLocalInv: case kOpBindMw: case kOpRecv: case kOpUnknown: case kOpNop: return false;
     default: return true;
   }
 }

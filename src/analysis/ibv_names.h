@@ -12,8 +12,8 @@ namespace sigmatrace::analysis {
 enum OpClass : uint8_t {
   kOpWrite = 0, kOpWriteImm = 1, kOpSend = 2, kOpSendImm = 3, kOpRead = 4, kOpAtomicCs = 5, kOpAtomicFa = 6,
   kOpLocalInv = 7, kOpBindMw = 8, kOpSendInv = 9, kOpTso = 10, kOpDriver1 = 11, kOpAtomicWrite = 15,
-  kOpRecv = 16, kOpMixed = 17, kOpUnknown = 18,
-  kOpClasses = 19,
+  kOpRecv = 16, kOpMixed = 17, kOpUnknown = 18, kOpNop = 19,
+  kOpClasses = 20,
 };
 
 constexpr uint64_t kWcRecv = 128, kWcRecvRdmaWithImm = 129;
@@ -21,6 +21,7 @@ constexpr uint64_t kWcRecv = 128, kWcRecvRdmaWithImm = 129;
 const char* op_class_name(unsigned op);             // "WRITE", "WRITE_IMM", "RECV", "MIXED", ...
 unsigned op_class_of_wr_opcode(uint64_t opcode);      // kOpUnknown for values outside ibv_wr_opcode
 unsigned op_class_of_mask(uint64_t opcode_mask);      // single bit -> that opcode, several -> kOpMixed
+unsigned op_class_of_mlx5_opcode(uint64_t opcode);    // a WQE's: masked atomics are CS / FA, NOP and DUMP kOpNop
 // True for operations whose bytes travel from the initiator to the target (all but READ and the
 // local ones). READ moves bytes from the target to the initiator.
 bool op_moves_bytes_out(unsigned op);

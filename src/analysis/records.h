@@ -83,6 +83,21 @@ struct DoorbellRecord {
   uint64_t qp_num = 0, producer_index = 0, delta = 0, uar_page = 0;
   bool blueflame = false;
   const std::string* kernel = nullptr;  // the kernel launched last on that GPU before it, if known
+  // With WQE recovery (format::DoorbellWqeClass): 0 not read, 1 data (a WRITE, READ or SEND of
+  // more than 8 bytes), 2 control (atomics, NOPs, small puts); and how many WQEs it announced.
+  uint64_t wqe_class = 0, wqes = 0;
+};
+
+// What a GPU-initiated operation's WQE said, besides its OpRecord (layer "gpu": opcode class,
+// payload bytes, peer, doorbell time): recovered from the QP's send queue.
+struct GpuWqeRecord {
+  int64_t gpu = -1;
+  const std::string* kernel = nullptr;
+  int64_t doorbell_id = -1;    // the doorbell that announced it (-1: not in the trace)
+  uint64_t wqe_index = 0, opcode = 0, opmod = 0, flags = 0;  // control segment (mlx5 opcode, fm_ce_se)
+  uint64_t remote_addr = 0, rkey = 0, local_addr = 0, lkey = 0, sges = 0;
+  bool inline_data = false;
+  uint64_t imm = 0, swap_add = 0, compare = 0;
 };
 
 // A kernel launch (driver or runtime entry point) of a process.
@@ -110,6 +125,11 @@ class FileSink {
   virtual void mark(const MarkRecord&) {}
   virtual void doorbell(const DoorbellRecord&) {}
   virtual void launch(const LaunchRecord&) {}
+  // A GPU-initiated operation (final: it has no completion of its own in the trace).
+  virtual void gpu_op(const OpRecord& op, const GpuWqeRecord&) {
+    work_request(op);
+    this->op(op);
+  }
   virtual void finish() {}                       // the file is done
 };
 

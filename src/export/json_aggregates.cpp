@@ -40,6 +40,14 @@ json matrix_json(const Matrix& m) {
   return {{"labels", m.labels}, {"bytes", m.bytes}, {"ops", m.ops}};
 }
 
+// WQE recovery's account of a QP or GPU: nothing unrecovered goes unsaid.
+json wqe_recovery_json(const DoorbellCounters& d) {
+  return {{"wqes_recovered", d.recovered},     {"wqebbs_recovered", d.recovered_wqebbs}, {"lost_wqebbs", d.lost_wqebbs},
+          {"damaged_wqes", d.damaged},         {"unread_wqebbs", d.unread_wqebbs},       {"index_errors", d.index_errors},
+          {"data_doorbells", d.data_doorbells}, {"control_doorbells", d.control_doorbells}, {"batches", d.batches},
+          {"batch_wait_ns", d.wait_ns},        {"max_batch_wait_ns", d.max_wait_ns}};
+}
+
 json imbalance_json(const Imbalance& im) {
   return {{"max_over_mean", im.max_over_mean}, {"max", im.max_label}, {"max_bytes", im.max_bytes}, {"mean_bytes", im.mean_bytes}};
 }
@@ -93,6 +101,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
                             {"poller_wall_ns", h.poller_wall_ns},
                             {"kernel_launches", h.launches},
                             {"doorbells_on_unknown_qps", pc.doorbells_without_qp.doorbells}};
+    if (pc.doorbells_without_qp.wqes_read) o["gpu_doorbells"]["wqe_recovery_on_unknown_qps"] = wqe_recovery_json(pc.doorbells_without_qp);
     o["clock"] = {{"source", clock_source_name(p.clock.source)},   {"samples", p.clock.samples},
                   {"ns_per_tick", p.clock.ns_per_tick},           {"max_residual_ns", p.clock.max_residual_ns},
                   {"rms_residual_ns", p.clock.rms_residual_ns}};
@@ -146,6 +155,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
       o["gpu"] = q.gpu < 0 ? json(nullptr) : json(q.gpu);
       o["doorbells"] = d.doorbells;
       o["wqebbs"] = d.wqebbs;
+      if (d.wqes_read) o["wqe_recovery"] = wqe_recovery_json(d);
     }
     qps.push_back(o);
   }
@@ -160,6 +170,11 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
               {"wqebbs", g.doorbells.wqebbs}, {"blueflame_doorbells", g.doorbells.blueflame}};
     if (g.doorbells.last_ns > g.doorbells.first_ns)
       o["doorbells_per_s"] = 1e9 * static_cast<double>(g.doorbells.doorbells) / static_cast<double>(g.doorbells.last_ns - g.doorbells.first_ns);
+    o["gpu_label"] = gpu_label(m, g.process_id, g.gpu);
+    if (g.doorbells.wqes_read || g.ops.total_ops()) {
+      o["operations"] = counters_json(g.ops);  // recovered from its queues, with bandwidth
+      o["wqe_recovery"] = wqe_recovery_json(g.doorbells);
+    }
     gpus.push_back(o);
   }
   j["gpus"] = gpus;
@@ -183,6 +198,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
   }
   j["connections"] = conns;
   j["matrices"] = {{"rank", matrix_json(agg.rank_matrix)}, {"host", matrix_json(agg.host_matrix)}};
+  if (!agg.gpus.empty()) j["matrices"]["gpu"] = matrix_json(agg.gpu_matrix);
   j["imbalance"] = {{"host_egress", imbalance_json(agg.host_egress)},
                     {"rank_egress", imbalance_json(agg.rank_egress)},
                     {"heaviest_pair", agg.heaviest_pair},

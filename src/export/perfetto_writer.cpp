@@ -4,6 +4,8 @@
 #include "export/perfetto_writer.h"
 
 #include <algorithm>
+#include <cinttypes>
+#include <map>
 #include <cstdio>
 #include <set>
 #include <vector>
@@ -167,17 +169,42 @@ class PerfettoFileSink : public FileSink {
       bins[bin_of(r.ts_ns)] += 1;
     }
     size_t te = begin_event(r.ts_ns, kInstant, track_uuid(TrackKind::gpu_doorbells, gpu_track_index(pid_, r.gpu)));
-    w_.str(kTeName, r.blueflame ? "BlueFlame doorbell" : "doorbell");
+    const char* name = r.wqe_class == 1 ? "data doorbell" : r.wqe_class == 2 ? "control doorbell" : "doorbell";
+    w_.str(kTeName, r.blueflame ? "BlueFlame " + std::string(name) : std::string(name));
     w_.str(kTeCategories, "gpu.doorbell");
     annotation(&w_, "qp_num", r.qp_num);
     annotation(&w_, "producer_index", r.producer_index);
     annotation(&w_, "delta", r.delta);
+    if (r.wqe_class) annotation(&w_, "wqes", r.wqes);
     if (r.kernel) annotation(&w_, "kernel", *r.kernel);
     if (r.qp_id >= 0) {
       const QpRow& q = m_.qps[static_cast<size_t>(r.qp_id)];
       if (q.remote_qp_id != kNone)
         annotation(&w_, "peer", process_label(m_.processes[m_.qps[static_cast<size_t>(q.remote_qp_id)].process_id]));
     }
+    end_event(te);
+  }
+
+  void gpu_op(const OpRecord& r, const GpuWqeRecord& w) override {
+    if (r.qp_id >= 0 && r.op_class != kOpNop) count_bytes(r.qp_id, r.ts_ns, r.bytes);
+    if (out_->has_gpu_track(pid_, w.gpu)) {
+      std::vector<uint64_t>& bins = gpu_bins_[w.gpu];
+      if (bins.empty()) bins.assign(bins_, 0);
+      bins[bin_of(r.ts_ns)] += r.bytes;
+    }
+    uint64_t track = r.qp_id >= 0 ? track_uuid(TrackKind::qp, static_cast<uint64_t>(r.qp_id)) : track_uuid(TrackKind::process, pid_);
+    size_t te = begin_event(r.ts_ns, kInstant, track);
+    w_.str(kTeName, op_class_name(r.op_class));
+    w_.str(kTeCategories, "gpu.wqe");
+    annotation(&w_, "bytes", r.bytes);
+    annotation(&w_, "wqe_index", w.wqe_index);
+    char hex[24];
+    snprintf(hex, sizeof hex, "0x%" PRIx64, w.remote_addr);
+    if (w.rkey) annotation(&w_, "remote_addr", std::string_view(hex)), annotation(&w_, "rkey", w.rkey);
+    if (w.inline_data) annotation(&w_, "inline", uint64_t{1});
+    if (r.op_class == kOpAtomicFa || r.op_class == kOpAtomicCs) annotation(&w_, "operand", w.swap_add);
+    if (w.kernel) annotation(&w_, "kernel", *w.kernel);
+    if (r.peer_process_id >= 0) annotation(&w_, "peer", process_label(m_.processes[static_cast<size_t>(r.peer_process_id)]));
     end_event(te);
   }
 
@@ -206,6 +233,7 @@ class PerfettoFileSink : public FileSink {
       emit_counter(track_uuid(TrackKind::qp_bytes, first_qp_ + i), qp_bins_[i]);
     }
     if (!process_bins.empty()) emit_counter(track_uuid(TrackKind::process_bytes, pid_), process_bins);
+    for (const auto& [gpu, bins] : gpu_bins_) emit_counter(track_uuid(TrackKind::gpu_bytes, gpu_track_index(pid_, gpu)), bins);
     flush();
   }
 
@@ -261,6 +289,7 @@ class PerfettoFileSink : public FileSink {
   size_t packet_ = 0;
   size_t first_qp_ = 0, bins_ = 1;
   std::vector<std::vector<uint64_t>> qp_bins_, qp_doorbell_bins_;
+  std::map<int64_t, std::vector<uint64_t>> gpu_bins_;  // bytes of recovered operations, per GPU
 };
 
 }  // namespace
@@ -329,6 +358,9 @@ bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, std
                false);
     descriptor(&w, track_uuid(TrackKind::gpu_kernels, gpu_track_index(pid, gpu)), track_uuid(TrackKind::process, pid), g + " kernel launches",
                "kernel launches (at the launch call)", 600000 + static_cast<int64_t>(gpu_track_index(pid, gpu)), false);
+    descriptor(&w, track_uuid(TrackKind::gpu_bytes, gpu_track_index(pid, gpu)), track_uuid(TrackKind::process, pid), "bytes/s " + g,
+               "bytes per second of the operations recovered from this GPU's send queues (SIGMATRACE_DOORBELLS=wqe)",
+               700000 + static_cast<int64_t>(gpu_track_index(pid, gpu)), true);
   }
   append(w.buffer());
   if (!ok_) *error = "cannot write " + tmp_path_;

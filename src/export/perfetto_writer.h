@@ -5,8 +5,10 @@
 // carries a flow id that the peer's receive completion terminates (the ids are computed by both
 // sides from the connection and the message's sequence number, see analysis/association.h).
 // GPU-initiated work: per (process, GPU) a track of its doorbells (instants carrying QP, producer
-// index, delta and the kernel running) and one of its kernel launches, and a doorbells/s counter
-// per GPU-initiated QP.
+// index, delta and the kernel running; with WQE recovery named "data doorbell" or "control
+// doorbell", so the two get their own colours), one of its kernel launches and a bytes/s counter
+// of its recovered operations; a doorbells/s counter per GPU-initiated QP; the recovered
+// operations themselves as instants on their QP's track, like work requests.
 // Timestamps are the normalized wall-clock ns (no clock id: used as trace time as they are).
 // Every file's events go to their own packet sequence, buffered per file and appended to the
 // output under a lock in large blocks; packets need no order in a Perfetto file.
@@ -28,6 +30,7 @@ enum class TrackKind : uint64_t {
   gpu_doorbells = 7,  // index: gpu_track_index(process, gpu)
   gpu_kernels = 8,    // the same index
   qp_doorbells = 9,   // doorbells/s of a GPU-initiated QP
+  gpu_bytes = 10,     // bytes/s of the operations recovered from a (process, GPU)'s queues
 };
 // One track per (process, GPU) (gpu -1: doorbells of QPs whose queues are in host memory).
 constexpr uint64_t gpu_track_index(uint32_t process_id, int64_t gpu) { return uint64_t{process_id} * 1024 + static_cast<uint64_t>(gpu + 1); }

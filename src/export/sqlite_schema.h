@@ -38,14 +38,25 @@ CREATE TABLE damage(process_id INTEGER, file TEXT, offset INTEGER, bytes INTEGER
 CREATE TABLE skipped_file(reason TEXT);
 CREATE TABLE provider(process_id INTEGER, name TEXT, enabled INTEGER, detail TEXT);
 CREATE TABLE doorbell(doorbell_id INTEGER PRIMARY KEY, ts_ns INTEGER, process_id INTEGER, qp_id INTEGER, gpu INTEGER,
-  qp_num INTEGER, producer_index INTEGER, delta INTEGER, uar_page INTEGER, blueflame INTEGER, kernel TEXT);
+  qp_num INTEGER, producer_index INTEGER, delta INTEGER, uar_page INTEGER, blueflame INTEGER, kernel TEXT,
+  wqe_class TEXT, wqes INTEGER);
+CREATE TABLE gpu_op(op_id INTEGER PRIMARY KEY, gpu INTEGER, kernel TEXT, doorbell_id INTEGER, wqe_index INTEGER,
+  wqe_opcode INTEGER, opmod INTEGER, flags INTEGER, remote_addr INTEGER, rkey INTEGER, local_addr INTEGER, lkey INTEGER,
+  sges INTEGER, inline INTEGER, imm INTEGER, swap_add INTEGER, compare INTEGER);
+CREATE VIEW gpu_ops AS SELECT op.op_id, op.ts_ns, op.process_id, op.qp_id, op.opcode, op.bytes, op.peer_process_id,
+  gpu_op.gpu, gpu_op.kernel, gpu_op.doorbell_id, gpu_op.wqe_index, gpu_op.remote_addr, gpu_op.rkey, gpu_op.local_addr,
+  gpu_op.lkey, gpu_op.sges, gpu_op.inline, gpu_op.flags, gpu_op.imm, gpu_op.swap_add, gpu_op.compare
+  FROM op JOIN gpu_op USING (op_id);
 CREATE TABLE kernel_launch(launch_id INTEGER PRIMARY KEY, ts_ns INTEGER, process_id INTEGER, thread_id INTEGER,
   gpu INTEGER, function INTEGER, name TEXT, entry TEXT, grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
   block_x INTEGER, block_y INTEGER, block_z INTEGER, stream INTEGER, result INTEGER);
 CREATE TABLE gpu(process_id INTEGER, gpu INTEGER, qps INTEGER, doorbells INTEGER, wqebbs INTEGER, first_ts_ns INTEGER,
-  last_ts_ns INTEGER);
+  last_ts_ns INTEGER, ops INTEGER, bytes_out INTEGER, bytes_read INTEGER, wqes_recovered INTEGER, lost_wqebbs INTEGER,
+  damaged_wqes INTEGER, unread_wqebbs INTEGER);
 CREATE TABLE qp_doorbells(qp_id INTEGER PRIMARY KEY, doorbells INTEGER, wqebbs INTEGER, blueflame INTEGER,
-  first_ts_ns INTEGER, last_ts_ns INTEGER);
+  first_ts_ns INTEGER, last_ts_ns INTEGER, data_doorbells INTEGER, control_doorbells INTEGER, wqes_read INTEGER,
+  wqes_recovered INTEGER, recovered_wqebbs INTEGER, lost_wqebbs INTEGER, damaged_wqes INTEGER, unread_wqebbs INTEGER,
+  index_errors INTEGER, batches INTEGER, wait_ns INTEGER, max_wait_ns INTEGER);
 CREATE TABLE qp_stats(qp_id INTEGER, opcode TEXT, ops INTEGER, bytes INTEGER, PRIMARY KEY(qp_id, opcode));
 )sql";
 
@@ -55,6 +66,7 @@ CREATE INDEX op_by_qp ON op(qp_id, ts_ns);
 CREATE INDEX op_by_flow ON op(flow_id) WHERE flow_id IS NOT NULL;
 CREATE INDEX completion_by_qp ON completion(qp_id, ts_ns);
 CREATE INDEX doorbell_by_qp ON doorbell(qp_id, ts_ns);
+CREATE INDEX gpu_op_by_doorbell ON gpu_op(doorbell_id);
 CREATE INDEX completion_by_flow ON completion(flow_id) WHERE flow_id IS NOT NULL;
 )sql";
 

@@ -58,18 +58,23 @@ class SqlFileSink : public FileSink {
     launches_.push_back(r);
     if (launches_.size() >= kBatchRows) flush();
   }
+  void gpu_op(const OpRecord& op, const GpuWqeRecord& w) override {
+    gpu_ops_.emplace_back(op.op_id, w);
+    this->op(op);
+  }
   void finish() override { flush(); }
 
  private:
   void flush() {
-    if (ops_.empty() && completions_.empty() && errors_.empty() && doorbells_.empty() && launches_.empty()) return;
+    if (ops_.empty() && completions_.empty() && errors_.empty() && doorbells_.empty() && launches_.empty() && gpu_ops_.empty()) return;
     std::lock_guard<std::mutex> g(db_->lock());
     db_->insert_ops(ops_);
+    db_->insert_gpu_ops(gpu_ops_);
     db_->insert_completions(completions_);
     db_->insert_errors(errors_);
     db_->insert_doorbells(doorbells_);
     db_->insert_launches(launches_);
-    ops_.clear(), completions_.clear(), errors_.clear(), doorbells_.clear(), launches_.clear();
+    ops_.clear(), completions_.clear(), errors_.clear(), doorbells_.clear(), launches_.clear(), gpu_ops_.clear();
   }
   SqliteExport* db_;
   std::vector<OpRecord> ops_;
@@ -77,7 +82,10 @@ class SqlFileSink : public FileSink {
   std::vector<ErrorRecord> errors_;
   std::vector<DoorbellRecord> doorbells_;
   std::vector<LaunchRecord> launches_;
+  std::vector<std::pair<uint64_t, GpuWqeRecord>> gpu_ops_;
 };
+
+const char* wqe_class_name(uint64_t c) { return c == 1 ? "data" : c == 2 ? "control" : nullptr; }
 
 const char* launch_entry_name(uint64_t e) {
   static const char* const kNames[] = {"?", "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cuGraphLaunch",
@@ -90,7 +98,7 @@ const char* memory_kind_name(uint64_t k) { return k == 0 ? "host" : k == 1 ? "gp
 }  // namespace
 
 SqliteExport::~SqliteExport() {
-  for (sqlite3_stmt* s : {op_, completion_, error_, doorbell_, launch_})
+  for (sqlite3_stmt* s : {op_, completion_, error_, doorbell_, launch_, gpu_op_})
     if (s) sqlite3_finalize(s);
   if (db_) sqlite3_close(db_);
 }
@@ -123,7 +131,8 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
   if (!prepare("INSERT INTO op VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &op_) ||
       !prepare("INSERT INTO completion VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &completion_) ||
       !prepare("INSERT INTO error VALUES(?,?,?,?,?,?,?,?,?,?)", &error_) ||
-      !prepare("INSERT INTO doorbell VALUES(?,?,?,?,?,?,?,?,?,?,?)", &doorbell_) ||
+      !prepare("INSERT INTO doorbell VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", &doorbell_) ||
+      !prepare("INSERT INTO gpu_op VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &gpu_op_) ||
       !prepare("INSERT INTO kernel_launch VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &launch_))
     return false;
 
@@ -244,7 +253,19 @@ void SqliteExport::insert_doorbells(const std::vector<DoorbellRecord>& rows) {
     b.u(r.doorbell_id).i(r.ts_ns).i(r.process_id).id(r.qp_id).id(r.gpu).u(r.qp_num).u(r.producer_index).u(r.delta).u(r.uar_page)
         .i(r.blueflame);
     if (r.kernel) b.t(*r.kernel); else b.null();
+    if (const char* c = wqe_class_name(r.wqe_class)) b.t(c).u(r.wqes); else b.null().null();
     b.step();
+  }
+}
+
+void SqliteExport::insert_gpu_ops(const std::vector<std::pair<uint64_t, GpuWqeRecord>>& rows) {
+  for (const auto& [op_id, w] : rows) {
+    Binder b(gpu_op_);
+    b.u(op_id).id(w.gpu);
+    if (w.kernel) b.t(*w.kernel); else b.null();
+    b.id(w.doorbell_id);
+    b.u(w.wqe_index).u(w.opcode).u(w.opmod).u(w.flags).u(w.remote_addr).u(w.rkey).u(w.local_addr).u(w.lkey).u(w.sges)
+        .i(w.inline_data).u(w.imm).u(w.swap_add).u(w.compare).step();
   }
 }
 
@@ -260,16 +281,20 @@ void SqliteExport::insert_launches(const std::vector<LaunchRecord>& rows) {
 
 bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::string* error) {
   sqlite3_stmt* s = nullptr;
-  sqlite3_prepare_v2(db_, "INSERT INTO gpu VALUES(?,?,?,?,?,?,?)", -1, &s, nullptr);
-  for (const GpuRow& g : agg.gpus)
-    Binder(s).i(g.process_id).id(g.gpu).u(g.qps).u(g.doorbells.doorbells).u(g.doorbells.wqebbs).i(g.doorbells.first_ns)
-        .i(g.doorbells.last_ns).step();
+  sqlite3_prepare_v2(db_, "INSERT INTO gpu VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &s, nullptr);
+  for (const GpuRow& g : agg.gpus) {
+    const DoorbellCounters& d = g.doorbells;
+    Binder(s).i(g.process_id).id(g.gpu).u(g.qps).u(d.doorbells).u(d.wqebbs).i(d.first_ns).i(d.last_ns).u(g.ops.total_ops())
+        .u(g.ops.bytes_out()).u(g.ops.bytes_read()).u(d.recovered).u(d.lost_wqebbs).u(d.damaged).u(d.unread_wqebbs).step();
+  }
   sqlite3_finalize(s);
-  sqlite3_prepare_v2(db_, "INSERT INTO qp_doorbells VALUES(?,?,?,?,?,?)", -1, &s, nullptr);
+  sqlite3_prepare_v2(db_, "INSERT INTO qp_doorbells VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &s, nullptr);
   for (const QpRow& q : m.qps) {
     const DoorbellCounters& d = agg.qp_doorbells[q.qp_id];
     if (q.gpu_initiated || d.doorbells)
-      Binder(s).i(q.qp_id).u(d.doorbells).u(d.wqebbs).u(d.blueflame).i(d.first_ns).i(d.last_ns).step();
+      Binder(s).i(q.qp_id).u(d.doorbells).u(d.wqebbs).u(d.blueflame).i(d.first_ns).i(d.last_ns).u(d.data_doorbells)
+          .u(d.control_doorbells).i(d.wqes_read).u(d.recovered).u(d.recovered_wqebbs).u(d.lost_wqebbs).u(d.damaged)
+          .u(d.unread_wqebbs).u(d.index_errors).u(d.batches).u(d.wait_ns).u(d.max_wait_ns).step();
   }
   sqlite3_finalize(s);
   sqlite3_prepare_v2(db_, "INSERT INTO connection VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1, &s, nullptr);
@@ -288,7 +313,7 @@ bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::
       if (agg.qp[q.qp_id].ops[i] || agg.qp[q.qp_id].bytes[i])
         Binder(s).i(q.qp_id).t(op_class_name(i)).u(agg.qp[q.qp_id].ops[i]).u(agg.qp[q.qp_id].bytes[i]).step();
   sqlite3_finalize(s);
-  for (sqlite3_stmt** st : {&op_, &completion_, &error_, &doorbell_, &launch_}) {
+  for (sqlite3_stmt** st : {&op_, &completion_, &error_, &doorbell_, &launch_, &gpu_op_}) {
     sqlite3_finalize(*st);
     *st = nullptr;
   }

@@ -101,10 +101,34 @@ std::string render_text_report(const json& a, size_t top) {
   // GPU-initiated RDMA: doorbells per GPU, and what the hijack cost.
   if (a.contains("gpus") && !a["gpus"].empty()) {
     add(&out, "\nGPU-initiated (doorbells the GPUs rang, seen by the profiler's pollers):\n");
-    for (const json& g : a["gpus"])
+    for (const json& g : a["gpus"]) {
       add(&out, "  %-10s %-6s %3" PRIu64 " QPs %10" PRIu64 " doorbells %10" PRIu64 " WQEBBs  %s\n", s(g, "label").c_str(),
           g["gpu"].is_null() ? "host-q" : ("GPU " + std::to_string(u(g, "gpu"))).c_str(), u(g, "qps"), u(g, "doorbells"),
           u(g, "wqebbs"), g.contains("doorbells_per_s") ? (std::to_string(uint64_t(d(g, "doorbells_per_s"))) + " doorbells/s").c_str() : "");
+      if (g.contains("operations")) {  // SIGMATRACE_DOORBELLS=wqe: what the doorbells did
+        const json& o = g["operations"];
+        std::string by;
+        for (const auto& [name, c] : o["by_opcode"].items())
+          by += (by.empty() ? "" : ", ") + name + " " + std::to_string(u(c, "ops"));
+        add(&out, "             operations %" PRIu64 " (%s): %s out, %s read", u(o, "ops"), by.c_str(),
+            human_bytes(double(u(o, "bytes_out"))).c_str(), human_bytes(double(u(o, "bytes_read"))).c_str());
+        if (o.contains("gbytes_per_s")) add(&out, ", %s/s", human_bytes(d(o, "gbytes_per_s") * 1e9).c_str());
+        const json& w = g["wqe_recovery"];
+        add(&out, "\n             WQEs recovered %" PRIu64 ", lost %" PRIu64 " WQEBBs (overwritten before read), damaged %" PRIu64
+                  ", unread %" PRIu64 " WQEBBs; %" PRIu64 " data and %" PRIu64 " control doorbells\n",
+            u(w, "wqes_recovered"), u(w, "lost_wqebbs"), u(w, "damaged_wqes"), u(w, "unread_wqebbs"), u(w, "data_doorbells"),
+            u(w, "control_doorbells"));
+      }
+    }
+    if (a["matrices"].contains("gpu")) {  // GPU -> peer GPU traffic of the recovered operations
+      const json& mx = a["matrices"]["gpu"];
+      const auto& labels = mx["labels"];
+      for (size_t i = 0; i < labels.size(); ++i)
+        for (size_t k = 0; k < labels.size(); ++k)
+          if (uint64_t b = mx["bytes"][i][k].get<uint64_t>())
+            add(&out, "  %s -> %s: %s in %" PRIu64 " operations\n", labels[i].get<std::string>().c_str(),
+                labels[k].get<std::string>().c_str(), human_bytes(double(b)).c_str(), mx["ops"][i][k].get<uint64_t>());
+    }
   }
   for (const json& p : procs) {
     if (!p.contains("gpu_doorbells")) continue;

@@ -6,6 +6,8 @@
 // announced it, and the client's output must not change.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "doorbell_client_run.h"
@@ -185,6 +187,15 @@ TEST_P(WqeRecovery, EveryWqeIsRecoveredExactlyAndTheProgramIsUnchanged) {
     EXPECT_EQ(of(0x12), Totals(per_kind, per_kind * 8)) << "FETCH_ADD";
     EXPECT_EQ(of(0x11), Totals(per_kind, per_kind * 8)) << "COMPARE_SWAP";
   }
+  // The analysis folds them into the QPs' statistics, with the integrity counts of every mode.
+  const std::string st = build_path("bin/sigmatrace"), dir = t / "exp";
+  ASSERT_EQ(run_process({st, "analyze", dir}).exit_code, 0);
+  ProcessResult q = run_process({st, "sql", "--csv", dir,
+                                 "SELECT opcode, sum(ops), sum(bytes) FROM qp_stats WHERE opcode IN ('WRITE', 'READ') GROUP BY opcode "
+                                 "UNION ALL SELECT 'recovered', sum(wqes_recovered), sum(lost_wqebbs + damaged_wqes) FROM qp_doorbells"});
+  const uint64_t k = uint64_t(qps) * uint64_t(ops / 6);
+  EXPECT_EQ(q.out, "opcode,sum(ops),sum(bytes)\nREAD," + std::to_string(k) + "," + std::to_string(8 * k) + "\nWRITE," +
+                       std::to_string(3 * k) + "," + std::to_string(116 * k) + "\nrecovered," + std::to_string(qps * (ops + 1)) + ",0\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(ModeBurstBatch, WqeRecovery,
@@ -194,5 +205,67 @@ INSTANTIATE_TEST_SUITE_P(ModeBurstBatch, WqeRecovery,
                            return std::string(info.param.mode) + "_burst" + std::to_string(info.param.burst) + "_batch" +
                                   (*info.param.batch ? info.param.batch : "default");
                          });
+
+// What `sigmatrace analyze` makes of it: every recovered WQE an op row of layer gpu joined to its
+// doorbell, data and control doorbells told apart, the integrity counts and GPU totals in
+// aggregate.json and the summary, the GPU matrix, and the timeline's GPU tracks.
+TEST(WqeRecoveryAnalysis, RecoveredOperationsAreOpRowsWithTheirDoorbellGpuKernelAndPeer) {
+  TempDir t;
+  const int qps = 2, ops = 120, burst = 6;
+  ClientRun r = run_client({"--mix", "--resolve", "proc", "--qps", std::to_string(qps), "--ops", std::to_string(ops), "--burst",
+                            std::to_string(burst)},
+                           "full", t / "exp", {{"SIGMATRACE_DOORBELLS", "wqe"}});
+  expect_same_output(r);
+  const std::string st = build_path("bin/sigmatrace"), dir = t / "exp";
+  ProcessResult a = run_process({st, "analyze", dir});
+  ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+  const std::string recovered = std::to_string(qps * (ops + 1));
+  EXPECT_NE(a.out.find("WQEs recovered " + recovered + ", lost 0 WQEBBs (overwritten before read), damaged 0, unread 0 WQEBBs; " +
+                       std::to_string(qps * ops / burst) + " data and " + std::to_string(qps) + " control doorbells"),
+            std::string::npos)
+      << a.out;
+  EXPECT_NE(a.out.find("host-memory queues -> "), std::string::npos) << a.out;
+  auto sql = [&](const std::string& q) {
+    ProcessResult s = run_process({st, "sql", "--csv", dir, q});
+    EXPECT_EQ(s.exit_code, 0) << s.err;
+    return s.out;
+  };
+  // Per opcode over both QPs: the NOPs, then each kind of ops / 6 per QP (the WRITEs are three kinds).
+  const int k = ops / 6 * qps;
+  auto n = [](int v) { return std::to_string(v); };
+  EXPECT_EQ(sql("SELECT opcode, count(*), sum(bytes), sum(inline), count(DISTINCT qp_id), min(kernel), count(DISTINCT rkey) "
+                "FROM gpu_ops GROUP BY opcode ORDER BY opcode"),
+            "opcode,count(*),sum(bytes),sum(inline),count(DISTINCT qp_id),min(kernel),count(DISTINCT rkey)\n"
+            "ATOMIC_CS," + n(k) + "," + n(8 * k) + ",0,2,put_quiet_kernel,1\n"
+            "ATOMIC_FA," + n(k) + "," + n(8 * k) + ",0,2,put_quiet_kernel,1\n"
+            "NOP,2,0,0,2,put_quiet_kernel,1\n"
+            "READ," + n(k) + "," + n(8 * k) + ",0,2,put_quiet_kernel,1\n"
+            "WRITE," + n(3 * k) + "," + n(116 * k) + "," + n(2 * k) + ",2,put_quiet_kernel,1\n");
+  // Every operation is joined to a doorbell of its QP, stamped with that doorbell's time; each
+  // doorbell announced as many WQEs as were joined to it.
+  EXPECT_EQ(sql("SELECT count(*), sum(g.qp_id = d.qp_id AND g.ts_ns = d.ts_ns), sum(g.peer_process_id IS NOT NULL) "
+                "FROM gpu_ops g JOIN doorbell d USING (doorbell_id)"),
+            "count(*),sum(g.qp_id = d.qp_id AND g.ts_ns = d.ts_ns),sum(g.peer_process_id IS NOT NULL)\n" + recovered + "," + recovered +
+                "," + recovered + "\n");
+  EXPECT_EQ(sql("SELECT count(*) FROM doorbell d WHERE wqes != (SELECT count(*) FROM gpu_op g WHERE g.doorbell_id = d.doorbell_id)"),
+            "count(*)\n0\n");
+  EXPECT_EQ(sql("SELECT wqe_class, count(*) FROM doorbell GROUP BY wqe_class ORDER BY wqe_class"),
+            "wqe_class,count(*)\ncontrol," + n(qps) + "\ndata," + n(qps * ops / burst) + "\n");
+  EXPECT_EQ(sql("SELECT sum(wqes_recovered), sum(lost_wqebbs + damaged_wqes + unread_wqebbs + index_errors), sum(wqes_read) "
+                "FROM qp_doorbells"),
+            "sum(wqes_recovered),sum(lost_wqebbs + damaged_wqes + unread_wqebbs + index_errors),sum(wqes_read)\n" + recovered + ",0," +
+                n(qps) + "\n");
+  // The GPU rows count in the connections like verbs work requests: writes and atomics out, reads back.
+  EXPECT_EQ(sql("SELECT sum(bytes_a_to_b + bytes_b_to_a) FROM connection"),
+            "sum(bytes_a_to_b + bytes_b_to_a)\n" + n(116 * k + 3 * 8 * k) + "\n");
+  std::ifstream jf(dir + "/aggregate.json");
+  const std::string json((std::istreambuf_iterator<char>(jf)), std::istreambuf_iterator<char>());
+  for (const std::string& want : {"\"wqes_recovered\": " + recovered, std::string("\"gpu\": {"), std::string("\"gpu_label\": \"")})
+    EXPECT_NE(json.find(want), std::string::npos) << want;
+  std::ifstream f(dir + "/trace.pftrace", std::ios::binary);
+  const std::string pf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (const char* name : {"data doorbell", "control doorbell", "gpu.wqe", "bytes/s GPU (host-memory queues)", "remote_addr"})
+    EXPECT_NE(pf.find(name), std::string::npos) << name;
+}
 
 }  // namespace

@@ -155,6 +155,20 @@ struct Bell {
   }
 };
 
+// n signalled NOPs on a ring of 8 WQEBBs, one doorbell each, then the QP's report.
+void ring_nops(CopyStreams* streams, int n) {
+  Ring ring(3);
+  SqRecovery* r = recovery_of(ring, streams);
+  Bell bell;
+  for (int i = 0; i < n; ++i) {
+    post(ring, Wqe(m5::kOpNop, 0, uint16_t(ring.prod), m5::kCtrlCqUpdate));
+    bell.ring(r, ring);
+  }
+  r->report();
+  delete r;
+  remove_send_queue(kQpn);
+}
+
 const VerbsEvent* stats_of(const ProcessEvents& p, uint32_t qpn = kQpn) {
   for (const VerbsEvent* e : p.of(EventType::gpu_wqe_stats))
     if ((*e)[0] == qpn) return e;
@@ -296,18 +310,7 @@ TEST(WqeRecoveryUnit, OverwrittenDamagedAndBackwardsAreCountedNotParsed) {
 
 TEST(WqeRecoveryUnit, CopiesAreParsedInBatchesOfTheThresholdCappedAtTheRing) {
   for (uint32_t batch : {4u, 1000u}) {
-    ProcessEvents p = traced(batch, [&](CopyStreams* streams) {
-      Ring ring(3);  // 8 WQEBBs: a threshold of 1000 is capped at 8
-      SqRecovery* r = recovery_of(ring, streams);
-      Bell bell;
-      for (int i = 0; i < 20; ++i) {
-        post(ring, Wqe(m5::kOpNop, 0, uint16_t(ring.prod), m5::kCtrlCqUpdate));
-        bell.ring(r, ring);
-      }
-      r->report();
-      delete r;
-      remove_send_queue(kQpn);
-    });
+    ProcessEvents p = traced(batch, [&](CopyStreams* streams) { ring_nops(streams, 20); });  // a ring of 8: 1000 is capped at 8
     const VerbsEvent* st = stats_of(p);
     ASSERT_NE(st, nullptr);
     EXPECT_EQ((*st)[4], 20u);
@@ -319,18 +322,7 @@ TEST(WqeRecoveryUnit, CopiesAreParsedInBatchesOfTheThresholdCappedAtTheRing) {
 }
 
 TEST(WqeRecoveryUnit, SyncModeParsesAtEveryDoorbell) {
-  ProcessEvents p = traced(kWqeBatchSync, [&](CopyStreams* streams) {
-    Ring ring(3);
-    SqRecovery* r = recovery_of(ring, streams);
-    Bell bell;
-    for (int i = 0; i < 6; ++i) {
-      post(ring, Wqe(m5::kOpNop, 0, uint16_t(ring.prod), 0));
-      bell.ring(r, ring);
-    }
-    r->report();
-    delete r;
-    remove_send_queue(kQpn);
-  });
+  ProcessEvents p = traced(kWqeBatchSync, [&](CopyStreams* streams) { ring_nops(streams, 6); });
   const VerbsEvent* st = stats_of(p);
   ASSERT_NE(st, nullptr);
   EXPECT_EQ((*st)[11], 6u);

@@ -1,0 +1,208 @@
+// See gpu_ops.h.
+#include "analysis/gpu_ops.h"
+
+#include "analysis/ibv_names.h"
+#include "format/event_types.h"
+
+namespace sigmatrace::analysis {
+
+using format::EventType;
+
+GpuAssociation::GpuAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink, Aggregates* agg, uint64_t* op_seq)
+    : m_(m), p_(m.processes[process_id]), sink_(sink), agg_(agg), pc_(agg->process[process_id]), op_seq_(op_seq) {
+  for (const auto& [num, ids] : p_.qps_by_num)
+    if (ids.size() == 1) unique_qp_[num] = ids.front();
+}
+
+int64_t GpuAssociation::qp_of(uint64_t qp_num, uint64_t tsc) {
+  auto it = unique_qp_.find(static_cast<uint32_t>(qp_num));
+  if (it != unique_qp_.end()) return it->second;
+  int64_t q = m_.qp_at(p_.process_id, qp_num, tsc);
+  if (q == kNone) ++pc_.unknown_qp;
+  return q;
+}
+
+DoorbellCounters& GpuAssociation::doorbell_counters(int64_t qp) {
+  return qp == kNone ? pc_.doorbells_without_qp : agg_->qp_doorbells[static_cast<size_t>(qp)];
+}
+
+OpCounters& GpuAssociation::op_counters(int64_t qp) { return qp == kNone ? pc_.ops : agg_->qp[static_cast<size_t>(qp)]; }
+
+bool GpuAssociation::on_event(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
+  switch (static_cast<EventType>(ev.type)) {
+    case EventType::gpu_doorbell: doorbell(ts, ev); return true;
+    case EventType::gpu_wqe: wqe(ts, ev); return true;
+    case EventType::gpu_wqe_stats: wqe_stats(ev); return true;
+    case EventType::cuda_launch: launch(thread, ts, ev); return true;
+    case EventType::gpu_uar_map: case EventType::gpu_poller: case EventType::devx_qp_create:
+    case EventType::devx_qp_modify: case EventType::devx_obj_destroy: case EventType::devx_uar_alloc:
+    case EventType::devx_umem_reg: case EventType::devx_cq_create:
+      control(thread, ts, ev);
+      return true;
+    default: return false;
+  }
+}
+
+bool GpuAssociation::on_aggregate(const format::DecodedEvent& ev) {
+  const uint64_t* v = ev.values;  // thread_tid key_kind key_a key_b count bytes
+  switch (static_cast<format::AggregateKey>(v[1])) {
+    case format::AggregateKey::gpu_doorbell_qp: {
+      DoorbellCounters& d = doorbell_counters(qp_of(v[2], 0));
+      d.doorbells += v[4];
+      d.wqebbs += v[5];
+      return true;
+    }
+    case format::AggregateKey::gpu_wqe_qp_opcode: {
+      OpCounters& c = op_counters(qp_of(v[2], 0));
+      const unsigned op = op_class_of_mlx5_opcode(v[3]);
+      c.ops[op] += v[4];
+      c.bytes[op] += v[5];
+      return true;
+    }
+    case format::AggregateKey::cuda_launch: pc_.hijack.launches += v[4]; return true;
+    default: return false;
+  }
+}
+
+void GpuAssociation::doorbell(int64_t ts, const format::DecodedEvent& ev) {
+  const uint64_t* v = ev.values;  // uar_page qp_num producer_index delta kind wqe_class wqes
+  DoorbellRecord d;
+  d.doorbell_id = next_id(&doorbell_seq_);
+  d.ts_ns = ts;
+  d.process_id = p_.process_id;
+  d.qp_num = v[1], d.producer_index = v[2], d.delta = v[3], d.uar_page = v[0];
+  d.blueflame = v[4] == static_cast<uint64_t>(format::DoorbellKind::blueflame);
+  d.wqe_class = v[5], d.wqes = v[6];
+  d.qp_id = qp_of(v[1], ev.tsc);
+  if (d.qp_id != kNone) d.gpu = m_.qps[static_cast<size_t>(d.qp_id)].gpu;
+  d.kernel = p_.kernel_at(ev.tsc, d.gpu);
+  DoorbellCounters& c = doorbell_counters(d.qp_id);
+  c.doorbells += 1;
+  c.wqebbs += d.delta;
+  c.blueflame += d.blueflame;
+  c.data_doorbells += d.wqe_class == static_cast<uint64_t>(format::DoorbellWqeClass::data);
+  c.control_doorbells += d.wqe_class == static_cast<uint64_t>(format::DoorbellWqeClass::control);
+  c.saw(ts);
+  last_doorbell_[d.qp_id] = d.doorbell_id;  // a poller records a doorbell right before its WQEs
+  if (sink_) sink_->doorbell(d);
+}
+
+int64_t GpuAssociation::peer_of(int64_t qp, uint64_t rkey, uint64_t raddr) {
+  if (qp != kNone) {
+    const QpRow& q = m_.qps[static_cast<size_t>(qp)];
+    if (q.remote_qp_id != kNone) return m_.qps[static_cast<size_t>(q.remote_qp_id)].process_id;
+  }
+  if (!rkey) return kNone;
+  auto it = peer_by_rkey_.find(rkey);
+  if (it != peer_by_rkey_.end()) return it->second;
+  // An unpaired QP: the process (other than this one) that registered memory with that rkey
+  // around the address. Keys are per device, so only a unique answer counts.
+  int64_t found = kNone;
+  for (const MrRow& r : m_.mrs)
+    if (r.rkey == rkey && r.process_id != p_.process_id && raddr >= r.addr && raddr - r.addr < r.length) {
+      if (found != kNone && found != r.process_id) {
+        found = kNone;
+        break;
+      }
+      found = r.process_id;
+    }
+  return peer_by_rkey_[rkey] = found;
+}
+
+void GpuAssociation::wqe(int64_t ts, const format::DecodedEvent& ev) {
+  // qp_num wqe_index doorbell_pi opcode opmod ds flags bytes remote_addr rkey local_addr lkey sges
+  // inline imm swap_add compare swap_mask compare_mask
+  const uint64_t* v = ev.values;
+  OpRecord op;
+  op.op_id = next_id(op_seq_);
+  op.ts_ns = ts;
+  op.process_id = p_.process_id;
+  op.layer = "gpu";
+  op.qp_id = qp_of(v[0], ev.tsc);
+  op.op_class = op_class_of_mlx5_opcode(v[3]);
+  op.bytes = v[7];
+  op.peer_process_id = peer_of(op.qp_id, v[9], v[8]);
+  GpuWqeRecord w;
+  if (op.qp_id != kNone) w.gpu = m_.qps[static_cast<size_t>(op.qp_id)].gpu;
+  w.kernel = p_.kernel_at(ev.tsc, w.gpu);
+  auto d = last_doorbell_.find(op.qp_id);
+  w.doorbell_id = d != last_doorbell_.end() ? static_cast<int64_t>(d->second) : kNone;
+  w.wqe_index = v[1], w.opcode = v[3], w.opmod = v[4], w.flags = v[6];
+  w.remote_addr = v[8], w.rkey = v[9], w.local_addr = v[10], w.lkey = v[11], w.sges = v[12];
+  w.inline_data = v[13] != 0;
+  w.imm = v[14], w.swap_add = v[15], w.compare = v[16];
+  OpCounters& c = op_counters(op.qp_id);
+  c.ops[op.op_class] += 1;
+  c.bytes[op.op_class] += op.bytes;
+  c.calls += 1;
+  c.saw(ts);
+  if (sink_) sink_->gpu_op(op, w);
+}
+
+void GpuAssociation::wqe_stats(const format::DecodedEvent& ev) {
+  // qp_num uar_page gpu memory recovered wqebbs lost_wqebbs damaged unread_wqebbs index_errors
+  // copies batches wait_ns max_wait_ns batch
+  const uint64_t* v = ev.values;
+  DoorbellCounters& c = doorbell_counters(qp_of(v[0], ev.tsc));
+  c.wqes_read = true;
+  c.recovered += v[4];
+  c.recovered_wqebbs += v[5];
+  c.lost_wqebbs += v[6];
+  c.damaged += v[7];
+  c.unread_wqebbs += v[8];
+  c.index_errors += v[9];
+  c.batches += v[11];
+  c.wait_ns += v[12];
+  c.max_wait_ns = std::max(c.max_wait_ns, v[13]);
+}
+
+void GpuAssociation::launch(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
+  const uint64_t* v = ev.values;  // function stream device entry grid_xyz block_xyz shared result
+  LaunchRecord l;
+  l.launch_id = next_id(&launch_seq_);
+  l.ts_ns = ts;
+  l.process_id = p_.process_id;
+  l.thread_id = thread;
+  l.gpu = ev.as_i64(2);
+  l.function = v[0], l.stream = v[1], l.entry = v[3];
+  for (int i = 0; i < 3; ++i) l.grid[i] = v[4 + i], l.block[i] = v[7 + i];
+  l.result = ev.as_i64(11);
+  auto n = p_.kernel_names.find(v[0]);
+  l.name = n != p_.kernel_names.end() ? &n->second : nullptr;
+  ++pc_.hijack.launches;
+  if (sink_) sink_->launch(l);
+}
+
+void GpuAssociation::call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result) {
+  if (sink_) sink_->call(CallRecord{ts, 0, p_.process_id, thread, name, qp, 0, 0, result});
+}
+
+// The doorbell hijack's set-up and its pollers: counted for the summary, slices on their thread.
+void GpuAssociation::control(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
+  const uint64_t* v = ev.values;
+  HijackCounters& h = pc_.hijack;
+  switch (static_cast<EventType>(ev.type)) {
+    case EventType::gpu_uar_map: {
+      const auto outcome = static_cast<format::UarMapOutcome>(v[6]);
+      if (outcome == format::UarMapOutcome::hijacked) ++h.pages_hijacked;
+      else if (outcome == format::UarMapOutcome::doorbells_off) ++h.pages_doorbells_off;
+      else if (outcome == format::UarMapOutcome::hijack_failed) ++h.pages_not_hijacked;
+      else ++h.map_failures;
+      call(thread, ts, "cuMemHostGetDevicePointer (doorbell page)", kNone, ev.as_i64(7));
+      break;
+    }
+    case EventType::gpu_poller:
+      if (v[0] == 1) ++h.pollers;
+      if (v[0] == 2) h.poller_doorbells += v[2], h.poller_cpu_ns += v[3], h.poller_wall_ns += v[4];
+      break;
+    case EventType::devx_qp_create: call(thread, ts, "devx CREATE_QP", v[2] ? qp_of(v[2], ev.tsc) : kNone, int64_t(v[17])); break;
+    case EventType::devx_qp_modify: call(thread, ts, "devx QP transition", qp_of(v[1], ev.tsc), int64_t(v[10])); break;
+    case EventType::devx_obj_destroy: call(thread, ts, "devx destroy", kNone, ev.as_i64(3)); break;
+    case EventType::devx_uar_alloc: call(thread, ts, "mlx5dv_devx_alloc_uar", kNone, ev.as_i64(6)); break;
+    case EventType::devx_umem_reg: call(thread, ts, "mlx5dv_devx_umem_reg", kNone, ev.as_i64(8)); break;
+    case EventType::devx_cq_create: call(thread, ts, "devx CREATE_CQ", kNone, int64_t(v[10])); break;
+    default: break;
+  }
+}
+
+}  // namespace sigmatrace::analysis
