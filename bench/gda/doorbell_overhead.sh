@@ -4,7 +4,8 @@
 # GPU under MPS), untraced and under `sigmatrace profile` in each of KINDS, in turn, REPS times
 # each. Kinds: untraced; off (the profiler loaded, the doorbell page left alone); forward
 # (doorbells recorded and forwarded); wqe:N (and their WQEs recovered, parsed in batches of N
-# WQE slots; wqe:sync reads them before forwarding). Reports per operation the median over the
+# WQE slots; wqe:sync reads them before forwarding; wqe:N:doorbell enqueues each copy right
+# after forwarding instead of in the poller's next idle moment: SIGMATRACE_WQE_COPY). Reports per operation the median over the
 # repetitions of each run's median and p99, and each kind's difference to untraced; the pollers'
 # CPU use and the batches' waits; the trace size per event and per recovered WQE. Every traced
 # run is also checked to hold exactly the doorbells the GPUs rang (and, with wqe, exactly the
@@ -22,7 +23,7 @@ PAIR=$ROOT/testbed/gda/tests/run_gda_pair.sh
 W=$(mktemp -d /tmp/doorbell-overhead.XXXXXX)
 export GDA_PAIR_TIMEOUT_S=${GDA_PAIR_TIMEOUT_S:-120}
 failed=0
-tag() { echo "${1/:/-}"; }
+tag() { echo "${1//:/-}"; }
 for rep in $(seq "$REPS"); do
   for kind in "${kinds[@]}"; do
     d=$W/$(tag "$kind")-$rep
@@ -30,7 +31,10 @@ for rep in $(seq "$REPS"); do
     wrap=() flags=()
     if [ "$kind" != untraced ]; then
       export SIGMATRACE_RUN_ID="overhead-$(tag "$kind")-$rep" SIGMATRACE_DOORBELLS=${kind%%:*}
-      case $kind in wqe:*) export SIGMATRACE_WQE_BATCH=${kind#wqe:}; flags=(--wqes) ;; esac
+      case $kind in
+        wqe:*:*) b=${kind#wqe:}; export SIGMATRACE_WQE_BATCH=${b%%:*} SIGMATRACE_WQE_COPY=${b#*:}; flags=(--wqes) ;;
+        wqe:*) export SIGMATRACE_WQE_BATCH=${kind#wqe:}; flags=(--wqes) ;;
+      esac
       wrap=(GDA_WRAP="$B/bin/sigmatrace profile -o $d/exp --")
     fi
     env "${wrap[@]}" GDA_PAIR_TAG=all "$PAIR" "$B/bin/gda_probe" "$B/bin/gda_bench" "$B/softnic" all "$WARM" "$ITERS" "$d" \
@@ -40,7 +44,7 @@ for rep in $(seq "$REPS"); do
         || { echo "rep $rep $kind: doorbell check FAILED"; cat "$d/check.log"; failed=1; }
       "$B/bin/sigmatrace" info "$d/exp" > "$d/info.log" 2>&1
     fi
-    unset SIGMATRACE_RUN_ID SIGMATRACE_DOORBELLS SIGMATRACE_WQE_BATCH
+    unset SIGMATRACE_RUN_ID SIGMATRACE_DOORBELLS SIGMATRACE_WQE_BATCH SIGMATRACE_WQE_COPY
   done
 done
 # One JSON object per line: "benchmark": "put", ... "median_us": x, "p99_us": y

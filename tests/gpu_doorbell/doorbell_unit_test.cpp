@@ -182,15 +182,16 @@ TEST(DoorbellConfig, VariablesAreValidated) {
   ASSERT_TRUE(parse_config(wqe, {}, &c, &err)) << err;
   EXPECT_EQ(c.doorbells, DoorbellMode::wqe);
   EXPECT_EQ(c.wqe_batch, 32u);
-  char w3[] = "SIGMATRACE_WQE_BATCH=sync";
-  char* sync[] = {w3, nullptr};
+  char w3[] = "SIGMATRACE_WQE_BATCH=sync", w4[] = "SIGMATRACE_WQE_COPY=doorbell";
+  char* sync[] = {w3, w4, nullptr};
   ASSERT_TRUE(parse_config(sync, {}, &c, &err)) << err;
   EXPECT_EQ(c.wqe_batch, kWqeBatchSync);
-  for (const char* bad_batch : {"SIGMATRACE_WQE_BATCH=0", "SIGMATRACE_WQE_BATCH=65537", "SIGMATRACE_WQE_BATCH=async"}) {
-    std::string b = bad_batch;
+  EXPECT_TRUE(c.wqe_copy_at_doorbell);
+  for (const char* bad : {"SIGMATRACE_WQE_BATCH=0", "SIGMATRACE_WQE_BATCH=65537", "SIGMATRACE_WQE_BATCH=async", "SIGMATRACE_WQE_COPY=later"}) {
+    std::string b = bad;
     char* env[] = {b.data(), nullptr};
-    EXPECT_FALSE(parse_config(env, {}, &c, &err)) << bad_batch;
-    EXPECT_NE(err.find("SIGMATRACE_WQE_BATCH"), std::string::npos) << err;
+    EXPECT_FALSE(parse_config(env, {}, &c, &err)) << bad;
+    EXPECT_NE(err.find(std::string(bad).substr(0, std::string(bad).find('='))), std::string::npos) << err;
   }
   char b3[] = "SIGMATRACE_DOORBELL_PAGES_PER_POLLER=65";
   char* pages[] = {b3, nullptr};

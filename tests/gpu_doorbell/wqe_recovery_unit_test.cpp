@@ -106,7 +106,7 @@ uint64_t post(Ring& r, Wqe w, uint32_t qpn = kQpn) {
 
 // Runs body traced: in a child process (the runtime starts once per process), with the runtime
 // started into a fresh directory and recovery configured; returns what the child recorded.
-ProcessEvents traced(uint32_t batch, const std::function<void(CopyStreams*)>& body) {
+ProcessEvents traced(uint32_t batch, const std::function<void(CopyStreams*)>& body, bool copy_at_doorbell = false) {
   sigmatrace::test::TempDir dir;
   const std::string exp = dir / "exp";
   fflush(nullptr);
@@ -118,6 +118,7 @@ ProcessEvents traced(uint32_t batch, const std::function<void(CopyStreams*)>& bo
     Config c;
     c.doorbells = DoorbellMode::wqe;
     c.wqe_batch = batch;
+    c.wqe_copy_at_doorbell = copy_at_doorbell;
     c.mode = TraceMode::full;
     configure_recovery(c, &active);
     CopyStreams streams;
@@ -315,10 +316,18 @@ TEST(WqeRecoveryUnit, CopiesAreParsedInBatchesOfTheThresholdCappedAtTheRing) {
     ASSERT_NE(st, nullptr);
     EXPECT_EQ((*st)[4], 20u);
     EXPECT_EQ((*st)[14], std::min(batch, 8u)) << "the threshold in effect";
-    // 20 doorbells of one WQEBB: 5 batches of 4, or 2 of 8 and the rest at the report.
+    // 20 doorbells of one WQEBB: 5 batches of 4, or 2 of 8 and the rest at the report. No
+    // poller goes idle here, so slots are copied once a quarter of the ring (2) waits.
     EXPECT_EQ((*st)[11], batch == 4 ? 5u : 3u) << "batches";
-    EXPECT_EQ((*st)[10], 20u) << "one copy per doorbell (none wraps)";
+    EXPECT_EQ((*st)[10], 10u) << "copies";
   }
+  // SIGMATRACE_WQE_COPY=doorbell: one copy per doorbell (none wraps), the same batches.
+  ProcessEvents p = traced(4, [&](CopyStreams* streams) { ring_nops(streams, 20); }, true);
+  const VerbsEvent* st = stats_of(p);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ((*st)[4], 20u);
+  EXPECT_EQ((*st)[10], 20u) << "copies";
+  EXPECT_EQ((*st)[11], 5u) << "batches";
 }
 
 TEST(WqeRecoveryUnit, SyncModeParsesAtEveryDoorbell) {

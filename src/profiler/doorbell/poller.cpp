@@ -80,12 +80,16 @@ SqRecovery* recovery_for(Poller& p, const WatchedPage& w, DoorbellTracker::Seen&
   return r;
 }
 
-// Reports (drain: only parses the pending batches of) every QP of page; retire: and forgets them.
-void for_each_recovery(WatchedPage& w, bool report, bool retire) {
+// What the poller asks of every QP's recovery of a page, when.
+enum class RecoveryStep { copy, drain, report };
+
+// Applies step to every QP of page; retire: and forgets them.
+void for_each_recovery(WatchedPage& w, RecoveryStep step, bool retire = false) {
   w.tracker.for_each([&](DoorbellTracker::Slot& slot) {
     if (!slot.recovery) return;
-    if (report) slot.recovery->report();
-    else slot.recovery->drain();
+    if (step == RecoveryStep::report) slot.recovery->report();
+    else if (step == RecoveryStep::drain) slot.recovery->drain();
+    else slot.recovery->copy_pending();
     if (retire) {
       delete slot.recovery;
       slot.recovery = nullptr;
@@ -181,7 +185,7 @@ void* poller_main(void* arg) {
       any |= poll_page(*p, *w);
       if (w->state.load(std::memory_order_acquire) == page_retiring) {
         poll_page(*p, *w);  // whatever the GPU wrote before it unregistered
-        for_each_recovery(*w, true, true);
+        for_each_recovery(*w, RecoveryStep::report, true);
         doorbells += w->doorbells;
         untracked += w->tracker.untracked_qps();
         ++pages_served;
@@ -194,7 +198,7 @@ void* poller_main(void* arg) {
       for (auto& slot : p->pages)
         if (WatchedPage* w = slot.load(std::memory_order_acquire)) {
           poll_page(*p, *w);
-          for_each_recovery(*w, true, false);
+          for_each_recovery(*w, RecoveryStep::report);
         }
       p->reports_done.store(asked, std::memory_order_release);
     }
@@ -206,13 +210,15 @@ void* poller_main(void* arg) {
       continue;
     }
     if (idle_rounds < kHotRounds) {
-      ++idle_rounds;
+      if (++idle_rounds == kCopyIdleRounds)  // nothing to forward: time for the WQE copies
+        for (auto& slot : p->pages)
+          if (WatchedPage* w = slot.load(std::memory_order_acquire)) for_each_recovery(*w, RecoveryStep::copy);
       cpu_relax();
       continue;
     }
     if (idle_rounds == kHotRounds) {  // the GPU paused: parse what it announced so far
       for (auto& slot : p->pages)
-        if (WatchedPage* w = slot.load(std::memory_order_acquire)) for_each_recovery(*w, false, false);
+        if (WatchedPage* w = slot.load(std::memory_order_acquire)) for_each_recovery(*w, RecoveryStep::drain);
       idle_since = now_ns(CLOCK_MONOTONIC);
       ++idle_rounds;
     }

@@ -25,6 +25,7 @@ struct Settings {
   bool wqe = false;
   bool aggregate = false;
   uint32_t batch = 128;  // kWqeBatchSync: sync
+  bool copy_at_doorbell = false;
 };
 Settings g_settings;
 std::atomic<bool> g_failure_logged{false};
@@ -66,6 +67,7 @@ void configure_recovery(const Config& config, const std::atomic<bool>* active) {
   g_settings.wqe = config.doorbells == DoorbellMode::wqe;
   g_settings.aggregate = config.mode == TraceMode::aggregate;
   g_settings.batch = config.wqe_batch;
+  g_settings.copy_at_doorbell = config.wqe_copy_at_doorbell;
 }
 
 bool recovering_wqes() { return g_settings.wqe; }
@@ -115,6 +117,9 @@ SqRecovery* SqRecovery::create(uint32_t qpn, uint32_t page_id, CopyStreams* stre
   r->slots_ = slots;
   r->mask_ = slots - 1;
   r->batch_ = g_settings.batch == kWqeBatchSync ? 1 : (g_settings.batch < slots ? g_settings.batch : slots);
+  // Slots may wait for their copy while the GPU goes on posting: never more than a quarter of
+  // the ring, so that the GPU cannot have reused them before the copy reads them.
+  r->copy_chunk_ = slots / 4 > kWqeCopyChunk ? kWqeCopyChunk : (slots / 4 ? slots / 4 : 1);
   return r;
 }
 
@@ -151,7 +156,7 @@ void SqRecovery::doorbell(uint64_t tsc, uint16_t pi, uint32_t delta, DoorbellKin
   Pending d{tsc, announced_ + delta, pi, delta, kind};
   if (!known_) {
     unread_ += delta;
-    announced_ = parsed_ = d.end;
+    announced_ = copied_ = parsed_ = d.end;
     record_unread(d);
     return;
   }
@@ -159,15 +164,21 @@ void SqRecovery::doorbell(uint64_t tsc, uint16_t pi, uint32_t delta, DoorbellKin
     drain();
     ++index_errors_;
     // Go on from the index the doorbell gave: the counter's low 16 bits are always the last pi.
-    announced_ = parsed_ = (announced_ & ~uint64_t{0xffff}) | pi;
+    announced_ = copied_ = parsed_ = (announced_ & ~uint64_t{0xffff}) | pi;
     record_unread(d);
     return;
   }
   if (announced_ - parsed_ + delta > slots_ || npending_ == kMaxPending) drain();  // staging would be overwritten
-  if (!copy_slots(announced_, delta)) copy_failed_ = true;
   announced_ = d.end;
   pending_[npending_++] = d;
+  if (g_settings.copy_at_doorbell || announced_ - copied_ >= copy_chunk_) copy_pending();
   if (announced_ - parsed_ >= batch_) drain();
+}
+
+void SqRecovery::copy_pending() {
+  if (announced_ == copied_) return;
+  if (!copy_slots(copied_, uint32_t(announced_ - copied_))) copy_failed_ = true;
+  copied_ = announced_;
 }
 
 const uint8_t* SqRecovery::wqe_bytes(uint64_t counter, uint32_t wqebbs) {
@@ -229,6 +240,7 @@ DoorbellWqeClass SqRecovery::walk(const Pending& d, bool record, uint32_t* wqes)
 
 void SqRecovery::drain() {
   if (!npending_) return;
+  copy_pending();
   bool ok = !copy_failed_;
   if (ok && sq_.memory == SqMemory::gpu) {
     const uint64_t t0 = monotonic_ns();

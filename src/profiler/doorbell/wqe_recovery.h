@@ -2,14 +2,18 @@
 // QP's send queue and parsed with src/mlx5. One SqRecovery per QP a poller has seen ringing, owned
 // by that poller thread (nothing here is shared or locked).
 //
-// On each doorbell the newly announced WQE slots are copied into a staging ring of the queue's
-// size — for a queue in GPU memory with an asynchronous copy on a dedicated non-blocking stream of
-// its context (device_copy.h), for one in host memory with memcpy — and the doorbell is forwarded
-// without waiting. Once `batch` slots are pending (never more than the ring holds), the copies are
-// waited for and parsed: each doorbell is recorded with what its WQEs were, followed by them
-// (gpu_wqe), stamped with its time. Only that doorbell waits. With SIGMATRACE_WQE_BATCH=sync the
-// slots are copied and parsed before the doorbell is forwarded, so the GPU cannot have reused
-// them: what a difference between the two modes shows is a race, not a parsing error.
+// The doorbell is forwarded first. The newly announced WQE slots are then copied into a staging
+// ring of the queue's size — for a queue in GPU memory with an asynchronous copy on a dedicated
+// non-blocking stream of its context (device_copy.h), for one in host memory with memcpy. The
+// copy is enqueued in the poller's first idle moment after the doorbell (no change for
+// kCopyIdleRounds looks), or once kWqeCopyChunk slots (a quarter of a smaller ring) wait, so that forwarding the next doorbell
+// never waits behind the driver call and the NIC's own read of the WQEs is not contended
+// (SIGMATRACE_WQE_COPY=doorbell enqueues it right after forwarding instead). Once `batch` slots
+// are pending (never more than the ring holds), the copies are waited for and parsed: each
+// doorbell is recorded with what its WQEs were, followed by them (gpu_wqe), stamped with its
+// time. Only that doorbell waits. With SIGMATRACE_WQE_BATCH=sync the slots are copied and parsed
+// before the doorbell is forwarded, so the GPU cannot have reused them: what a difference between
+// the two modes shows is a race, not a parsing error.
 //
 // Integrity: a slot whose control segment names another WQE index or QP than its own was
 // overwritten before it was read (lost_wqebbs); a WQE that does not parse is damaged; WQEBBs
@@ -28,6 +32,10 @@
 namespace sigmatrace::profiler::doorbell {
 
 void configure_recovery(const Config& config, const std::atomic<bool>* active);
+// Looks without a doorbell after which a poller enqueues the copies still waiting (copy_pending),
+// and how many slots may wait for one at most.
+constexpr uint32_t kCopyIdleRounds = 64;
+constexpr uint32_t kWqeCopyChunk = 32;
 bool recovering_wqes();   // SIGMATRACE_DOORBELLS=wqe
 bool recovering_sync();   // and SIGMATRACE_WQE_BATCH=sync
 
@@ -53,6 +61,8 @@ class SqRecovery {
   // A doorbell announcing WQEBBs up to pi (delta since the previous one). In sync mode, called
   // before it is forwarded.
   void doorbell(uint64_t tsc, uint16_t pi, uint32_t delta, format::DoorbellKind kind);
+  // Enqueues the copies of the slots announced since the last ones (the poller is idle).
+  void copy_pending();
   // Waits for the pending copies and parses them (at the batch threshold, when the poller goes
   // idle, before a report).
   void drain();
@@ -81,11 +91,11 @@ class SqRecovery {
   SendQueue sq_;
   SendQueueRef ref_;
   bool known_ = false;
-  uint32_t page_id_ = 0, slots_ = 0, mask_ = 0, batch_ = 0;
+  uint32_t page_id_ = 0, slots_ = 0, mask_ = 0, batch_ = 0, copy_chunk_ = 1;
   uint8_t* staging_ = nullptr;  // slots_ WQEBBs, slot i of the ring at i
   bool pinned_ = false;
   cuda::DeviceCopyStream* stream_ = nullptr;
-  uint64_t announced_ = 0, parsed_ = 0;  // WQEBB counters (the 16-bit index extended)
+  uint64_t announced_ = 0, copied_ = 0, parsed_ = 0;  // WQEBB counters (the 16-bit index extended)
   Pending pending_[kMaxPending];
   uint32_t npending_ = 0;
   bool copy_failed_ = false;             // a copy of the pending batch could not be enqueued

@@ -31,6 +31,7 @@ const std::vector<ConfigVariable>& config_variables() {
       {"SIGMATRACE_HOST", "a host name", "host name recorded for this process (default gethostname)"},
       {"SIGMATRACE_DOORBELLS", "off|forward|wqe", "GPU doorbells: hijacked, recorded and forwarded by pollers (default forward); wqe also recovers the WQEs each announced"},
       {"SIGMATRACE_WQE_BATCH", "integer 1..65536 or sync", "WQE slots copied before a batch is parsed (default 128, at most the send queue's size); sync reads them before forwarding"},
+      {"SIGMATRACE_WQE_COPY", "idle|doorbell", "when WQE copies are enqueued: in the poller's first idle moment after the doorbell (default), or right after forwarding it"},
       {"SIGMATRACE_DOORBELL_CPUS", "comma-separated CPU numbers", "pin the doorbell pollers to these CPUs, round-robin"},
       {"SIGMATRACE_DOORBELL_PAGES_PER_POLLER", "integer 1..64", "doorbell pages one poller thread watches (default 1)"},
       {"SIGMATRACE_DOORBELL_SPIN_MS", "integer 0..3600000", "a poller idle this long polls every 20 us instead of spinning (default 1000)"},
@@ -159,6 +160,10 @@ bool parse_config(char** envp, const std::vector<std::string>& known, Config* cf
     } else if (name == "SIGMATRACE_WQE_BATCH") {
       if (!strcmp(v, "sync")) c.wqe_batch = kWqeBatchSync;
       else ok = parse_uint(v, 1, 65536, &c.wqe_batch);
+    } else if (name == "SIGMATRACE_WQE_COPY") {
+      if (!strcmp(v, "idle")) c.wqe_copy_at_doorbell = false;
+      else if (!strcmp(v, "doorbell")) c.wqe_copy_at_doorbell = true;
+      else ok = false;
     } else if (name == "SIGMATRACE_DOORBELL_CPUS") ok = parse_cpu_list(v, &c.doorbell_cpus);
     else if (name == "SIGMATRACE_DOORBELL_PAGES_PER_POLLER") ok = parse_uint(v, 1, 64, &c.doorbell_pages_per_poller);
     else if (name == "SIGMATRACE_DOORBELL_SPIN_MS") ok = parse_uint(v, 0, 3600000, &c.doorbell_spin_ms);

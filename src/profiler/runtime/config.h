@@ -43,6 +43,9 @@ struct Config {
   // WQE slots copied before a batch is waited for and parsed (capped at each SQ's size), or
   // kWqeBatchSync.
   uint32_t wqe_batch = 128;
+  // When the copies are enqueued: in the poller's first idle moment after the doorbell (or once
+  // kWqeCopyChunk slots wait), or at once, right after forwarding (SIGMATRACE_WQE_COPY).
+  bool wqe_copy_at_doorbell = false;
 };
 
 // known_providers: names a provider list may contain. Returns false with *error set.
