@@ -56,7 +56,7 @@ echo
 for op in put get fadd pingpong; do
   for stat in median_us p99_us; do
     v=()
-    for kind in "${kinds[@]}"; do v+=("$(cat "$W"/"$(tag "$kind")"-*/gda_all_pe0.json 2>/dev/null | field $op $stat | median)"); done
+    for kind in "${kinds[@]}"; do v+=("$(cat "$W"/"$(tag "$kind")"-[0-9]*/gda_all_pe0.json 2>/dev/null | field $op $stat | median)"); done
     printf '%-10s %-7s' "$op" "${stat%_us}"
     printf ' %10s' "${v[@]}"
     for x in "${v[@]:1}"; do
@@ -68,7 +68,7 @@ done
 echo "checks (QPs whose doorbells, and WQEs with wqe, were all recorded exactly):"
 for kind in "${kinds[@]}"; do
   [ "$kind" = untraced ] || [ "$kind" = off ] && continue
-  logs=("$W/$(tag "$kind")"-*/check.log)
+  logs=("$W/$(tag "$kind")"-[0-9]*/check.log)
   echo "  $kind: $(cat "${logs[@]}" | grep -c ': ok$') of $(cat "${logs[@]}" | grep -c '^QP ') QP checks ok"
   grep -h "WQEs:" "${logs[@]}" | sed 's/.*recovered \([0-9]*\).*; \([0-9]*\) batches, \([0-9.]*\) us waited.*/    recovered \1 WQEs in \2 batches, \3 us waited/' | head -2
   grep -h "^poller" "${logs[@]}" | head -2 | sed 's/^/    /'

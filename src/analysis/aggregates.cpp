@@ -79,6 +79,7 @@ void DoorbellCounters::add(const DoorbellCounters& o) {
   blueflame += o.blueflame;
   data_doorbells += o.data_doorbells;
   control_doorbells += o.control_doorbells;
+  not_read_doorbells += o.not_read_doorbells;
   recovered += o.recovered;
   recovered_wqebbs += o.recovered_wqebbs;
   lost_wqebbs += o.lost_wqebbs;

@@ -82,6 +82,7 @@ void GpuAssociation::doorbell(int64_t ts, const format::DecodedEvent& ev) {
   c.blueflame += d.blueflame;
   c.data_doorbells += d.wqe_class == static_cast<uint64_t>(format::DoorbellWqeClass::data);
   c.control_doorbells += d.wqe_class == static_cast<uint64_t>(format::DoorbellWqeClass::control);
+  c.not_read_doorbells += d.wqe_class == static_cast<uint64_t>(format::DoorbellWqeClass::not_read);
   c.saw(ts);
   last_doorbell_[d.qp_id] = d.doorbell_id;  // a poller records a doorbell right before its WQEs
   if (sink_) sink_->doorbell(d);

@@ -44,7 +44,8 @@ json matrix_json(const Matrix& m) {
 json wqe_recovery_json(const DoorbellCounters& d) {
   return {{"wqes_recovered", d.recovered},     {"wqebbs_recovered", d.recovered_wqebbs}, {"lost_wqebbs", d.lost_wqebbs},
           {"damaged_wqes", d.damaged},         {"unread_wqebbs", d.unread_wqebbs},       {"index_errors", d.index_errors},
-          {"data_doorbells", d.data_doorbells}, {"control_doorbells", d.control_doorbells}, {"batches", d.batches},
+          {"data_doorbells", d.data_doorbells}, {"control_doorbells", d.control_doorbells},
+          {"doorbells_not_read", d.not_read_doorbells}, {"batches", d.batches},
           {"batch_wait_ns", d.wait_ns},        {"max_batch_wait_ns", d.max_wait_ns}};
 }
 

@@ -115,9 +115,11 @@ std::string render_text_report(const json& a, size_t top) {
         if (o.contains("gbytes_per_s")) add(&out, ", %s/s", human_bytes(d(o, "gbytes_per_s") * 1e9).c_str());
         const json& w = g["wqe_recovery"];
         add(&out, "\n             WQEs recovered %" PRIu64 ", lost %" PRIu64 " WQEBBs (overwritten before read), damaged %" PRIu64
-                  ", unread %" PRIu64 " WQEBBs; %" PRIu64 " data and %" PRIu64 " control doorbells\n",
+                  ", unread %" PRIu64 " WQEBBs; %" PRIu64 " data and %" PRIu64 " control doorbells",
             u(w, "wqes_recovered"), u(w, "lost_wqebbs"), u(w, "damaged_wqes"), u(w, "unread_wqebbs"), u(w, "data_doorbells"),
             u(w, "control_doorbells"));
+        if (u(w, "doorbells_not_read")) add(&out, ", %" PRIu64 " whose WQEs were not read", u(w, "doorbells_not_read"));
+        add(&out, "\n");
       }
     }
     if (a["matrices"].contains("gpu")) {  // GPU -> peer GPU traffic of the recovered operations
