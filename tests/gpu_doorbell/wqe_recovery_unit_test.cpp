@@ -147,6 +147,13 @@ SqRecovery* recovery_of(Ring& ring, CopyStreams* streams, uint32_t qpn = kQpn) {
   return SqRecovery::create(qpn, kPage, streams);
 }
 
+// The QP's report, and the QP gone.
+void finish_queue(SqRecovery* r) {
+  r->report();
+  delete r;
+  remove_send_queue(kQpn);
+}
+
 // Rings: the doorbell for everything posted since the last one.
 struct Bell {
   uint64_t rung = 0, tsc = 1000;
@@ -165,9 +172,7 @@ void ring_nops(CopyStreams* streams, int n) {
     post(ring, Wqe(m5::kOpNop, 0, uint16_t(ring.prod), m5::kCtrlCqUpdate));
     bell.ring(r, ring);
   }
-  r->report();
-  delete r;
-  remove_send_queue(kQpn);
+  finish_queue(r);
 }
 
 const VerbsEvent* stats_of(const ProcessEvents& p, uint32_t qpn = kQpn) {
@@ -192,9 +197,7 @@ TEST(WqeRecoveryUnit, EveryWqeKindIsParsedWithItsFields) {
     post(ring, Wqe(m5::kOpAtomicMaskedCs, m5::kOpmodExtAtomic8B, 6, m5::kCtrlCqUpdate).raddr(ra + 192, 0x97).atomic(5, 6).atomic(~0ull, ~0ull).data(0x8000, 8, 15));
     post(ring, Wqe(m5::kOpAtomicMaskedFa, m5::kOpmodExtAtomic8B, 8, m5::kCtrlCqUpdate).raddr(ra + 200, 0x97).atomic(3, 0).data(0x8008, 8, 15));
     bell.ring(r, ring);
-    r->report();
-    delete r;
-    remove_send_queue(kQpn);
+    finish_queue(r);
   });
 
   auto wqes = p.of(EventType::gpu_wqe);
@@ -246,9 +249,7 @@ TEST(WqeRecoveryUnit, WqesThatWrapAroundTheRingAreReadWhole) {
       else post(ring, Wqe(m5::kOpRdmaWrite, 0, idx, 0).raddr(0x100 * uint64_t(i), 5).data(0x10, 16, 1).data(0x20, 16, 1).data(0x30, 16, 1));
       bell.ring(r, ring);
     }
-    r->report();
-    delete r;
-    remove_send_queue(kQpn);
+    finish_queue(r);
   });
   auto wqes = p.of(EventType::gpu_wqe);
   ASSERT_EQ(wqes.size(), 9u);
@@ -290,9 +291,7 @@ TEST(WqeRecoveryUnit, OverwrittenDamagedAndBackwardsAreCountedNotParsed) {
     ring.prod = bell.rung = 2;
     post(ring, Wqe(m5::kOpRdmaWrite, 0, 2, 0).raddr(0x1, 1).data(0x2, 8, 1));
     bell.ring(r, ring);
-    r->report();
-    delete r;
-    remove_send_queue(kQpn);
+    finish_queue(r);
   });
   const VerbsEvent* st = stats_of(p);
   ASSERT_NE(st, nullptr);
