@@ -44,6 +44,18 @@ std::string gid_text(uint64_t prefix, uint64_t iface) {
 }
 
 const std::string* ProcessRow::kernel_at(uint64_t tsc, int64_t gpu) const {
+  auto name_of = [this](uint64_t function) -> const std::string* {
+    auto n = kernel_names.find(function);
+    return n == kernel_names.end() ? nullptr : &n->second;
+  };
+  if (auto sp = spans_on.find(gpu); sp != spans_on.end()) {
+    const std::vector<Span>& v = sp->second;
+    auto it = std::upper_bound(v.begin(), v.end(), tsc, [](uint64_t t, const Span& s) { return t < s.start_tsc; });
+    for (int steps = 0; it != v.begin() && steps < 64; ++steps) {
+      --it;
+      if (tsc <= it->end_tsc + span_slack_ticks) return name_of(it->function);
+    }
+  }
   auto last_before = [tsc](const std::vector<Launch>& v) -> const Launch* {
     auto it = std::upper_bound(v.begin(), v.end(), tsc, [](uint64_t t, const Launch& l) { return t < l.tsc; });
     return it == v.begin() ? nullptr : &*(it - 1);
@@ -51,10 +63,36 @@ const std::string* ProcessRow::kernel_at(uint64_t tsc, int64_t gpu) const {
   const Launch* l = nullptr;
   if (auto on = launches_on.find(gpu); gpu >= 0 && on != launches_on.end()) l = last_before(on->second);
   if (!l) l = last_before(launches);
-  if (!l) return nullptr;
-  auto n = kernel_names.find(l->function);
-  return n == kernel_names.end() ? nullptr : &n->second;
+  return l ? name_of(l->function) : nullptr;
 }
+
+namespace {
+
+// Kernel spans of one process from its launches and the ends the profiler saw (both in tsc).
+struct SpanBuilder {
+  struct Launched {
+    uint64_t tsc, function;
+    int64_t device;
+  };
+  std::map<uint64_t, std::vector<Launched>> by_stream;             // stream -> launches in time order
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> end_of;        // (stream, launch tsc) -> end tsc
+  void build(ProcessRow* p) const {
+    for (const auto& [stream, launched] : by_stream) {
+      uint64_t prev_end = 0;
+      for (const Launched& l : launched) {
+        auto e = end_of.find({stream, l.tsc});
+        if (e == end_of.end()) continue;  // its end unseen: the next kernel starts at its own launch
+        const uint64_t start = std::max(l.tsc, prev_end);
+        if (e->second >= start) p->spans_on[l.device].push_back({start, e->second, l.function});
+        prev_end = e->second;
+      }
+    }
+    for (auto& [gpu, v] : p->spans_on)
+      std::sort(v.begin(), v.end(), [](const ProcessRow::Span& a, const ProcessRow::Span& b) { return a.start_tsc < b.start_tsc; });
+  }
+};
+
+}  // namespace
 
 int64_t ExperimentModel::qp_at(uint32_t process_id, uint64_t qp_num, uint64_t tsc) const {
   const auto& m = processes[process_id].qps_by_num;
@@ -82,6 +120,7 @@ bool is_control(uint16_t type) {
     case EventType::ibv_qp_destroy: case EventType::ibv_qp_modify: case EventType::ibv_mr_reg:
     case EventType::ibv_mr_dereg: case EventType::devx_qp_create: case EventType::devx_qp_modify:
     case EventType::devx_obj_destroy: case EventType::cuda_function: case EventType::cuda_launch:
+    case EventType::cuda_kernel_end:
       return true;
     default: return false;
   }
@@ -210,6 +249,7 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
     std::stable_sort(ev.begin(), ev.end(), [](const ControlEvent& a, const ControlEvent& b) { return a.tsc < b.tsc; });
     std::unordered_map<uint64_t, uint32_t> device_of_context, mr_of_handle;
     std::unordered_map<uint32_t, uint32_t> live_qp;  // qp_num -> qp_id while not destroyed
+    SpanBuilder spans;
     auto device_for = [&](uint64_t context) -> DeviceRow& {
       auto it = device_of_context.find(context);
       if (it != device_of_context.end()) return m.devices[it->second];
@@ -330,8 +370,15 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
           if (c.v[11] == 0) {
             p.launches.push_back({c.tsc, c.v[0]});
             p.launches_on[static_cast<int64_t>(c.v[2])].push_back({c.tsc, c.v[0]});
+            spans.by_stream[c.v[1]].push_back({c.tsc, c.v[0], static_cast<int64_t>(c.v[2])});
           }
           break;
+        case EventType::cuda_kernel_end: {
+          // function stream device launch_tsc ref_tsc end_offset_ns
+          const double ticks = static_cast<double>(static_cast<int64_t>(c.v[5])) / (p.clock.ns_per_tick > 0 ? p.clock.ns_per_tick : 1.0);
+          spans.end_of[{c.v[1], c.v[3]}] = c.v[4] + static_cast<uint64_t>(static_cast<int64_t>(ticks));
+          break;
+        }
         case EventType::ibv_mr_reg: {
           MrRow r;
           r.mr_id = static_cast<uint32_t>(m.mrs.size());
@@ -354,6 +401,8 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
         default: break;
       }
     }
+    spans.build(&p);
+    p.span_slack_ticks = static_cast<uint64_t>(20000.0 / (p.clock.ns_per_tick > 0 ? p.clock.ns_per_tick : 1.0));  // 20 us
     ev.clear();
     ev.shrink_to_fit();
     // Aggregate mode records no QP events, but its endpoint-pair counters name each connected QP

@@ -108,9 +108,17 @@ struct ProcessRow {
   };
   std::vector<Launch> launches;                                   // on any GPU
   std::unordered_map<int64_t, std::vector<Launch>> launches_on;  // per GPU ordinal
-  // The name of the kernel launched last before tsc on gpu (on any GPU when gpu < 0 or none was
-  // launched there); null when unknown.
+  // When kernels ran, where the profiler saw them end (cuda_kernel_end): on its stream, a kernel
+  // runs from its launch, or its predecessor's end if later, to its end. Per GPU, by start.
+  struct Span {
+    uint64_t start_tsc, end_tsc, function;
+  };
+  std::unordered_map<int64_t, std::vector<Span>> spans_on;
+  // The kernel that rang a doorbell at tsc on gpu: the one running then by its span (the latest
+  // started, when kernels of several streams overlap); else the one launched last before tsc
+  // on gpu (on any GPU when gpu < 0 or none was launched there); null when unknown.
   const std::string* kernel_at(uint64_t tsc, int64_t gpu) const;
+  uint64_t span_slack_ticks = 0;  // a doorbell is seen a little after the GPU wrote it
 };
 
 struct LayerModel;  // layer_ops.cpp: the UCX/libfabric peers and traffic of one experiment

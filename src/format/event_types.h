@@ -214,7 +214,14 @@ enum class FieldKind : uint8_t {
     F(u64, "qp_num") F(u64, "uar_page") F(i64, "gpu") F(u64, "memory") F(u64, "recovered")        \
     F(u64, "wqebbs") F(u64, "lost_wqebbs") F(u64, "damaged") F(u64, "unread_wqebbs")              \
     F(u64, "index_errors") F(u64, "copies") F(u64, "batches") F(u64, "wait_ns") F(u64, "max_wait_ns") \
-    F(u64, "batch"))
+    F(u64, "batch"))                                                                              \
+  /* When a kernel launched on an explicit stream finished on its GPU (a CUDA event the profiler */ \
+  /* recorded on that stream after the launch, while GPU doorbells are hijacked): at ref_tsc + */   \
+  /* end_offset_ns, ref_tsc being a host time the GPU's event clock was matched to. launch_tsc */  \
+  /* is the cuda_launch event's timestamp. */                                                      \
+  X(511, cuda_kernel_end, "cuda_kernel_end",                                                      \
+    F(u64, "function") F(u64, "stream") F(i64, "device") F(u64, "launch_tsc") F(u64, "ref_tsc")  \
+    F(i64, "end_offset_ns"))
 
 enum class EventType : uint16_t {
 #define SIGMATRACE_ENUM_FIELD(kind, name)

@@ -62,7 +62,7 @@ bool check_wqes(const ProcessEvents& owner, uint64_t qpn, const PostedLine& want
       recovered += (*e)[4], lost += (*e)[6], damaged += (*e)[7], unread += (*e)[8], index_errors += (*e)[9], batches += (*e)[11],
           wait_ns += (*e)[12];
   bool same = bad_opcode == 0 && foreign == 0 && not_inline == 0 && got.digest == want.posted.digest && per_doorbell_mismatch == 0;
-  for (int k = 0; k < gda::kPostedKinds; ++k) same &= got.wqes[k] == want.posted.wqes[k] && got.bytes[k] == want.posted.bytes[k];
+  for (uint32_t k = 0; k < gda::kPostedKinds; ++k) same &= got.wqes[k] == want.posted.wqes[k] && got.bytes[k] == want.posted.bytes[k];
   const bool ok = same && lost + damaged + unread + index_errors == 0;
   printf("QP 0x%" PRIx64 " WQEs: %" PRIu64 "/%" PRIu64 " RDMA_WRITE (%" PRIu64 "/%" PRIu64 " B), %" PRIu64 "/%" PRIu64
          " RDMA_READ (%" PRIu64 "/%" PRIu64 " B), %" PRIu64 "/%" PRIu64 " FETCH_ADD (recovered/posted), digest %s, %" PRIu64
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
         expected[std::stoull(m[1], nullptr, 16)] += std::stoull(m[2]);
       } else if (std::regex_search(s, m, wqe_line)) {
         PostedLine& p = posted[std::stoull(m[1], nullptr, 16)];
-        for (int k = 0; k < gda::kPostedKinds; ++k) {
+        for (uint32_t k = 0; k < gda::kPostedKinds; ++k) {
           p.posted.wqes[k] = std::stoull(m[size_t(2 + 2 * k)]);
           p.posted.bytes[k] = std::stoull(m[size_t(3 + 2 * k)]);
         }

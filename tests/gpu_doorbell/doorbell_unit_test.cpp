@@ -4,6 +4,7 @@
 // lands in a different bit position.
 #include <gtest/gtest.h>
 
+#include "analysis/experiment_model.h"
 #include "mlx5/prm.hpp"
 #include "mlx5/wqe.hpp"
 #include "profiler/doorbell/doorbell_tracker.h"
@@ -196,4 +197,25 @@ TEST(DoorbellConfig, VariablesAreValidated) {
   char b3[] = "SIGMATRACE_DOORBELL_PAGES_PER_POLLER=65";
   char* pages[] = {b3, nullptr};
   EXPECT_FALSE(parse_config(pages, {}, &c, &err));
+}
+
+// Which kernel rang a doorbell: by the kernels' spans on the GPU when the profiler saw them end,
+// else the last one launched (what asynchronous launches make wrong: gda queues barrier, put,
+// barrier at once, and the put's doorbells come after the second barrier's launch).
+TEST(KernelAttribution, SpansNameTheRunningKernelLaunchesTheLastQueued) {
+  using sigmatrace::analysis::ProcessRow;
+  ProcessRow p;
+  p.kernel_names = {{1, "k_barrier"}, {2, "k_put"}};
+  p.launches = {{100, 1}, {110, 2}, {120, 1}};
+  p.launches_on[0] = p.launches;
+  EXPECT_EQ(*p.kernel_at(500, 0), "k_barrier") << "without spans: the last launched";
+  EXPECT_EQ(p.kernel_at(50, 0), nullptr) << "before any launch";
+  p.spans_on[0] = {{100, 200, 1}, {200, 1000, 2}, {1000, 1100, 1}};
+  p.span_slack_ticks = 5;
+  EXPECT_EQ(*p.kernel_at(150, 0), "k_barrier");
+  EXPECT_EQ(*p.kernel_at(500, 0), "k_put");
+  EXPECT_EQ(*p.kernel_at(1004, 0), "k_barrier") << "the later-started of two spans that hold it";
+  EXPECT_EQ(*p.kernel_at(1103, 0), "k_barrier") << "seen just after the kernel ended";
+  EXPECT_EQ(*p.kernel_at(2000, 0), "k_barrier") << "after every span: the last launched";
+  EXPECT_EQ(*p.kernel_at(500, 1), "k_barrier") << "another GPU without spans or launches: any GPU's last launch";
 }

@@ -136,7 +136,9 @@ void expect_clean_stats(const ProcessEvents& p, int qps, int ops, uint64_t doorb
     EXPECT_EQ(s[9], 0u) << "index errors";
     EXPECT_GE(s[11], 1u);
     EXPECT_LE(s[11], doorbells_per_qp) << "batches";
-    if (sync) EXPECT_EQ(s[11], doorbells_per_qp) << "sync mode parses at every doorbell";
+    if (sync) {
+      EXPECT_EQ(s[11], doorbells_per_qp) << "sync mode parses at every doorbell";
+    }
   }
   EXPECT_EQ(stats.size(), size_t(qps));
 }

@@ -46,6 +46,7 @@ Shadow* g_shadows[kMaxShadows] = {};
 DoorbellMode g_mode = DoorbellMode::forward;
 const std::atomic<bool>* g_active = nullptr;
 std::atomic<bool> g_failure_logged{false};
+std::atomic<int> g_live_shadows{0};
 DriverCalls g_driver{};  // the last set a wrapper passed (for before_uar_free, which has none)
 
 uintptr_t current_context(const DriverCalls& d) {
@@ -109,11 +110,13 @@ bool start_shadow(const DriverCalls& d, Shadow* s, const UarPage& uar, std::stri
     return false;
   }
   s->host = page;
+  g_live_shadows.fetch_add(1, std::memory_order_release);
   return true;
 }
 
 void end_shadow(const DriverCalls& d, Shadow* s) {
   if (s->host) {
+    g_live_shadows.fetch_sub(1, std::memory_order_release);
     unwatch(&s->page);
     d.host_unregister(s->host);
     munmap(s->host, kUarMappingBytes);
@@ -214,6 +217,8 @@ cuda::CUresult host_unregister(const DriverCalls& d, void* p) {
     record<EventType::gpu_uar_unregister>(uint64_t{addr}, uint64_t{ctx}, uint64_t{uar.page_id}, uint64_t{refs}, int64_t{r});
   return r;
 }
+
+bool doorbells_hijacked() { return g_live_shadows.load(std::memory_order_acquire) > 0; }
 
 void before_uar_free(uintptr_t base) {
   std::lock_guard<std::mutex> lock(g_mutex);

@@ -42,4 +42,7 @@ cuda::CUresult host_unregister(const DriverCalls& d, void* p);
 // unregistering) stops being forwarded to, so no poller writes to an unmapped page.
 void before_uar_free(uintptr_t base);
 
+// Whether any doorbell page of this process is hijacked now (lock-free).
+bool doorbells_hijacked();
+
 }  // namespace sigmatrace::profiler::doorbell

@@ -13,6 +13,7 @@ using CUdeviceptr = unsigned long long;  // CUdeviceptr_v2
 using CUcontext = struct CUctx_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
 using CUgraphExec = struct CUgraphExec_st*;
 using CUdevice = int;
 

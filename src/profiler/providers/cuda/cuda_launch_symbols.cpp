@@ -10,6 +10,7 @@
 #include "profiler/providers/cuda/cuda_driver.h"
 #include "profiler/providers/cuda/cuda_launch.h"
 #include "profiler/providers/cuda/cuda_state.h"
+#include "profiler/providers/cuda/kernel_markers.h"
 #include "profiler/runtime/recorder.h"
 
 namespace sigmatrace::profiler::cuda {
@@ -57,6 +58,7 @@ void on_launch(uint64_t tsc, CudaLaunchEntry entry, uintptr_t function, CUstream
   record_at<EventType::cuda_launch>(tsc, uint64_t{function}, reinterpret_cast<uint64_t>(stream), device, static_cast<uint64_t>(entry),
                                  uint64_t{d.gx}, uint64_t{d.gy}, uint64_t{d.gz}, uint64_t{d.bx}, uint64_t{d.by}, uint64_t{d.bz},
                                  uint64_t{d.shared}, int64_t{r});
+  if (r == kSuccess) mark_kernel_end(tsc, function, stream, device);  // when it really ran (kernel_markers.h)
 }
 
 namespace {

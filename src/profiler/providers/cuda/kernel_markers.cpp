@@ -1,0 +1,181 @@
+#include "profiler/providers/cuda/kernel_markers.h"
+
+#include <time.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "format/event_types.h"
+#include "profiler/doorbell/hijack.h"
+#include "profiler/providers/dl_resolver_hooks.h"
+#include "profiler/runtime/recorder.h"
+#include "profiler/runtime/tsc.h"
+
+namespace sigmatrace::profiler::cuda {
+
+namespace {
+
+constexpr CUresult kErrorNotReady = 600;     // CUDA_ERROR_NOT_READY
+constexpr unsigned kEventDefault = 0;        // CU_EVENT_DEFAULT: timing enabled
+constexpr unsigned kStreamNonBlocking = 1;
+const uintptr_t kLegacyStream = 1, kPerThreadStream = 2;  // CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
+constexpr size_t kMaxMarkers = 8192;          // kernels in flight at once
+constexpr size_t kMaxContexts = 16;
+constexpr uint64_t kRecalibrateNs = 100000000;  // the GPU's clock drifts against the TSC
+
+RealSymbol g_ctx_get_current{"cuCtxGetCurrent", "libcuda.so.1", {}, {}};
+RealSymbol g_ctx_set_current{"cuCtxSetCurrent", "libcuda.so.1", {}, {}};
+RealSymbol g_stream_is_capturing{"cuStreamIsCapturing", "libcuda.so.1", {}, {}};
+RealSymbol g_stream_create{"cuStreamCreate", "libcuda.so.1", {}, {}};
+RealSymbol g_event_create{"cuEventCreate", "libcuda.so.1", {}, {}};
+RealSymbol g_event_record{"cuEventRecord", "libcuda.so.1", {}, {}};
+RealSymbol g_event_query{"cuEventQuery", "libcuda.so.1", {}, {}};
+RealSymbol g_event_synchronize{"cuEventSynchronize", "libcuda.so.1", {}, {}};
+RealSymbol g_event_elapsed{"cuEventElapsedTime", "libcuda.so.1", {}, {}};
+RealSymbol g_event_destroy{"cuEventDestroy_v2", "libcuda.so.1", {}, {}};
+
+struct Marker {
+  CUevent event;
+  CUcontext context;
+  CUstream stream;
+  uintptr_t function;
+  int64_t device;
+  uint64_t launch_tsc;
+};
+
+// Per context: free events, and the reference that maps its event clock to the TSC.
+struct ContextState {
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;   // the profiler's own, for the reference event
+  CUevent ref = nullptr;
+  uint64_t ref_tsc = 0, ref_at_ns = 0;
+  CUevent free_events[64];
+  int nfree = 0;
+};
+
+std::mutex g_mutex;
+Marker g_markers[kMaxMarkers];
+size_t g_count = 0;
+ContextState g_contexts[kMaxContexts];
+size_t g_ncontexts = 0;
+std::atomic<bool> g_resolving{false};
+std::atomic<uint64_t> g_dropped{0};
+std::atomic<size_t> g_pending{0};
+
+template <typename Fn>
+Fn fn(RealSymbol& s) {
+  s.logged.store(true, std::memory_order_relaxed);  // an old driver without one: no markers
+  return real_function<Fn>(s);
+}
+
+ContextState* state_of(CUcontext c) {
+  for (size_t i = 0; i < g_ncontexts; ++i)
+    if (g_contexts[i].context == c) return &g_contexts[i];
+  if (g_ncontexts == kMaxContexts) return nullptr;
+  g_contexts[g_ncontexts].context = c;
+  return &g_contexts[g_ncontexts++];
+}
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+// A reference event on the profiler's own (idle) stream, recorded between two TSC reads: its
+// GPU time is taken as their midpoint. A bracket wider than 50 us (the thread was descheduled)
+// is tried again, three times at most.
+bool calibrate(ContextState* s) {
+  auto create_stream = fn<CUresult (*)(CUstream*, unsigned)>(g_stream_create);
+  auto create_event = fn<CUresult (*)(CUevent*, unsigned)>(g_event_create);
+  auto record = fn<CUresult (*)(CUevent, CUstream)>(g_event_record);
+  auto sync = fn<CUresult (*)(CUevent)>(g_event_synchronize);
+  if (!create_stream || !create_event || !record || !sync) return false;
+  if (!s->stream && create_stream(&s->stream, kStreamNonBlocking) != kSuccess) return s->stream = nullptr, false;
+  if (!s->ref && create_event(&s->ref, kEventDefault) != kSuccess) return s->ref = nullptr, false;
+  for (int i = 0; i < 3; ++i) {
+    const uint64_t ns0 = monotonic_ns(), t0 = read_tsc();
+    if (record(s->ref, s->stream) != kSuccess || sync(s->ref) != kSuccess) return false;
+    const uint64_t t1 = read_tsc(), ns1 = monotonic_ns();
+    s->ref_tsc = t0 + (t1 - t0) / 2;
+    s->ref_at_ns = ns1;
+    if (ns1 - ns0 < 50000) break;
+  }
+  return true;
+}
+
+// Keeps a finished marker's event for the next launch in its context (a few), or destroys it.
+void give_back(ContextState* s, CUevent ev) {
+  auto destroy = fn<CUresult (*)(CUevent)>(g_event_destroy);
+  if (s && s->nfree < int(sizeof s->free_events / sizeof s->free_events[0])) s->free_events[s->nfree++] = ev;
+  else if (destroy) destroy(ev);
+}
+
+}  // namespace
+
+void mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, int64_t device) {
+  const auto st = reinterpret_cast<uintptr_t>(stream);
+  if (st == 0 || st == kLegacyStream || st == kPerThreadStream || !doorbell::doorbells_hijacked()) return;
+  auto capturing = fn<CUresult (*)(CUstream, int*)>(g_stream_is_capturing);
+  auto current = fn<CUresult (*)(CUcontext*)>(g_ctx_get_current);
+  auto create_event = fn<CUresult (*)(CUevent*, unsigned)>(g_event_create);
+  auto record = fn<CUresult (*)(CUevent, CUstream)>(g_event_record);
+  int status = 0;
+  CUcontext ctx = nullptr;
+  if (!capturing || !current || !create_event || !record || capturing(stream, &status) != kSuccess || status != 0 ||
+      current(&ctx) != kSuccess || !ctx)
+    return;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ContextState* s = state_of(ctx);
+  CUevent ev = nullptr;
+  if (!s || g_count == kMaxMarkers) {
+    g_dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (s->nfree) ev = s->free_events[--s->nfree];
+  else if (create_event(&ev, kEventDefault) != kSuccess) ev = nullptr;
+  if (!ev || record(ev, stream) != kSuccess) {
+    if (ev) give_back(s, ev);
+    g_dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  g_markers[g_count++] = Marker{ev, ctx, stream, function, device, launch_tsc};
+  g_pending.store(g_count, std::memory_order_release);
+}
+
+bool kernel_markers_pending() { return g_pending.load(std::memory_order_acquire) != 0; }
+
+void resolve_kernel_markers() {
+  if (g_resolving.exchange(true, std::memory_order_acquire)) return;
+  auto query = fn<CUresult (*)(CUevent)>(g_event_query);
+  auto elapsed = fn<CUresult (*)(float*, CUevent, CUevent)>(g_event_elapsed);
+  auto set_current = fn<CUresult (*)(CUcontext)>(g_ctx_set_current);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  size_t kept = 0;
+  for (size_t i = 0; i < g_count; ++i) {
+    Marker& m = g_markers[i];
+    ContextState* s = state_of(m.context);
+    CUresult q = kErrorNotReady;
+    if (query && elapsed && set_current && s && set_current(m.context) == kSuccess) q = query(m.event);
+    if (q == kErrorNotReady) {
+      g_markers[kept++] = m;
+      continue;
+    }
+    float ms = 0;
+    const bool timed = q == kSuccess && (s->ref && monotonic_ns() - s->ref_at_ns < kRecalibrateNs ? true : calibrate(s)) &&
+                       elapsed(&ms, s->ref, m.event) == kSuccess;
+    if (timed)
+      record<format::EventType::cuda_kernel_end>(uint64_t{m.function}, reinterpret_cast<uint64_t>(m.stream), m.device, m.launch_tsc,
+                                                 s->ref_tsc, static_cast<int64_t>(double(ms) * 1e6));
+    else
+      g_dropped.fetch_add(1, std::memory_order_relaxed);
+    give_back(s, m.event);
+  }
+  g_count = kept;
+  g_pending.store(g_count, std::memory_order_release);
+  g_resolving.store(false, std::memory_order_release);
+}
+
+uint64_t kernel_markers_dropped() { return g_dropped.load(std::memory_order_relaxed); }
+
+}  // namespace sigmatrace::profiler::cuda

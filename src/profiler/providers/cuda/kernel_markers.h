@@ -1,0 +1,32 @@
+// When kernels really ran. A launch is recorded when it is queued; a stream may hold several
+// kernels queued at once (gda's barrier, put, barrier), so the last launch before a doorbell is
+// not necessarily the kernel that rang it. While GPU doorbells are hijacked, the profiler records
+// one CUDA event on the launch's stream right after each launch: it completes when the kernel
+// does. A doorbell poller later asks the completed events for their time on the GPU's event
+// clock, matched to a host TSC reading (a reference event recorded and synchronised on a stream
+// of the profiler's own), and records cuda_kernel_end. The analysis then knows each kernel's
+// span on its stream: from its launch, or its predecessor's end, to its own end.
+//
+// Never on the NULL / legacy / per-thread default stream (an event there would order the
+// application's other streams against it), never on a stream being captured into a graph, and
+// not at all without a hijacked doorbell page. Control path: one mutex.
+#pragma once
+#include <cstdint>
+
+#include "profiler/providers/cuda/cuda_abi.h"
+
+namespace sigmatrace::profiler::cuda {
+
+// In the launch wrappers, after a successful launch stamped launch_tsc.
+void mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, int64_t device);
+
+// On a doorbell poller thread: records cuda_kernel_end for every marker whose kernel finished,
+// and gives its event back. Returns at once when another thread is resolving.
+void resolve_kernel_markers();
+// Whether any marker waits to be resolved (lock-free).
+bool kernel_markers_pending();
+
+// Markers dropped (table full, event creation failed): reported by the cuda provider at exit.
+uint64_t kernel_markers_dropped();
+
+}  // namespace sigmatrace::profiler::cuda
