@@ -73,6 +73,7 @@ struct SpanBuilder {
   struct Launched {
     uint64_t tsc, function;
     int64_t device;
+    bool end_marked;
   };
   std::map<uint64_t, std::vector<Launched>> by_stream;             // stream -> launches in time order
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> end_of;        // (stream, launch tsc) -> end tsc
@@ -81,8 +82,14 @@ struct SpanBuilder {
       uint64_t prev_end = 0;
       for (const Launched& l : launched) {
         auto e = end_of.find({stream, l.tsc});
-        if (e == end_of.end()) continue;  // its end unseen: the next kernel starts at its own launch
         const uint64_t start = std::max(l.tsc, prev_end);
+        if (e == end_of.end()) {
+          // Marked but its end not reported: still running when the trace ended (a persistent
+          // kernel, or the process exited first). Unmarked: nothing is known of when it ran.
+          if (l.end_marked) p->spans_on[l.device].push_back({start, ~uint64_t{0} - p->span_slack_ticks, l.function});
+          prev_end = l.end_marked ? ~uint64_t{0} : 0;
+          continue;
+        }
         if (e->second >= start) p->spans_on[l.device].push_back({start, e->second, l.function});
         prev_end = e->second;
       }
@@ -370,7 +377,7 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
           if (c.v[11] == 0) {
             p.launches.push_back({c.tsc, c.v[0]});
             p.launches_on[static_cast<int64_t>(c.v[2])].push_back({c.tsc, c.v[0]});
-            spans.by_stream[c.v[1]].push_back({c.tsc, c.v[0], static_cast<int64_t>(c.v[2])});
+            spans.by_stream[c.v[1]].push_back({c.tsc, c.v[0], static_cast<int64_t>(c.v[2]), c.v[12] != 0});
           }
           break;
         case EventType::cuda_kernel_end: {
@@ -401,8 +408,8 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
         default: break;
       }
     }
-    spans.build(&p);
     p.span_slack_ticks = static_cast<uint64_t>(20000.0 / (p.clock.ns_per_tick > 0 ? p.clock.ns_per_tick : 1.0));  // 20 us
+    spans.build(&p);
     ev.clear();
     ev.shrink_to_fit();
     // Aggregate mode records no QP events, but its endpoint-pair counters name each connected QP

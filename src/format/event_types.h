@@ -191,11 +191,12 @@ enum class FieldKind : uint8_t {
   X(506, gpu_poller, "gpu_poller",                                                                \
     F(u64, "event") F(u64, "pages") F(u64, "doorbells") F(u64, "cpu_ns") F(u64, "wall_ns")        \
     F(u64, "wait") F(i64, "cpu") F(u64, "untracked_qps"))                                         \
-  /* A kernel launch (entry: CudaLaunchEntry; function: the CUfunction, or the CUgraphExec). */    \
+  /* A kernel launch (entry: CudaLaunchEntry; function: the CUfunction, or the CUgraphExec; */    \
+  /* end_marked: 1 if its end on the GPU will be reported by a cuda_kernel_end). */    \
   X(507, cuda_launch, "cuda_launch",                                                              \
     F(u64, "function") F(u64, "stream") F(i64, "device") F(u64, "entry") F(u64, "grid_x")         \
     F(u64, "grid_y") F(u64, "grid_z") F(u64, "block_x") F(u64, "block_y") F(u64, "block_z")       \
-    F(u64, "shared_bytes") F(i64, "result"))                                                      \
+    F(u64, "shared_bytes") F(i64, "result") F(u64, "end_marked"))                                 \
   X(508, cuda_function, "cuda_function", F(u64, "function") F(bytes, "name"))                    \
   /* One WQE recovered from a GPU-initiated send queue, stamped with the time of the doorbell */  \
   /* that announced it (doorbell_pi: that doorbell's producer index). The control segment's */    \

@@ -218,4 +218,8 @@ TEST(KernelAttribution, SpansNameTheRunningKernelLaunchesTheLastQueued) {
   EXPECT_EQ(*p.kernel_at(1103, 0), "k_barrier") << "seen just after the kernel ended";
   EXPECT_EQ(*p.kernel_at(2000, 0), "k_barrier") << "after every span: the last launched";
   EXPECT_EQ(*p.kernel_at(500, 1), "k_barrier") << "another GPU without spans or launches: any GPU's last launch";
+  // A kernel still running when the trace ended has an open span.
+  p.spans_on[0].push_back({1200, ~uint64_t{0} - p.span_slack_ticks, 2});
+  EXPECT_EQ(*p.kernel_at(1150, 0), "k_barrier");
+  EXPECT_EQ(*p.kernel_at(99999, 0), "k_put");
 }

@@ -55,10 +55,11 @@ void on_launch(uint64_t tsc, CudaLaunchEntry entry, uintptr_t function, CUstream
     return;
   }
   if (name_of) name_once(function, name_of);
+  // When it really ran (kernel_markers.h): an event after it on its stream.
+  const bool marked = r == kSuccess && mark_kernel_end(tsc, function, stream, device);
   record_at<EventType::cuda_launch>(tsc, uint64_t{function}, reinterpret_cast<uint64_t>(stream), device, static_cast<uint64_t>(entry),
                                  uint64_t{d.gx}, uint64_t{d.gy}, uint64_t{d.gz}, uint64_t{d.bx}, uint64_t{d.by}, uint64_t{d.bz},
-                                 uint64_t{d.shared}, int64_t{r});
-  if (r == kSuccess) mark_kernel_end(tsc, function, stream, device);  // when it really ran (kernel_markers.h)
+                                 uint64_t{d.shared}, int64_t{r}, uint64_t{marked});
 }
 
 namespace {

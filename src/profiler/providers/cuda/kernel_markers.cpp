@@ -113,9 +113,9 @@ void give_back(ContextState* s, CUevent ev) {
 
 }  // namespace
 
-void mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, int64_t device) {
+bool mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, int64_t device) {
   const auto st = reinterpret_cast<uintptr_t>(stream);
-  if (st == 0 || st == kLegacyStream || st == kPerThreadStream || !doorbell::doorbells_hijacked()) return;
+  if (st == 0 || st == kLegacyStream || st == kPerThreadStream || !doorbell::doorbells_hijacked()) return false;
   auto capturing = fn<CUresult (*)(CUstream, int*)>(g_stream_is_capturing);
   auto current = fn<CUresult (*)(CUcontext*)>(g_ctx_get_current);
   auto create_event = fn<CUresult (*)(CUevent*, unsigned)>(g_event_create);
@@ -124,23 +124,24 @@ void mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, i
   CUcontext ctx = nullptr;
   if (!capturing || !current || !create_event || !record || capturing(stream, &status) != kSuccess || status != 0 ||
       current(&ctx) != kSuccess || !ctx)
-    return;
+    return false;
   std::lock_guard<std::mutex> lock(g_mutex);
   ContextState* s = state_of(ctx);
   CUevent ev = nullptr;
   if (!s || g_count == kMaxMarkers) {
     g_dropped.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return false;
   }
   if (s->nfree) ev = s->free_events[--s->nfree];
   else if (create_event(&ev, kEventDefault) != kSuccess) ev = nullptr;
   if (!ev || record(ev, stream) != kSuccess) {
     if (ev) give_back(s, ev);
     g_dropped.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return false;
   }
   g_markers[g_count++] = Marker{ev, ctx, stream, function, device, launch_tsc};
   g_pending.store(g_count, std::memory_order_release);
+  return true;
 }
 
 bool kernel_markers_pending() { return g_pending.load(std::memory_order_acquire) != 0; }

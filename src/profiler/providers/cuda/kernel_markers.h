@@ -17,8 +17,9 @@
 
 namespace sigmatrace::profiler::cuda {
 
-// In the launch wrappers, after a successful launch stamped launch_tsc.
-void mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, int64_t device);
+// In the launch wrappers, after a successful launch stamped launch_tsc. True if a marker was
+// recorded (its cuda_kernel_end will follow once the kernel finished and a poller looked).
+bool mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, int64_t device);
 
 // On a doorbell poller thread: records cuda_kernel_end for every marker whose kernel finished,
 // and gives its event back. Returns at once when another thread is resolving.
