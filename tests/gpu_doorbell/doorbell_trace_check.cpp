@@ -14,15 +14,20 @@
 //    <a> FETCH_ADD <b> bytes; remote heap 0x<h> rkey 0x<k> digest 0x<d>"
 // the QP's recovered WQEs must be exactly those: counts and payload bytes by opcode, every one
 // to the peer's heap with its rkey (8-byte WRITEs inline), the same digest of (opcode, bytes,
-// heap offset) over all of them, one per doorbell, and none lost, damaged or unread.
+// heap offset) over all of them, one per doorbell, and none lost, damaged or unread. And each
+// must be attributed by the analysis to a gda kernel that posts its opcode (FETCH_ADD: k_fadd;
+// READ: k_get, or k_put's verification; WRITE: k_put, k_ping, k_pong, k_barrier), with exactly
+// one barrier WRITE per k_barrier launch of the process (two PEs: one peer each).
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <string>
 
+#include "analysis/experiment_model.h"
 #include "gda/state.hpp"
 #include "mlx5/wqe.hpp"
 #include "verbs_trace.h"
@@ -72,6 +77,38 @@ bool check_wqes(const ProcessEvents& owner, uint64_t qpn, const PostedLine& want
          qpn, got.wqes[0], want.posted.wqes[0], got.bytes[0], want.posted.bytes[0], got.wqes[1], want.posted.wqes[1], got.bytes[1],
          want.posted.bytes[1], got.wqes[2], want.posted.wqes[2], got.digest == want.posted.digest ? "equal" : "DIFFERENT", foreign,
          per_doorbell_mismatch, recovered, lost, damaged, unread, index_errors, batches, double(wait_ns) / 1e3, ok ? "ok" : "MISMATCH");
+  return ok;
+}
+
+// The kernel the analysis attributes each of qpn's WQEs to, against what gda's kernels post.
+bool check_kernels(const ProcessEvents& owner, const sigmatrace::analysis::ProcessRow& row, uint64_t qpn, int64_t gpu) {
+  auto short_name = [](const std::string* k) -> std::string {
+    for (const char* n : {"k_barrier", "k_put", "k_get", "k_fadd", "k_ping", "k_pong"})
+      if (k && k->find(n) != std::string::npos) return n;
+    return k ? *k : "unknown";
+  };
+  std::map<std::pair<std::string, uint64_t>, uint64_t> by;  // (kernel, opcode) -> WQEs
+  for (const VerbsEvent* e : owner.of(sigmatrace::format::EventType::gpu_wqe))
+    if ((*e)[0] == qpn) ++by[{short_name(row.kernel_at(e->tsc, gpu)), (*e)[3]}];
+  uint64_t barriers = 0;
+  for (const VerbsEvent* e : owner.of(sigmatrace::format::EventType::cuda_launch)) {
+    auto n = row.kernel_names.find((*e)[0]);
+    barriers += n != row.kernel_names.end() && n->second.find("k_barrier") != std::string::npos;
+  }
+  bool ok = true;
+  std::string list;
+  for (const auto& [k, n] : by) {
+    const auto& [kernel, opcode] = k;
+    bool allowed = false;
+    if (opcode == m5::kOpAtomicFa) allowed = kernel == "k_fadd";
+    else if (opcode == m5::kOpRdmaRead) allowed = kernel == "k_get" || kernel == "k_put";
+    else if (opcode == m5::kOpRdmaWrite) allowed = kernel == "k_put" || kernel == "k_ping" || kernel == "k_pong" || kernel == "k_barrier";
+    ok &= allowed && (kernel != "k_barrier" || n == barriers);
+    const char* op = opcode == m5::kOpRdmaWrite ? " WRITE" : opcode == m5::kOpRdmaRead ? " READ" : " FETCH_ADD";
+    list += (list.empty() ? "" : ", ") + kernel + " " + std::to_string(n) + op;
+  }
+  printf("QP 0x%" PRIx64 " WQEs by kernel: %s (%" PRIu64 " k_barrier launches): %s\n", qpn, list.c_str(), barriers,
+         ok ? "ok" : "MISMATCH");
   return ok;
 }
 
@@ -138,6 +175,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   int bad = 0;
+  std::unique_ptr<sigmatrace::analysis::ExperimentModel> model;  // built once, for --wqes
   for (const auto& [qpn, n] : expected) {
     const ProcessEvents* owner = nullptr;
     const VerbsEvent* created = nullptr;
@@ -194,6 +232,17 @@ int main(int argc, char** argv) {
         ++bad;
       } else {
         bad += !check_wqes(*owner, qpn, it->second);
+        if (!model)
+          model = std::make_unique<sigmatrace::analysis::ExperimentModel>(sigmatrace::analysis::build_experiment_model(argv[1], 1, nullptr));
+        const sigmatrace::analysis::ProcessRow* row = nullptr;
+        for (const auto& pr : model->processes)
+          if (pr.file->path == owner->path) row = &pr;
+        if (!row) {
+          printf("QP 0x%" PRIx64 ": the analysis does not know its process\n", qpn);
+          ++bad;
+        } else {
+          bad += !check_kernels(*owner, *row, qpn, (*created)[15] == 1 ? int64_t((*created)[16]) : -1);
+        }
       }
     }
   }
