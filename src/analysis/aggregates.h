@@ -59,6 +59,8 @@ struct HijackCounters {
   uint64_t pages_hijacked = 0, pages_not_hijacked = 0, pages_doorbells_off = 0, map_failures = 0;
   uint64_t pollers = 0, poller_doorbells = 0, poller_cpu_ns = 0, poller_wall_ns = 0;
   uint64_t launches = 0;
+  // Kernel-end markers (cuda_kernel_markers): launches marked, ends reported, lost, unresolved.
+  uint64_t kernels_marked = 0, kernel_ends = 0, kernel_markers_dropped = 0, kernel_markers_unresolved = 0;
 };
 
 struct ProcessCounters {

@@ -36,9 +36,10 @@ bool GpuAssociation::on_event(int64_t thread, int64_t ts, const format::DecodedE
     case EventType::cuda_launch: launch(thread, ts, ev); return true;
     case EventType::gpu_uar_map: case EventType::gpu_poller: case EventType::devx_qp_create:
     case EventType::devx_qp_modify: case EventType::devx_obj_destroy: case EventType::devx_uar_alloc:
-    case EventType::devx_umem_reg: case EventType::devx_cq_create:
+    case EventType::devx_umem_reg: case EventType::devx_cq_create: case EventType::cuda_kernel_markers:
       control(thread, ts, ev);
       return true;
+    case EventType::cuda_kernel_end: return true;  // kernel spans: read in the first pass
     default: return false;
   }
 }
@@ -202,6 +203,9 @@ void GpuAssociation::control(int64_t thread, int64_t ts, const format::DecodedEv
     case EventType::devx_uar_alloc: call(thread, ts, "mlx5dv_devx_alloc_uar", kNone, ev.as_i64(6)); break;
     case EventType::devx_umem_reg: call(thread, ts, "mlx5dv_devx_umem_reg", kNone, ev.as_i64(8)); break;
     case EventType::devx_cq_create: call(thread, ts, "devx CREATE_CQ", kNone, int64_t(v[10])); break;
+    case EventType::cuda_kernel_markers:
+      h.kernels_marked += v[0], h.kernel_ends += v[1], h.kernel_markers_dropped += v[2], h.kernel_markers_unresolved += v[3];
+      break;
     default: break;
   }
 }

@@ -103,6 +103,9 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
                             {"kernel_launches", h.launches},
                             {"doorbells_on_unknown_qps", pc.doorbells_without_qp.doorbells}};
     if (pc.doorbells_without_qp.wqes_read) o["gpu_doorbells"]["wqe_recovery_on_unknown_qps"] = wqe_recovery_json(pc.doorbells_without_qp);
+    if (h.kernels_marked)
+      o["gpu_doorbells"]["kernel_end_markers"] = {{"marked", h.kernels_marked}, {"ends_reported", h.kernel_ends},
+                                                  {"dropped", h.kernel_markers_dropped}, {"unresolved", h.kernel_markers_unresolved}};
     o["clock"] = {{"source", clock_source_name(p.clock.source)},   {"samples", p.clock.samples},
                   {"ns_per_tick", p.clock.ns_per_tick},           {"max_residual_ns", p.clock.max_residual_ns},
                   {"rms_residual_ns", p.clock.rms_residual_ns}};

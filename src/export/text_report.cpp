@@ -142,6 +142,12 @@ std::string render_text_report(const json& a, size_t top) {
       add(&out, "; pollers: %" PRIu64 ", CPU %.0f %% of their time", u(h, "pollers"),
           100.0 * double(u(h, "poller_cpu_ns")) / double(u(h, "poller_wall_ns")));
     if (u(h, "doorbells_on_unknown_qps")) add(&out, "; %" PRIu64 " doorbells on QPs not created in the trace", u(h, "doorbells_on_unknown_qps"));
+    if (h.contains("kernel_end_markers")) {
+      const json& k = h["kernel_end_markers"];
+      add(&out, "; kernel ends seen %" PRIu64 " of %" PRIu64 " launches marked", u(k, "ends_reported"), u(k, "marked"));
+      if (u(k, "dropped") || u(k, "unresolved"))
+        add(&out, " (%" PRIu64 " lost, %" PRIu64 " still running at exit)", u(k, "dropped"), u(k, "unresolved"));
+    }
     add(&out, "\n");
   }
 

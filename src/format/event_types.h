@@ -222,7 +222,11 @@ enum class FieldKind : uint8_t {
   /* is the cuda_launch event's timestamp. */                                                      \
   X(511, cuda_kernel_end, "cuda_kernel_end",                                                      \
     F(u64, "function") F(u64, "stream") F(i64, "device") F(u64, "launch_tsc") F(u64, "ref_tsc")  \
-    F(i64, "end_offset_ns"))
+    F(i64, "end_offset_ns"))                                                                      \
+  /* At exit, when any launch was marked: markers recorded, ends reported, markers dropped (table */ \
+  /* full, an event failed, the context went away) and still unresolved (kernel running). */       \
+  X(512, cuda_kernel_markers, "cuda_kernel_markers",                                              \
+    F(u64, "marked") F(u64, "resolved") F(u64, "dropped") F(u64, "unresolved"))
 
 enum class EventType : uint16_t {
 #define SIGMATRACE_ENUM_FIELD(kind, name)

@@ -15,6 +15,7 @@
 #include "format/event_types.h"
 #include "profiler/doorbell/hijack.h"
 #include "profiler/doorbell/poller.h"
+#include "profiler/providers/cuda/kernel_markers.h"
 #include "profiler/providers/cuda/cuda_state.h"
 #include "profiler/providers/provider.h"
 #include "profiler/runtime/recorder.h"
@@ -200,7 +201,10 @@ bool init_cuda(const Config& config, std::string*) {
   return true;
 }
 
-void quiesce_cuda() { doorbell::quiesce_pollers(); }
+void quiesce_cuda() {
+  doorbell::quiesce_pollers();
+  report_kernel_markers();
+}
 
 const InterposedSymbol kCudaSymbols[] = {
 #define SIGMATRACE_INTERPOSED(name) {&real::name, reinterpret_cast<void*>(&abi::name), &g_active},

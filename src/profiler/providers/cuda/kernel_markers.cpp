@@ -59,7 +59,7 @@ size_t g_count = 0;
 ContextState g_contexts[kMaxContexts];
 size_t g_ncontexts = 0;
 std::atomic<bool> g_resolving{false};
-std::atomic<uint64_t> g_dropped{0};
+std::atomic<uint64_t> g_dropped{0}, g_marked{0}, g_resolved{0};
 std::atomic<size_t> g_pending{0};
 
 template <typename Fn>
@@ -140,6 +140,7 @@ bool mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, i
     return false;
   }
   g_markers[g_count++] = Marker{ev, ctx, stream, function, device, launch_tsc};
+  g_marked.fetch_add(1, std::memory_order_relaxed);
   g_pending.store(g_count, std::memory_order_release);
   return true;
 }
@@ -156,8 +157,15 @@ void resolve_kernel_markers() {
   for (size_t i = 0; i < g_count; ++i) {
     Marker& m = g_markers[i];
     ContextState* s = state_of(m.context);
-    CUresult q = kErrorNotReady;
-    if (query && elapsed && set_current && s && set_current(m.context) == kSuccess) q = query(m.event);
+    if (!query || !elapsed || !set_current || !s) {
+      g_markers[kept++] = m;
+      continue;
+    }
+    if (set_current(m.context) != kSuccess) {  // the context is gone, and its events with it
+      g_dropped.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    const CUresult q = query(m.event);
     if (q == kErrorNotReady) {
       g_markers[kept++] = m;
       continue;
@@ -165,10 +173,11 @@ void resolve_kernel_markers() {
     float ms = 0;
     const bool timed = q == kSuccess && (s->ref && monotonic_ns() - s->ref_at_ns < kRecalibrateNs ? true : calibrate(s)) &&
                        elapsed(&ms, s->ref, m.event) == kSuccess;
-    if (timed)
+    if (timed) {
       record<format::EventType::cuda_kernel_end>(uint64_t{m.function}, reinterpret_cast<uint64_t>(m.stream), m.device, m.launch_tsc,
                                                  s->ref_tsc, static_cast<int64_t>(double(ms) * 1e6));
-    else
+      g_resolved.fetch_add(1, std::memory_order_relaxed);
+    } else
       g_dropped.fetch_add(1, std::memory_order_relaxed);
     give_back(s, m.event);
   }
@@ -177,6 +186,12 @@ void resolve_kernel_markers() {
   g_resolving.store(false, std::memory_order_release);
 }
 
-uint64_t kernel_markers_dropped() { return g_dropped.load(std::memory_order_relaxed); }
+void report_kernel_markers() {
+  const uint64_t marked = g_marked.load(std::memory_order_relaxed);
+  if (!marked) return;
+  record<format::EventType::cuda_kernel_markers>(marked, g_resolved.load(std::memory_order_relaxed),
+                                                 g_dropped.load(std::memory_order_relaxed),
+                                                 uint64_t{g_pending.load(std::memory_order_acquire)});
+}
 
 }  // namespace sigmatrace::profiler::cuda

@@ -27,7 +27,8 @@ void resolve_kernel_markers();
 // Whether any marker waits to be resolved (lock-free).
 bool kernel_markers_pending();
 
-// Markers dropped (table full, event creation failed): reported by the cuda provider at exit.
-uint64_t kernel_markers_dropped();
+// At exit (after the pollers' last reports): records cuda_kernel_markers if any launch was
+// marked, so that markers lost or unresolved are accounted.
+void report_kernel_markers();
 
 }  // namespace sigmatrace::profiler::cuda
