@@ -201,7 +201,7 @@ void* poller_main(void* arg) {
           poll_page(*p, *w);
           for_each_recovery(*w, RecoveryStep::report);
         }
-      if (cuda::kernel_markers_pending()) cuda::resolve_kernel_markers();
+      if (recording() && cuda::kernel_markers_pending()) cuda::resolve_kernel_markers();
       p->reports_done.store(asked, std::memory_order_release);
     }
     p->passes.fetch_add(1, std::memory_order_release);
@@ -215,7 +215,7 @@ void* poller_main(void* arg) {
       if (++idle_rounds == kCopyIdleRounds) {  // nothing to forward: time for the WQE copies
         for (auto& slot : p->pages)
           if (WatchedPage* w = slot.load(std::memory_order_acquire)) for_each_recovery(*w, RecoveryStep::copy);
-        if (cuda::kernel_markers_pending()) cuda::resolve_kernel_markers();
+        if (recording() && cuda::kernel_markers_pending()) cuda::resolve_kernel_markers();
       }
       cpu_relax();
       continue;
@@ -230,14 +230,14 @@ void* poller_main(void* arg) {
     if (sleeping) {
       timespec ts{0, kSleepPollNs};
       nanosleep(&ts, nullptr);
-      if ((++idle_rounds & 63) == 0 && cuda::kernel_markers_pending()) cuda::resolve_kernel_markers();  // about every 1.5 ms
+      if ((++idle_rounds & 63) == 0 && recording() && cuda::kernel_markers_pending()) cuda::resolve_kernel_markers();  // about every 1.5 ms
       continue;
     }
     if (seen == 1 && g_settings.wait != format::PollerWait::pause) {
       wait_for_write(g_settings.wait, only->shadow + only->offsets[0], kMonitorCycles);
       continue;
     }
-    if ((idle_rounds & 4095) == 0 && cuda::kernel_markers_pending()) cuda::resolve_kernel_markers();
+    if ((idle_rounds & 4095) == 0 && recording() && cuda::kernel_markers_pending()) cuda::resolve_kernel_markers();
     for (uint32_t i = 0; i < pauses; ++i) cpu_relax();
     if (pauses < kMaxBackoffPauses) pauses *= 2;
   }

@@ -171,8 +171,8 @@ void resolve_kernel_markers() {
       continue;
     }
     float ms = 0;
-    const bool timed = q == kSuccess && (s->ref && monotonic_ns() - s->ref_at_ns < kRecalibrateNs ? true : calibrate(s)) &&
-                       elapsed(&ms, s->ref, m.event) == kSuccess;
+    const bool fresh = s->ref && monotonic_ns() - s->ref_at_ns < kRecalibrateNs;
+    const bool timed = q == kSuccess && (fresh || calibrate(s)) && elapsed(&ms, s->ref, m.event) == kSuccess;
     if (timed) {
       record<format::EventType::cuda_kernel_end>(uint64_t{m.function}, reinterpret_cast<uint64_t>(m.stream), m.device, m.launch_tsc,
                                                  s->ref_tsc, static_cast<int64_t>(double(ms) * 1e6));
