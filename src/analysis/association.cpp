@@ -7,6 +7,7 @@
 #include "analysis/gpu_ops.h"
 #include "analysis/ibv_names.h"
 #include "analysis/layer_ops.h"
+#include "analysis/qp_lookup.h"
 #include "format/event_types.h"
 #include "format/trace_reader.h"
 
@@ -68,8 +69,6 @@ class FileAssociation {
         s.flows = q.connection_id != kNone;
       }
     }
-    for (const auto& [num, ids] : p_.qps_by_num)
-      if (ids.size() == 1) unique_qp_[num] = ids.front();
   }
 
   FilePassStats run(std::atomic<uint64_t>* bytes_done);
@@ -86,20 +85,7 @@ class FileAssociation {
   bool match_early(QpState* s, OpRecord& op, bool receive);
   void emit_completion(const CompletionRecord& c);
   QpState* state(int64_t qp) { return qp == kNone ? nullptr : &qps_[static_cast<size_t>(qp) - first_qp_]; }
-  int64_t qp_of(uint64_t qp_num, uint64_t tsc) {
-    // Fast path: a number used by one QP only (the common case) needs no lifetime check; a small
-    // direct-mapped cache in front of the map.
-    CacheSlot& c = qp_cache_[qp_num % kQpCache];
-    if (c.qp_num == qp_num && c.qp_id != kNone) return c.qp_id;
-    auto it = unique_qp_.find(static_cast<uint32_t>(qp_num));
-    if (it != unique_qp_.end()) {
-      c = {qp_num, it->second};
-      return it->second;
-    }
-    int64_t q = m_.qp_at(p_.process_id, qp_num, tsc);
-    if (q == kNone) ++pc_.unknown_qp;
-    return q;
-  }
+  int64_t qp_of(uint64_t qp_num, uint64_t tsc) { return qp_of_(qp_num, tsc); }
   OpCounters& counters(int64_t qp) { return qp == kNone ? pc_.ops : agg_->qp[static_cast<size_t>(qp)]; }
   uint64_t next_id(uint64_t* n) { return (uint64_t{p_.process_id} << 40) | (*n)++; }
 
@@ -111,17 +97,11 @@ class FileAssociation {
   size_t first_qp_ = 0;
   std::vector<QpState> qps_;
   std::unordered_map<uint64_t, std::deque<PendingWr>> srq_recvs_;
-  struct CacheSlot {
-    uint64_t qp_num = ~0ull;
-    int64_t qp_id = kNone;
-  };
-  static constexpr size_t kQpCache = 256;
-  CacheSlot qp_cache_[kQpCache];
-  std::unordered_map<uint32_t, int64_t> unique_qp_;
+  QpLookup qp_of_{m_, p_, &pc_.unknown_qp};
   uint64_t ops_ = 0, completions_ = 0, errors_ = 0;
   FilePassStats stats_;
   LayerOpsAssociation layers_{m_, p_.process_id, sink_};  // UCX and libfabric events (layer_ops.h)
-  GpuAssociation gpu_{m_, p_.process_id, sink_, agg_, &ops_};  // GPU-initiated work (gpu_ops.h)
+  GpuAssociation gpu_{m_, p_.process_id, sink_, agg_, &ops_, &qp_of_};  // GPU-initiated work (gpu_ops.h)
 };
 
 FilePassStats FileAssociation::run(std::atomic<uint64_t>* bytes_done) {

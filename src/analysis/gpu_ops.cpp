@@ -8,19 +8,9 @@ namespace sigmatrace::analysis {
 
 using format::EventType;
 
-GpuAssociation::GpuAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink, Aggregates* agg, uint64_t* op_seq)
-    : m_(m), p_(m.processes[process_id]), sink_(sink), agg_(agg), pc_(agg->process[process_id]), op_seq_(op_seq) {
-  for (const auto& [num, ids] : p_.qps_by_num)
-    if (ids.size() == 1) unique_qp_[num] = ids.front();
-}
-
-int64_t GpuAssociation::qp_of(uint64_t qp_num, uint64_t tsc) {
-  auto it = unique_qp_.find(static_cast<uint32_t>(qp_num));
-  if (it != unique_qp_.end()) return it->second;
-  int64_t q = m_.qp_at(p_.process_id, qp_num, tsc);
-  if (q == kNone) ++pc_.unknown_qp;
-  return q;
-}
+GpuAssociation::GpuAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink, Aggregates* agg, uint64_t* op_seq,
+                               QpLookup* qp_of)
+    : m_(m), p_(m.processes[process_id]), sink_(sink), agg_(agg), pc_(agg->process[process_id]), op_seq_(op_seq), qp_of_(*qp_of) {}
 
 DoorbellCounters& GpuAssociation::doorbell_counters(int64_t qp) {
   return qp == kNone ? pc_.doorbells_without_qp : agg_->qp_doorbells[static_cast<size_t>(qp)];
@@ -48,13 +38,13 @@ bool GpuAssociation::on_aggregate(const format::DecodedEvent& ev) {
   const uint64_t* v = ev.values;  // thread_tid key_kind key_a key_b count bytes
   switch (static_cast<format::AggregateKey>(v[1])) {
     case format::AggregateKey::gpu_doorbell_qp: {
-      DoorbellCounters& d = doorbell_counters(qp_of(v[2], 0));
+      DoorbellCounters& d = doorbell_counters(qp_of_(v[2], 0));
       d.doorbells += v[4];
       d.wqebbs += v[5];
       return true;
     }
     case format::AggregateKey::gpu_wqe_qp_opcode: {
-      OpCounters& c = op_counters(qp_of(v[2], 0));
+      OpCounters& c = op_counters(qp_of_(v[2], 0));
       const unsigned op = op_class_of_mlx5_opcode(v[3]);
       c.ops[op] += v[4];
       c.bytes[op] += v[5];
@@ -74,7 +64,7 @@ void GpuAssociation::doorbell(int64_t ts, const format::DecodedEvent& ev) {
   d.qp_num = v[1], d.producer_index = v[2], d.delta = v[3], d.uar_page = v[0];
   d.blueflame = v[4] == static_cast<uint64_t>(format::DoorbellKind::blueflame);
   d.wqe_class = v[5], d.wqes = v[6];
-  d.qp_id = qp_of(v[1], ev.tsc);
+  d.qp_id = qp_of_(v[1], ev.tsc);
   if (d.qp_id != kNone) d.gpu = m_.qps[static_cast<size_t>(d.qp_id)].gpu;
   d.kernel = p_.kernel_at(ev.tsc, d.gpu);
   DoorbellCounters& c = doorbell_counters(d.qp_id);
@@ -120,7 +110,7 @@ void GpuAssociation::wqe(int64_t ts, const format::DecodedEvent& ev) {
   op.ts_ns = ts;
   op.process_id = p_.process_id;
   op.layer = "gpu";
-  op.qp_id = qp_of(v[0], ev.tsc);
+  op.qp_id = qp_of_(v[0], ev.tsc);
   op.op_class = op_class_of_mlx5_opcode(v[3]);
   op.bytes = v[7];
   op.peer_process_id = peer_of(op.qp_id, v[9], v[8]);
@@ -145,7 +135,7 @@ void GpuAssociation::wqe_stats(const format::DecodedEvent& ev) {
   // qp_num uar_page gpu memory recovered wqebbs lost_wqebbs damaged unread_wqebbs index_errors
   // copies batches wait_ns max_wait_ns batch
   const uint64_t* v = ev.values;
-  DoorbellCounters& c = doorbell_counters(qp_of(v[0], ev.tsc));
+  DoorbellCounters& c = doorbell_counters(qp_of_(v[0], ev.tsc));
   c.wqes_read = true;
   c.recovered += v[4];
   c.recovered_wqebbs += v[5];
@@ -197,8 +187,8 @@ void GpuAssociation::control(int64_t thread, int64_t ts, const format::DecodedEv
       if (v[0] == 1) ++h.pollers;
       if (v[0] == 2) h.poller_doorbells += v[2], h.poller_cpu_ns += v[3], h.poller_wall_ns += v[4];
       break;
-    case EventType::devx_qp_create: call(thread, ts, "devx CREATE_QP", v[2] ? qp_of(v[2], ev.tsc) : kNone, int64_t(v[17])); break;
-    case EventType::devx_qp_modify: call(thread, ts, "devx QP transition", qp_of(v[1], ev.tsc), int64_t(v[10])); break;
+    case EventType::devx_qp_create: call(thread, ts, "devx CREATE_QP", v[2] ? qp_of_(v[2], ev.tsc) : kNone, int64_t(v[17])); break;
+    case EventType::devx_qp_modify: call(thread, ts, "devx QP transition", qp_of_(v[1], ev.tsc), int64_t(v[10])); break;
     case EventType::devx_obj_destroy: call(thread, ts, "devx destroy", kNone, ev.as_i64(3)); break;
     case EventType::devx_uar_alloc: call(thread, ts, "mlx5dv_devx_alloc_uar", kNone, ev.as_i64(6)); break;
     case EventType::devx_umem_reg: call(thread, ts, "mlx5dv_devx_umem_reg", kNone, ev.as_i64(8)); break;

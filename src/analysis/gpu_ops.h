@@ -10,6 +10,7 @@
 
 #include "analysis/aggregates.h"
 #include "analysis/experiment_model.h"
+#include "analysis/qp_lookup.h"
 #include "analysis/records.h"
 #include "format/chunk_codec.h"
 
@@ -17,8 +18,10 @@ namespace sigmatrace::analysis {
 
 class GpuAssociation {
  public:
-  // op_seq: the file's operation counter (op ids are unique per process across layers).
-  GpuAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink, Aggregates* agg, uint64_t* op_seq);
+  // op_seq: the file's operation counter (op ids are unique per process across layers);
+  // qp_of: the file's QP lookup.
+  GpuAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink, Aggregates* agg, uint64_t* op_seq,
+                 QpLookup* qp_of);
   // The gpu_*, cuda_* and devx_* events; false for any other type.
   bool on_event(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
   // Aggregate-mode entries of the GPU keys; false for other keys.
@@ -31,7 +34,6 @@ class GpuAssociation {
   void launch(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
   void control(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
   void call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result);
-  int64_t qp_of(uint64_t qp_num, uint64_t tsc);
   DoorbellCounters& doorbell_counters(int64_t qp);
   OpCounters& op_counters(int64_t qp);
   int64_t peer_of(int64_t qp, uint64_t rkey, uint64_t raddr);
@@ -43,8 +45,8 @@ class GpuAssociation {
   Aggregates* agg_;
   ProcessCounters& pc_;
   uint64_t* op_seq_;
+  QpLookup& qp_of_;
   uint64_t doorbell_seq_ = 0, launch_seq_ = 0;
-  std::unordered_map<uint32_t, int64_t> unique_qp_;     // QP numbers used by one QP only
   std::unordered_map<int64_t, uint64_t> last_doorbell_;  // per QP: the doorbell its next WQEs belong to
   std::unordered_map<uint64_t, int64_t> peer_by_rkey_;   // rkey -> process that registered it (or kNone)
 };

@@ -257,4 +257,30 @@ enum QpState : uint32_t { kQpsRst = 0, kQpsInit = 1, kQpsRtr = 2, kQpsRts = 3, k
 // UAR allocation types (mlx5dv_devx_alloc_uar flags).
 constexpr uint32_t kUarAllocBf = 0, kUarAllocNc = 1, kUarAllocNcDedicated = 1u << 31;
 
+// The CREATE_QP mailbox of an RC QP without a receive queue of its own, its send queue and
+// doorbell record in umems (NVSHMEM IBGDA's layout): what gda builds for its GPU threads and the
+// host-memory devx test endpoints build for theirs. `in` must be zeroed, kCreateQpInSize bytes.
+struct RcQpMailbox {
+  uint32_t pd, uar_page, cqn, log_sq_size, user_index, wq_umem_id, dbr_umem_id;
+  uint64_t wq_umem_offset, dbr_offset;
+};
+inline void build_create_rc_qp(void* in, const RcQpMailbox& m) {
+  set(in, kInOpcode, kCreateQp);
+  set(in, qp::st, kQpStRc);
+  set(in, qp::pm_state, kPmStateMigrated);
+  set(in, qp::pd, m.pd);
+  set(in, qp::uar_page, m.uar_page);
+  set(in, qp::rq_type, kRqTypeZero);
+  set(in, qp::cqn_snd, m.cqn);
+  set(in, qp::cqn_rcv, m.cqn);
+  set(in, qp::log_sq_size, m.log_sq_size);
+  set(in, qp::user_index, m.user_index);
+  set(in, qp::dbr_umem_valid, 1);
+  set(in, qp::dbr_umem_id, m.dbr_umem_id);
+  set64(in, qp::dbr_addr, m.dbr_offset);
+  set(in, qp::wq_umem_valid, 1);
+  set(in, qp::wq_umem_id, m.wq_umem_id);
+  set64(in, qp::wq_umem_offset, m.wq_umem_offset);
+}
+
 }  // namespace sigmatrace::mlx5::prm

@@ -198,25 +198,7 @@ int Context::create_peer(int pe) {
   {
     namespace q = prm::qp;
     uint8_t in[prm::kCreateQpInSize] = {}, out[prm::kCreateQpOutSize] = {};
-    prm::set(in, prm::kInOpcode, prm::kCreateQp);
-    prm::set(in, q::st, prm::kQpStRc);
-    prm::set(in, q::pm_state, prm::kPmStateMigrated);
-    prm::set(in, q::pd, pdn_);
-    prm::set(in, q::uar_page, p.uar->page_id);
-    prm::set(in, q::rq_type, prm::kRqTypeZero);
-    prm::set(in, q::cqn_snd, p.cqn);
-    prm::set(in, q::cqn_rcv, p.cqn);
-    prm::set(in, q::log_sq_size, o_.log_sq);
-    prm::set(in, q::log_rq_size, 0);
-    prm::set(in, q::cs_req, 0);
-    prm::set(in, q::cs_res, 0);
-    prm::set(in, q::dbr_umem_valid, 1);
-    prm::set(in, q::dbr_umem_id, p.umem->umem_id);
-    prm::set64(in, q::dbr_addr, qdbr_off);
-    prm::set(in, q::user_index, uint32_t(pe));
-    prm::set(in, q::wq_umem_valid, 1);
-    prm::set(in, q::wq_umem_id, p.umem->umem_id);
-    prm::set64(in, q::wq_umem_offset, 0);
+    prm::build_create_rc_qp(in, {pdn_, p.uar->page_id, p.cqn, o_.log_sq, uint32_t(pe), p.umem->umem_id, p.umem->umem_id, 0, qdbr_off});
     p.qp = mlx5dv_devx_obj_create(ctx_, in, sizeof in, out, sizeof out);
     if (!p.qp)
       return fail("CREATE_QP failed: status 0x" + std::to_string(prm::get(out, prm::kOutStatus)) +

@@ -124,25 +124,11 @@ inline void create_endpoint(Endpoint& e, bool collapsed) {
   HOST_CHECK(reinterpret_cast<uintptr_t>(e.uar->reg_addr) - reinterpret_cast<uintptr_t>(e.uar->base_addr) ==
         m5::kUarDoorbellOffset);
   uint8_t qin[prm::kCreateQpInSize] = {}, qout[prm::kCreateQpOutSize] = {};
-  namespace q = prm::qp;
-  prm::set(qin, prm::kInOpcode, prm::kCreateQp);
-  prm::set(qin, q::st, prm::kQpStRc);
-  prm::set(qin, q::pm_state, prm::kPmStateMigrated);
-  prm::set(qin, q::pd, g_pdn);
-  prm::set(qin, q::uar_page, e.uar->page_id);
-  prm::set(qin, q::rq_type, prm::kRqTypeZero);
-  prm::set(qin, q::cqn_snd, e.cqn);
-  prm::set(qin, q::cqn_rcv, e.cqn);
-  prm::set(qin, q::log_sq_size, e.log_sq);
-  prm::set(qin, q::dbr_umem_valid, 1);
-  prm::set(qin, q::dbr_umem_id, e.umem->umem_id);
-  prm::set64(qin, q::dbr_addr, e.sq_bytes + e.cq_bytes);
-  prm::set(qin, q::wq_umem_valid, 1);
-  prm::set(qin, q::wq_umem_id, e.umem->umem_id);
-  prm::set64(qin, q::wq_umem_offset, 0);
+  prm::build_create_rc_qp(qin, {g_pdn, e.uar->page_id, e.cqn, e.log_sq, 0, e.umem->umem_id, e.umem->umem_id, 0,
+                                e.sq_bytes + e.cq_bytes});
   e.qp = mlx5dv_devx_obj_create(g_ctx, qin, sizeof qin, qout, sizeof qout);
   HOST_REQUIRE(e.qp);
-  e.qpn = prm::get(qout, q::out_qpn);
+  e.qpn = prm::get(qout, prm::qp::out_qpn);
   HOST_CHECK(e.qpn != 0);
 }
 
