@@ -37,6 +37,9 @@ enum class FieldKind : uint8_t {
   /* Periodic: events each thread had recorded by then (in the file or still buffered), so that */ \
   /* a process killed without a final flush still tells how much of what it recorded is missing. */ \
   X(10, thread_progress, "thread_progress", F(u64, "tid") F(u64, "events_recorded"))              \
+  /* After the events a control call (open, alloc, reg_mr, create/modify/destroy, devx command) */ \
+  /* recorded when it returned: it began `ticks` TSC ticks before this event. */                    \
+  X(11, call_span, "call_span", F(u64, "ticks"))                                                    \
   /* libibverbs (layer 'ibv'). Objects are identified by their address in the process ("handle"); */ \
   /* QPs also by qp_num, which with the port's LID/GID is the hardware identity across processes. */ \
   X(100, ibv_device_open, "ibv_device_open", F(u64, "context") F(u64, "node_guid") F(bytes, "name")) \
@@ -141,6 +144,8 @@ enum class FieldKind : uint8_t {
     F(u64, "iface") F(u64, "uct_ep") F(u64, "op") F(u64, "bytes") F(i64, "status"))                \
   X(315, ucx_call_error, "ucx_call_error", F(u64, "call") F(u64, "object") F(i64, "status"))      \
   X(316, ucx_worker_destroy, "ucx_worker_destroy", F(u64, "worker"))                              \
+  /* The program freed (or released) a request: it had completed by then. */                       \
+  X(317, ucx_request_free, "ucx_request_free", F(u64, "request"))                                  \
   /* libfabric (layer 'ofi'): objects by fid address; peer = fi_addr_t (rdm) or 0 (connected). */  \
   X(400, ofi_getinfo, "ofi_getinfo", F(i64, "result") F(u64, "count") F(bytes, "provider"))       \
   X(401, ofi_fabric_open, "ofi_fabric_open", F(u64, "fabric") F(i64, "result") F(bytes, "provider")) \

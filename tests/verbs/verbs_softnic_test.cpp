@@ -16,6 +16,7 @@
 
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
+#include "support/timeline_check.h"
 #include "verbs_trace.h"
 
 using namespace sigmatrace::test;
@@ -212,6 +213,27 @@ TEST_P(VerbsProbe, RecordsExactlyWhatTheProgramPostedAndPolled) {
   EXPECT_EQ(p.count(EventType::ibv_device_open), 1u);
   EXPECT_EQ(p.count(EventType::ibv_qp_create), 2u);
   EXPECT_EQ(p.count(EventType::ibv_qp_modify), 6u);
+  // Each control call is timed: its events are followed by a call_span (the runtime's own
+  // process-stream events may come between, at a chunk boundary) with a plausible duration.
+  size_t control = 0, timed = 0;
+  for (size_t i = 0; i < p.events.size(); ++i) {
+    const auto t = static_cast<EventType>(p.events[i].type);
+    if (t != EventType::ibv_device_open && t != EventType::ibv_pd_alloc && t != EventType::ibv_mr_reg && t != EventType::ibv_cq_create &&
+        t != EventType::ibv_qp_create && t != EventType::ibv_qp_modify && t != EventType::ibv_qp_destroy)
+      continue;
+    ++control;
+    size_t j = i + 1;
+    while (j < p.events.size() && (p.events[j].type == static_cast<uint16_t>(EventType::ibv_port_info) ||
+                                   (p.events[j].type < 100 && p.events[j].type != static_cast<uint16_t>(EventType::call_span))))
+      ++j;
+    if (j < p.events.size() && p.events[j].type == static_cast<uint16_t>(EventType::call_span)) {
+      ++timed;
+      ASSERT_GE(p.events[j].tsc, p.events[i].tsc);
+      EXPECT_GE(p.events[j][0], p.events[j].tsc - p.events[i].tsc) << "the call began before its own event";
+      EXPECT_LT(p.events[j][0], 1000000000000ull) << "a control call of minutes";
+    }
+  }
+  EXPECT_EQ(timed, control);
   EXPECT_EQ(p.count(EventType::ibv_qp_destroy), 2u);
   EXPECT_EQ(p.count(EventType::ibv_mr_reg), 1u);
   EXPECT_EQ(sum_field(p, EventType::ibv_post_send, 1), send_wrs);
@@ -571,6 +593,7 @@ TEST_P(NcclNetIbPattern, EveryOperationOfBothRanksIsRecordedAndTheLoopbackFlushQ
   ProcessResult analyzed = run_process({st, "analyze", "-q", dir});
   if (analyzed.exit_code != 0 && analyzed.err.find("SQLite") != std::string::npos) GTEST_SKIP() << analyzed.err;
   ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  expect_valid_timeline(dir);
   auto sql = [&](const std::string& q) {
     ProcessResult r = run_process({st, "sql", dir, q, "--csv"});
     EXPECT_EQ(r.exit_code, 0) << q << ": " << r.err;

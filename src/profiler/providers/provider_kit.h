@@ -9,6 +9,9 @@
 #pragma once
 #include <cerrno>
 
+#include "format/event_types.h"
+#include "profiler/runtime/recorder.h"
+
 // A function the profiler exports in place of a library's (the export map, generated from the
 // providers' symbol lists, makes it visible).
 #define SIGMATRACE_EXPORT extern "C" __attribute__((visibility("default")))
@@ -37,4 +40,37 @@ struct Reentry {
   static bool inside() { return depth != 0; }
 };
 
+// Times one control-path call (open, alloc, reg_mr, create/modify/destroy, devx commands): when
+// the call recorded events on this thread, a call_span after them says how long before it began,
+// so the timeline shows the call's duration. Declared first in the wrapper (before the call), it
+// records last (after the wrapper's own events); two RDTSCs per call, on the control path only.
+class ControlSpan {
+ public:
+  ControlSpan() : entry_(read_tsc()), mark_(t_state.cur) {}
+  ~ControlSpan() {
+    if (t_state.cur == mark_) return;  // nothing recorded: not traced, nested, or dropping
+    const int saved = errno;
+    record<format::EventType::call_span>(read_tsc() - entry_);
+    errno = saved;
+  }
+  ControlSpan(const ControlSpan&) = delete;
+  ControlSpan& operator=(const ControlSpan&) = delete;
+
+ private:
+  uint64_t entry_;
+  const uint8_t* mark_;
+};
+
 }  // namespace sigmatrace::profiler::kit
+
+// The head of a control-path wrapper: times the call (kit::ControlSpan), looks up the real function
+// `symbol` (a RealSymbol) as `fn` and fails with ENOSYS, returning `fail`, without it; then enters
+// the provider's re-entry guard (its `Reentry` in scope) as `guard`.
+#define SIGMATRACE_CONTROL_CALL(symbol, type, fail)               \
+  ::sigmatrace::profiler::kit::ControlSpan control_span;          \
+  auto fn = real_function<type>(symbol);                          \
+  if (__builtin_expect(fn == nullptr, 0)) {                       \
+    errno = ENOSYS;                                               \
+    return fail;                                                  \
+  }                                                               \
+  Reentry guard

@@ -161,13 +161,7 @@ void after_obj_create(ibv_context* ctx, mlx5dv_devx_obj* obj, const void* in, si
 using namespace sigmatrace::profiler;
 using namespace sigmatrace::profiler::devx;
 
-#define SIGMATRACE_DEVX_REAL_OR(name, type, fail)   \
-  auto fn = real_function<type>(devx::real::name); \
-  if (__builtin_expect(fn == nullptr, 0)) {        \
-    errno = ENOSYS;                                \
-    return fail;                                   \
-  }                                                \
-  Reentry guard
+#define SIGMATRACE_DEVX_REAL_OR(name, type, fail) SIGMATRACE_CONTROL_CALL(devx::real::name, type, fail)
 
 SIGMATRACE_EXPORT mlx5dv_devx_uar* mlx5dv_devx_alloc_uar(ibv_context* ctx, uint32_t flags) {
   SIGMATRACE_DEVX_REAL_OR(mlx5dv_devx_alloc_uar, mlx5dv_devx_uar* (*)(ibv_context*, uint32_t), nullptr);
@@ -188,6 +182,7 @@ SIGMATRACE_EXPORT mlx5dv_devx_uar* mlx5dv_devx_alloc_uar(ibv_context* ctx, uint3
 }
 
 SIGMATRACE_EXPORT void mlx5dv_devx_free_uar(mlx5dv_devx_uar* uar) {
+  kit::ControlSpan control_span;
   auto fn = real_function<void (*)(mlx5dv_devx_uar*)>(devx::real::mlx5dv_devx_free_uar);
   if (!fn) return;
   Reentry guard;

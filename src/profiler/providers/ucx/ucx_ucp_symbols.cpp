@@ -24,6 +24,9 @@ std::atomic<bool> g_active{false};
 TraceMode g_mode = TraceMode::simple;
 bool g_record_progress = false;  // full mode
 thread_local UctLane t_uct_lane __attribute__((tls_model("initial-exec"))) = {nullptr, nullptr};
+// When the traced operation was called: an operation is stamped at its call, not at its return
+// (a blocking eager send can be received before it returns; its arrow must not run backwards).
+static thread_local uint64_t t_op_tsc __attribute__((tls_model("initial-exec"))) = 0;
 
 #define SIGMATRACE_UCP_SYMBOLS(X)                                                                                  \
   X(ucp_worker_create) X(ucp_worker_destroy) X(ucp_ep_create) X(ucp_ep_close_nbx) X(ucp_ep_close_nb) X(ucp_ep_destroy) \
@@ -35,7 +38,8 @@ thread_local UctLane t_uct_lane __attribute__((tls_model("initial-exec"))) = {nu
   X(ucp_am_send_nbx) X(ucp_am_send_nb) X(ucp_am_recv_data_nbx) X(ucp_worker_set_am_recv_handler)                       \
   X(ucp_worker_set_am_handler) X(ucp_worker_flush_nbx) X(ucp_ep_flush_nbx) X(ucp_worker_flush_nb) X(ucp_ep_flush_nb)   \
   X(ucp_worker_flush) X(ucp_ep_flush) X(ucp_worker_fence) X(ucp_request_check_status) X(ucp_request_test)              \
-  X(ucp_tag_recv_request_test) X(ucp_stream_recv_request_test) X(ucp_worker_progress)
+  X(ucp_tag_recv_request_test) X(ucp_stream_recv_request_test) X(ucp_worker_progress) X(ucp_request_free)          \
+  X(ucp_request_release)
 
 namespace real {
 #define SIGMATRACE_REAL_SYMBOL(name) RealSymbol name{#name, "libucp.so.0", {}, {}};
@@ -77,7 +81,7 @@ inline uint64_t nbx_bytes(const void* buffer, size_t count, const void* param) {
     if (st >= 0) aggregate_add(AggregateKey::ucx_ep_op, addr(object), static_cast<uint64_t>(op), bytes);
   } else {
     const UctLane lane = t_uct_lane;
-    record<EventType::ucx_op>(static_cast<uint64_t>(op), addr(object), bytes, tag, tag_mask, remote_addr,
+    record_at<EventType::ucx_op>(t_op_tsc, static_cast<uint64_t>(op), addr(object), bytes, tag, tag_mask, remote_addr,
            ptr_is_ptr(ret) ? addr(ret) : uint64_t{0}, int64_t{st}, addr(lane.iface), addr(lane.ep));
   }
   if (__builtin_expect(st < 0, 0)) record_error(op, object, st);
@@ -87,8 +91,12 @@ inline void* status_as_ptr(ucs_status_t s) { return reinterpret_cast<void*>(stat
 
 inline bool tracing(const Reentry& g) { return g.outer && active(); }
 
-// Before the real call: forget the previous lane, so that the one seen after is this call's.
-inline void begin_op() { t_uct_lane = {nullptr, nullptr}; }
+// Before the real call: forget the previous lane, so that the one seen after is this call's, and
+// take the call's timestamp (aggregate mode records none).
+inline void begin_op() {
+  t_uct_lane = {nullptr, nullptr};
+  if (g_mode != TraceMode::aggregate) t_op_tsc = read_tsc();
+}
 
 // The one body of every traced UCP operation: untraced (nested, or the provider off), the call is
 // forwarded; traced, the previous lane is forgotten, the real function runs and `describe` records
@@ -707,6 +715,22 @@ SIGMATRACE_EXPORT ucs_status_t ucp_stream_recv_request_test(void* request, size_
   if (__builtin_expect(st != UCS_INPROGRESS, 0) && !Reentry::inside() && active())
     request_done(request, st, 0, length && st == UCS_OK ? *length : 0);
   return st;
+}
+
+// A request the program frees: completed by then. A request completed through its callback (Open
+// MPI's MPI_Irecv + MPI_Wait) is never tested; its free is the latest it can have completed.
+SIGMATRACE_EXPORT void ucp_request_free(void* request) {
+  auto fn = real_function<void (*)(void*)>(ucx::real::ucp_request_free);
+  if (!fn) return;
+  if (g_mode != TraceMode::aggregate && !Reentry::inside() && active()) record<EventType::ucx_request_free>(addr(request));
+  fn(request);
+}
+
+SIGMATRACE_EXPORT void ucp_request_release(void* request) {
+  auto fn = real_function<void (*)(void*)>(ucx::real::ucp_request_release);
+  if (!fn) return;
+  if (g_mode != TraceMode::aggregate && !Reentry::inside() && active()) record<EventType::ucx_request_free>(addr(request));
+  fn(request);
 }
 
 // ---- progress ------------------------------------------------------------------------------------

@@ -142,6 +142,9 @@ int post_send_hook(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     object_not_tracked("context");
     return ENOSYS;
   }
+  // One timestamp for the call and its WRs, taken before the post: a WR can complete (and its
+  // message be received) before the call returns.
+  const uint64_t now = M == kAggregate ? 0 : read_tsc();
   const int ret = real(qp, wr, bad_wr);
   if (__builtin_expect(!active(), 0)) return ret;
   const ibv_send_wr* stop = ret ? *bad_wr : nullptr;  // on failure only the WRs before bad_wr were posted
@@ -149,7 +152,6 @@ int post_send_hook(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   if constexpr (M == kAggregate) {
     for (const ibv_send_wr* w = wr; w && w != stop; w = w->next) count_send(qp, qpn, w->opcode, sge_bytes(w->sg_list, w->num_sge));
   } else {
-    const uint64_t now = read_tsc();  // one timestamp for the call and its WRs
     uint64_t n = 0, bytes = 0, mask = 0;
     for (const ibv_send_wr* w = wr; w && w != stop; w = w->next) {
       uint64_t b = sge_bytes(w->sg_list, w->num_sge);
@@ -177,12 +179,12 @@ int post_recv_hook(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     object_not_tracked("context");
     return ENOSYS;
   }
+  const uint64_t now = M == kAggregate ? 0 : read_tsc();  // before the post, as for sends
   const int ret = real(qp, wr, bad_wr);
   if (__builtin_expect(!active(), 0)) return ret;
   const uint32_t qpn = qp->qp_num;
   if constexpr (M != kAggregate) {
     const ibv_recv_wr* stop = ret ? *bad_wr : nullptr;
-    const uint64_t now = read_tsc();
     uint64_t n = 0, bytes = 0;
     for (const ibv_recv_wr* w = wr; w && w != stop; w = w->next) {
       uint64_t b = sge_bytes(w->sg_list, w->num_sge);
@@ -203,12 +205,12 @@ int post_srq_recv_hook(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     object_not_tracked("context");
     return ENOSYS;
   }
+  const uint64_t now = M == kAggregate ? 0 : read_tsc();  // before the post, as for sends
   const int ret = real(srq, wr, bad_wr);
   if (__builtin_expect(!active(), 0)) return ret;
   const uint64_t handle = reinterpret_cast<uintptr_t>(srq);
   if constexpr (M != kAggregate) {
     const ibv_recv_wr* stop = ret ? *bad_wr : nullptr;
-    const uint64_t now = read_tsc();
     uint64_t n = 0, bytes = 0;
     for (const ibv_recv_wr* w = wr; w && w != stop; w = w->next) {
       uint64_t b = sge_bytes(w->sg_list, w->num_sge);
@@ -479,6 +481,7 @@ int next_poll_hook(ibv_cq_ex* cq) {
 // outermost-call guard, an error record on failure, `created` for a new object.
 template <auto Real, typename Obj, typename Attr, typename Created>
 Obj* create_through_context(ibv_context* ctx, Attr* attr, IbvCall call, Created&& created) {
+  kit::ControlSpan control_span;
   ContextState* c = find_context(ctx);
   if (!c || !(c->*Real)) {
     object_not_tracked("context");

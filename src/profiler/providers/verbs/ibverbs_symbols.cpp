@@ -55,13 +55,7 @@ inline bool tracing(const Reentry& g) { return g.outer && active(); }
 using namespace sigmatrace::profiler;
 using namespace sigmatrace::profiler::ibv;
 
-#define SIGMATRACE_REAL_OR(name, type, fail)            \
-  auto fn = real_function<type>(ibv::real::name);       \
-  if (__builtin_expect(fn == nullptr, 0)) {             \
-    errno = ENOSYS;                                     \
-    return fail;                                        \
-  }                                                     \
-  Reentry guard
+#define SIGMATRACE_REAL_OR(name, type, fail) SIGMATRACE_CONTROL_CALL(ibv::real::name, type, fail)
 
 SIGMATRACE_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
   SIGMATRACE_REAL_OR(ibv_open_device, ibv_context* (*)(ibv_device*), nullptr);

@@ -44,13 +44,7 @@ using sigmatrace::profiler::ibv::ErrnoKeeper;
 using sigmatrace::profiler::ibv::IbvCall;
 using sigmatrace::profiler::ibv::Reentry;
 
-#define SIGMATRACE_REAL_OR(name, type, fail)          \
-  auto fn = real_function<type>(mlx5::real::name);    \
-  if (__builtin_expect(fn == nullptr, 0)) {           \
-    errno = ENOSYS;                                   \
-    return fail;                                      \
-  }                                                   \
-  Reentry guard
+#define SIGMATRACE_REAL_OR(name, type, fail) SIGMATRACE_CONTROL_CALL(mlx5::real::name, type, fail)
 
 SIGMATRACE_EXPORT ibv_context* mlx5dv_open_device(ibv_device* device, mlx5dv_context_attr* attr) {
   SIGMATRACE_REAL_OR(mlx5dv_open_device, ibv_context* (*)(ibv_device*, mlx5dv_context_attr*), nullptr);
