@@ -73,6 +73,10 @@ struct ProcessCounters {
   uint64_t unknown_qp = 0;     // data-path events naming a QP number never created in the trace
   uint64_t unmatched_completions = 0;
   uint64_t flows_out = 0, flows_in = 0;
+  // UCX/libfabric receives matched to a send whose completion time is not in the trace (a
+  // request completed through its callback, libfabric outside Full mode): the timeline draws no
+  // arrow for them, since their post time may precede the send.
+  uint64_t receives_untimed = 0;
   uint64_t aggregate_entries = 0;  // aggregate-mode records folded in
   DoorbellCounters doorbells_without_qp;  // doorbells naming a QP number no devx CREATE_QP created
   HijackCounters hijack;

@@ -4,6 +4,7 @@
 #include <deque>
 #include <unordered_map>
 
+#include "analysis/call_spans.h"
 #include "analysis/gpu_ops.h"
 #include "analysis/ibv_names.h"
 #include "analysis/layer_ops.h"
@@ -31,6 +32,7 @@ namespace {
 
 constexpr size_t kMaxPending = 1 << 16;  // per QP queue: beyond this the oldest WR is given up
 constexpr size_t kMaxEarly = 1 << 12;    // per QP: completions waiting for their WR
+constexpr uint64_t kSendSignaled = 2;    // IBV_SEND_SIGNALED
 
 struct PendingWr {
   OpRecord op;
@@ -45,6 +47,7 @@ struct QpState {
   int64_t peer_process = kNone;
   uint64_t local_hash = 0, peer_hash = 0;  // hw_endpoint_hash of both ends (the peer's own address)
   bool flows = false;                      // connected peer in the trace: messages get flow ids
+  bool saw_signaled = false;               // a send WR was posted signalled (so not sq_sig_all only)
 };
 
 class FileAssociation {
@@ -100,8 +103,9 @@ class FileAssociation {
   QpLookup qp_of_{m_, p_, &pc_.unknown_qp};
   uint64_t ops_ = 0, completions_ = 0, errors_ = 0;
   FilePassStats stats_;
-  LayerOpsAssociation layers_{m_, p_.process_id, sink_};  // UCX and libfabric events (layer_ops.h)
-  GpuAssociation gpu_{m_, p_.process_id, sink_, agg_, &ops_, &qp_of_};  // GPU-initiated work (gpu_ops.h)
+  CallSpans calls_{sink_, p_.clock};                      // control calls, held until their duration is known
+  LayerOpsAssociation layers_{m_, p_.process_id, sink_, &pc_.receives_untimed};  // UCX and libfabric events (layer_ops.h)
+  GpuAssociation gpu_{m_, p_.process_id, sink_, agg_, &ops_, &qp_of_, &calls_};  // GPU-initiated work (gpu_ops.h)
 };
 
 FilePassStats FileAssociation::run(std::atomic<uint64_t>* bytes_done) {
@@ -147,6 +151,7 @@ FilePassStats FileAssociation::run(std::atomic<uint64_t>* bytes_done) {
   for (auto& [srq, q] : srq_recvs_)
     for (PendingWr& w : q) finish_op(w.op);
   layers_.finish();
+  calls_.flush();
   pc_.events += stats_.events;
   if (sink_) sink_->finish();
   return stats_;
@@ -189,8 +194,11 @@ void FileAssociation::on_event(int64_t thread, const format::DecodedEvent& ev) {
     case EventType::ibv_mr_reg: control_call(thread, ts, "ibv_reg_mr", kNone, 0); break;
     case EventType::ibv_mr_dereg: control_call(thread, ts, "ibv_dereg_mr", kNone, 0); break;
     case EventType::ibv_cq_create: control_call(thread, ts, "ibv_create_cq", kNone, 0); break;
+    case EventType::ibv_cq_destroy: control_call(thread, ts, "ibv_destroy_cq", kNone, 0); break;
+    case EventType::ibv_device_close: control_call(thread, ts, "ibv_close_device", kNone, 0); break;
     case EventType::ibv_pd_alloc: control_call(thread, ts, "ibv_alloc_pd", kNone, 0); break;
     case EventType::ibv_srq_create: control_call(thread, ts, "ibv_create_srq", kNone, 0); break;
+    case EventType::call_span: calls_.span(thread, ev.tsc, v[0]); break;
     case EventType::user_mark:
       if (sink_) sink_->mark(MarkRecord{ts, p_.process_id, thread, v[0], v[1]});
       break;
@@ -228,6 +236,7 @@ void FileAssociation::post_send_wr(int64_t thread, int64_t ts, const format::Dec
   op.op_class = op_class_of_wr_opcode(v[2]);
   op.bytes = v[3];
   op.wr_id = v[1];
+  op.signaled = (v[7] & kSendSignaled) != 0;
   if (s) {
     op.peer_process_id = s->peer_process;
     if (op_consumes_receive(op.op_class)) {
@@ -245,6 +254,7 @@ void FileAssociation::post_send_wr(int64_t thread, int64_t ts, const format::Dec
     finish_op(op);
     return;
   }
+  s->saw_signaled |= op.signaled;
   if (!s->early.empty() && match_early(s, op, false)) return;
   if (s->sends.size() >= kMaxPending) {
     finish_op(s->sends.front().op);
@@ -290,21 +300,34 @@ void FileAssociation::post_recv_wr(int64_t thread, int64_t ts, const format::Dec
 }
 
 namespace {
-// Removes the WR with this wr_id from the queue (the first one: ids may repeat), completing with it
-// every earlier WR when `earlier_too` (send queues complete in order on RC).
-bool take_wr(std::deque<PendingWr>* q, uint64_t wr_id, bool earlier_too, OpRecord* out, std::vector<OpRecord>* earlier) {
-  for (size_t i = 0; i < q->size(); ++i) {
-    if ((*q)[i].op.wr_id != wr_id) continue;
-    *out = (*q)[i].op;
-    if (earlier_too) {
-      for (size_t k = 0; k < i; ++k) earlier->push_back((*q)[k].op);
-      q->erase(q->begin(), q->begin() + static_cast<long>(i) + 1);
-    } else {
-      q->erase(q->begin() + static_cast<long>(i));
-    }
-    return true;
+// The pending WR a completion with this wr_id reports: the first one with that id, except that on
+// a send queue a successful completion skips unsignalled WRs (they generate none; they complete
+// with the next signalled one). With duplicate wr_ids (perftest posts every WR with id 0 and
+// signals one in cq_mod) that is what pairs each completion with its own WR. Falls back to the
+// first id match when no signalled WR matches (the QP was created with sq_sig_all).
+size_t find_wr(const std::deque<PendingWr>& q, uint64_t wr_id, bool signalled_only) {
+  size_t first = q.size();
+  for (size_t i = 0; i < q.size(); ++i) {
+    if (q[i].op.wr_id != wr_id) continue;
+    if (!signalled_only || q[i].op.signaled) return i;
+    if (first == q.size()) first = i;
   }
-  return false;
+  return first;
+}
+
+// Removes the WR the completion reports from the queue, completing with it every earlier WR when
+// `send_queue` (send queues complete in order on RC).
+bool take_wr(std::deque<PendingWr>* q, uint64_t wr_id, bool send_queue, bool ok, OpRecord* out, std::vector<OpRecord>* earlier) {
+  const size_t i = find_wr(*q, wr_id, send_queue && ok);
+  if (i == q->size()) return false;
+  *out = (*q)[i].op;
+  if (send_queue) {
+    for (size_t k = 0; k < i; ++k) earlier->push_back((*q)[k].op);
+    q->erase(q->begin(), q->begin() + static_cast<long>(i) + 1);
+  } else {
+    q->erase(q->begin() + static_cast<long>(i));
+  }
+  return true;
 }
 }  // namespace
 
@@ -319,6 +342,7 @@ bool FileAssociation::match_early(QpState* s, OpRecord& op, bool receive) {
     CompletionRecord& c = *it;
     bool ok = c.status == 0;
     if (c.wr_id != op.wr_id || (ok && c.is_receive != receive)) continue;
+    if (!receive && ok && !op.signaled && s->saw_signaled) continue;  // generates no completion
     if (!receive) {
       for (PendingWr& w : s->sends) {
         w.op.dur_ns = c.ts_ns - w.op.ts_ns;
@@ -331,6 +355,7 @@ bool FileAssociation::match_early(QpState* s, OpRecord& op, bool receive) {
     }
     op.dur_ns = c.ts_ns - op.ts_ns;
     op.status = static_cast<int64_t>(c.status);
+    op.completion_id = static_cast<int64_t>(c.completion_id);
     c.op_id = static_cast<int64_t>(op.op_id);
     finish_op(op);
     emit_completion(c);
@@ -361,11 +386,11 @@ void FileAssociation::completion(int64_t thread, int64_t ts, const format::Decod
   std::vector<OpRecord> earlier;
   bool found = false;
   if (s) {
-    if (!ok || !recv_side) found = take_wr(&s->sends, c.wr_id, true, &op, &earlier);
+    if (!ok || !recv_side) found = take_wr(&s->sends, c.wr_id, true, ok, &op, &earlier);
     if (!found && (!ok || recv_side)) {
-      found = take_wr(&s->recvs, c.wr_id, false, &op, &earlier);
+      found = take_wr(&s->recvs, c.wr_id, false, ok, &op, &earlier);
       for (auto it = srq_recvs_.begin(); !found && it != srq_recvs_.end(); ++it)
-        found = take_wr(&it->second, c.wr_id, false, &op, &earlier);
+        found = take_wr(&it->second, c.wr_id, false, ok, &op, &earlier);
       if (found) recv_side = true;
     }
   }
@@ -391,6 +416,7 @@ void FileAssociation::completion(int64_t thread, int64_t ts, const format::Decod
     op.dur_ns = ts - op.ts_ns;
     op.status = static_cast<int64_t>(c.status);
     if (c.is_receive) op.flow_id = c.flow_id;
+    op.completion_id = static_cast<int64_t>(c.completion_id);
     c.op_id = static_cast<int64_t>(op.op_id);
     for (OpRecord& e : earlier) {
       e.dur_ns = ts - e.ts_ns;
@@ -451,7 +477,7 @@ void FileAssociation::post_call(int64_t thread, int64_t ts, const format::Decode
 }
 
 void FileAssociation::control_call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result) {
-  if (sink_) sink_->call(CallRecord{ts, 0, p_.process_id, thread, name, qp, 0, 0, result});
+  calls_.call(CallRecord{ts, 0, p_.process_id, thread, name, qp, 0, 0, result});
 }
 
 void FileAssociation::call_error(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {

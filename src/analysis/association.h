@@ -14,6 +14,7 @@
 
 #include "analysis/aggregates.h"
 #include "analysis/experiment_model.h"
+#include "analysis/flow_ids.h"
 #include "analysis/records.h"
 
 namespace sigmatrace::analysis {
@@ -24,14 +25,6 @@ struct FilePassStats {
   uint64_t undecodable_chunks = 0;
   uint64_t skipped_events = 0;  // known types whose layout in this file is older than ours
 };
-
-// The splitmix64 finaliser: the one mixing step every flow id of the analysis is built from, so
-// that both ends of a message, computing alone, arrive at the same id.
-inline uint64_t splitmix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 // Flow id of the k-th matched message from QP `from` to QP `to` (both ends' hardware addresses);
 // the second form takes their hw_endpoint_hash() values.

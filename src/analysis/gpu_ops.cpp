@@ -9,8 +9,9 @@ namespace sigmatrace::analysis {
 using format::EventType;
 
 GpuAssociation::GpuAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink, Aggregates* agg, uint64_t* op_seq,
-                               QpLookup* qp_of)
-    : m_(m), p_(m.processes[process_id]), sink_(sink), agg_(agg), pc_(agg->process[process_id]), op_seq_(op_seq), qp_of_(*qp_of) {}
+                               QpLookup* qp_of, CallSpans* calls)
+    : m_(m), p_(m.processes[process_id]), sink_(sink), agg_(agg), pc_(agg->process[process_id]), op_seq_(op_seq), qp_of_(*qp_of),
+      calls_(*calls) {}
 
 DoorbellCounters& GpuAssociation::doorbell_counters(int64_t qp) {
   return qp == kNone ? pc_.doorbells_without_qp : agg_->qp_doorbells[static_cast<size_t>(qp)];
@@ -166,7 +167,7 @@ void GpuAssociation::launch(int64_t thread, int64_t ts, const format::DecodedEve
 }
 
 void GpuAssociation::call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result) {
-  if (sink_) sink_->call(CallRecord{ts, 0, p_.process_id, thread, name, qp, 0, 0, result});
+  calls_.call(CallRecord{ts, 0, p_.process_id, thread, name, qp, 0, 0, result});
 }
 
 // The doorbell hijack's set-up and its pollers: counted for the summary, slices on their thread.

@@ -12,6 +12,7 @@
 #include "analysis/experiment_model.h"
 #include "analysis/qp_lookup.h"
 #include "analysis/records.h"
+#include "analysis/call_spans.h"
 #include "format/chunk_codec.h"
 
 namespace sigmatrace::analysis {
@@ -19,9 +20,9 @@ namespace sigmatrace::analysis {
 class GpuAssociation {
  public:
   // op_seq: the file's operation counter (op ids are unique per process across layers);
-  // qp_of: the file's QP lookup.
+  // qp_of: the file's QP lookup; calls: where its control calls go to get their duration.
   GpuAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink, Aggregates* agg, uint64_t* op_seq,
-                 QpLookup* qp_of);
+                 QpLookup* qp_of, CallSpans* calls);
   // The gpu_*, cuda_* and devx_* events; false for any other type.
   bool on_event(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
   // Aggregate-mode entries of the GPU keys; false for other keys.
@@ -46,6 +47,7 @@ class GpuAssociation {
   ProcessCounters& pc_;
   uint64_t* op_seq_;
   QpLookup& qp_of_;
+  CallSpans& calls_;
   uint64_t doorbell_seq_ = 0, launch_seq_ = 0;
   std::unordered_map<int64_t, uint64_t> last_doorbell_;  // per QP: the doorbell its next WQEs belong to
   std::unordered_map<uint64_t, int64_t> peer_by_rkey_;   // rkey -> process that registered it (or kNone)

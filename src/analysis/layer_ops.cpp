@@ -1,6 +1,8 @@
 // See layer_ops.h.
 #include "analysis/layer_ops.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <memory>
@@ -175,6 +177,14 @@ OpKind ucx_kind(uint64_t op) {
   }
 }
 
+constexpr uint64_t kFiRecv = 1ull << 10;  // FI_RECV in a completion's flags
+
+bool ofi_is_inject(uint64_t op) {
+  const auto o = static_cast<OfiOp>(op);
+  return o == OfiOp::inject || o == OfiOp::injectdata || o == OfiOp::tinject || o == OfiOp::tinjectdata || o == OfiOp::inject_write ||
+         o == OfiOp::inject_writedata || o == OfiOp::inject_atomic;
+}
+
 OpKind ofi_kind(uint64_t op) {
   const auto o = static_cast<OfiOp>(op);
   if (o >= OfiOp::send && o <= OfiOp::injectdata) return {"fi_send", kOpSend, Dir::out, 2};
@@ -197,9 +207,16 @@ struct LayerOpsAssociation::State {
   FileSink* sink;
   LayerModel& lm;
   const ProcLayer& pl;
+  bool full_mode;  // libfabric completions are recorded one by one
+  uint64_t& untimed_receives;
   uint64_t ops = 0, errors = 0, completions = 0;
   std::map<std::tuple<uint64_t, int64_t, uint64_t, uint64_t>, uint64_t> seq_out, seq_in;  // (layer, peer, channel, tag)
   std::unordered_map<uint64_t, std::string> ucx_ep_transport;  // the last transport seen on each UCP endpoint
+  struct Inflight {
+    OpRecord op;
+    bool receive;
+  };
+  std::unordered_map<uint64_t, Inflight> inflight;  // operations whose completion is still to come
   std::map<std::tuple<std::string, std::string, int64_t>, std::pair<uint64_t, uint64_t>> traffic;  // (layer, transport, dst)
 
   uint64_t next_id(uint64_t* n) { return (uint64_t{pid} << 40) | (1ull << 39) | (*n)++; }
@@ -215,13 +232,22 @@ struct LayerOpsAssociation::State {
     }
   }
 
+  // When an operation's completion is known: at its call (UCX returned a status, not a request;
+  // an active message's arrival), later (a request or libfabric context whose completion the
+  // trace holds: ucx_request_done, ofi_completion), or never (callback-completed requests,
+  // libfabric without Full mode, injects).
+  struct Completes {
+    enum When { at_call, later, unknown } when;
+    uint64_t key;  // later: the request or (context << 1 | receive)
+  };
+
   void op(int64_t thread, int64_t ts, const char* layer, uint64_t layer_no, const OpKind& k, uint64_t bytes, int64_t peer,
-          const std::string& transport, uint64_t tag, bool tag_exact, int64_t status) {
+          const std::string& transport, uint64_t tag, bool tag_exact, int64_t status, Completes completes) {
     if (k.op_class != kOpUnknown) count(layer, transport, peer, k.dir, bytes);
-    if (!sink) return;
-    const std::string name = transport.empty() ? std::string(k.name) : std::string(k.name) + " [" + transport + "]";
-    CallRecord c{ts, 0, pid, thread, lm.intern(name), kNone, bytes, 1, status};
-    sink->call(c);
+    if (sink) {
+      const std::string name = transport.empty() ? std::string(k.name) : std::string(k.name) + " [" + transport + "]";
+      sink->call(CallRecord{ts, 0, pid, thread, lm.intern(name), kNone, bytes, 1, status});
+    }
     if (k.op_class == kOpUnknown) return;
     OpRecord r;
     r.op_id = next_id(&ops);
@@ -243,22 +269,62 @@ struct LayerOpsAssociation::State {
         r.flow_id = layer_flow_id(layer_no, peer, pid, k.channel, tag, s);
       }
     }
-    sink->work_request(r);
-    sink->op(r);
-    if (k.dir == Dir::in && r.flow_id) {
-      // The receive ends the sender's flow arrow (at its post time: completion times are not recorded).
+    if (sink) sink->work_request(r);
+    if (status < 0) completes.when = Completes::at_call;  // failed: nothing to wait for
+    switch (completes.when) {
+      case Completes::at_call: complete(r, ts, status, k.dir == Dir::in && status >= 0, bytes); break;
+      case Completes::later: {
+        // A request address is reused once freed: an operation still waiting on it never had its
+        // completion traced.
+        auto [it, fresh] = inflight.try_emplace(completes.key, Inflight{r, k.dir == Dir::in});
+        if (!fresh) {
+          untimed(it->second.op);
+          it->second = Inflight{r, k.dir == Dir::in};
+        }
+        break;
+      }
+      case Completes::unknown: untimed(r); break;
+    }
+  }
+
+  // An operation whose completion the trace does not hold: no duration, and a matched receive's
+  // arrow is not drawn (its post may precede the send), counted instead.
+  void untimed(const OpRecord& r) {
+    if (r.op_class == kOpRecv && r.flow_id) ++untimed_receives;
+    if (sink) sink->op(r);
+  }
+
+  // An operation's completion at ts: its duration, what a receive got, and (for a matched
+  // receive) the end of the sender's arrow, placed when the message had arrived.
+  void complete(OpRecord& r, int64_t ts, int64_t status, bool receive, uint64_t bytes) {
+    r.dur_ns = ts - r.ts_ns;
+    r.status = status;
+    if (receive && status >= 0) r.bytes = bytes;
+    if (receive && r.flow_id && status >= 0) {
       CompletionRecord cr;
       cr.completion_id = next_id(&completions);
       cr.ts_ns = ts;
       cr.process_id = pid;
-      cr.thread_id = thread;
-      cr.byte_len = bytes;
-      cr.opcode = 128;  // IBV_WC_RECV
+      cr.thread_id = r.thread_id;
+      cr.byte_len = r.bytes;
       cr.op_id = static_cast<int64_t>(r.op_id);
       cr.flow_id = r.flow_id;
       cr.is_receive = true;
-      sink->completion(cr);
+      r.completion_id = static_cast<int64_t>(cr.completion_id);
+      if (sink) sink->op(r), sink->completion(cr);
+      return;
     }
+    if (sink) sink->op(r);
+  }
+
+  // A traced completion of a request or context (UCX: the request; libfabric: context << 1 |
+  // receive); `length`: what a receive got, when `has_length`.
+  void completed(uint64_t key, int64_t ts, int64_t status, uint64_t length, bool has_length) {
+    auto it = inflight.find(key);
+    if (it == inflight.end()) return;
+    Inflight f = it->second;
+    inflight.erase(it);
+    complete(f.op, ts, status, f.receive, has_length ? length : f.op.bytes);
   }
 
   void error(int64_t thread, int64_t ts, const char* layer, const std::string& what, uint64_t object, int64_t err) {
@@ -280,7 +346,7 @@ struct LayerOpsAssociation::State {
   }
 };
 
-LayerOpsAssociation::LayerOpsAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink) {
+LayerOpsAssociation::LayerOpsAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink, uint64_t* untimed_receives) {
   LayerModel& lm = layer_model(m);
   {
     // A new second pass over the same model (the throughput benchmark repeats it) starts afresh.
@@ -292,7 +358,7 @@ LayerOpsAssociation::LayerOpsAssociation(const ExperimentModel& m, uint32_t proc
   }
   static const ProcLayer kNoLayer;
   const ProcLayer& pl = process_id < lm.procs.size() ? lm.procs[process_id] : kNoLayer;
-  s_ = new State{m, process_id, sink, lm, pl, 0, 0, 0, {}, {}, {}, {}};
+  s_ = new State{m, process_id, sink, lm, pl, m.processes[process_id].mode == "full", *untimed_receives, 0, 0, 0, {}, {}, {}, {}, {}};
 }
 
 LayerOpsAssociation::~LayerOpsAssociation() { delete s_; }
@@ -313,16 +379,27 @@ bool LayerOpsAssociation::on_event(int64_t thread, int64_t ts, const format::Dec
       } else if (auto e = s.ucx_ep_transport.find(v[1]); e != s.ucx_ep_transport.end()) {
         transport = e->second;
       }
-      s.op(thread, ts, "ucx", 1, k, v[2], peer, transport, v[3], k.dir != Dir::in || v[4] == ~uint64_t{0}, ev.as_i64(7));
+      // A request (in progress) completes when the program sees it done; a status, at the call.
+      State::Completes when{v[6] ? State::Completes::later : State::Completes::at_call, v[6]};
+      s.op(thread, ts, "ucx", 1, k, v[2], peer, transport, v[3], k.dir != Dir::in || v[4] == ~uint64_t{0}, ev.as_i64(7), when);
       if (ev.as_i64(7) < 0) s.error(thread, ts, "ucx", k.name, v[1], ev.as_i64(7));
       return true;
     }
     case EventType::ucx_am_recv: {  // worker id header_length length reply_ep recv_attr
       int64_t peer = s.pl.single_ucx_peer;
       if (auto it = s.pl.ucx_ep_peer.find(v[4]); it != s.pl.ucx_ep_peer.end()) peer = it->second;
-      s.op(thread, ts, "ucx", 1, {"ucp_am_recv", kOpRecv, Dir::in, 3}, v[3], peer, "", v[1], true, 0);
+      s.op(thread, ts, "ucx", 1, {"ucp_am_recv", kOpRecv, Dir::in, 3}, v[3], peer, "", v[1], true, 0, {State::Completes::at_call, 0});
       return true;
     }
+    case EventType::ucx_request_done:  // request status tag length
+      s.completed(v[0], ts, ev.as_i64(1), v[3], true);
+      return true;
+    case EventType::ucx_request_free:  // request: completed at the latest now (length not known)
+      s.completed(v[0], ts, 0, 0, false);
+      return true;
+    case EventType::ofi_completion:  // cq context flags length tag source
+      if (v[1]) s.completed(v[1] << 1 | ((v[2] & kFiRecv) ? 1 : 0), ts, 0, v[3], true);
+      return true;
     case EventType::ucx_call_error:
       s.error(thread, ts, "ucx", std::string(ucx_kind(v[0]).name) + "#" + std::to_string(v[0]), v[1], ev.as_i64(2));
       return true;
@@ -338,14 +415,19 @@ bool LayerOpsAssociation::on_event(int64_t thread, int64_t ts, const format::Dec
       // existed kept it in remote_addr)
       const uint64_t ignore = ev.field_count > 8 ? v[8] : v[5];
       const bool exact = !(k.dir == Dir::in && k.channel == 1 && ignore != 0);
-      s.op(thread, ts, "ofi", 2, k, v[2], peer, provider, k.channel == 1 ? v[4] : 0, exact, ev.as_i64(7));
+      // Full mode records each completion with its context; injects have none.
+      const bool receive = k.dir == Dir::in;
+      State::Completes when{State::Completes::unknown, 0};
+      if (s.full_mode && v[6] && !ofi_is_inject(v[0])) when = {State::Completes::later, v[6] << 1 | (receive ? 1 : 0)};
+      s.op(thread, ts, "ofi", 2, k, v[2], peer, provider, k.channel == 1 ? v[4] : 0, exact, ev.as_i64(7), when);
       return true;
     }
     case EventType::ofi_cq_read:
       if (s.sink) s.sink->call(CallRecord{ts, 0, s.pid, thread, "fi_cq_read", kNone, 0, v[1], static_cast<int64_t>(v[1])});
       return true;
-    case EventType::ofi_completion_error:
+    case EventType::ofi_completion_error:  // cq context flags error prov_errno
       s.error(thread, ts, "ofi", "completion", v[1], ev.as_i64(3));
+      if (v[1]) s.completed(v[1] << 1 | ((v[2] & kFiRecv) ? 1 : 0), ts, -std::abs(ev.as_i64(3)), 0, false);
       return true;
     case EventType::ofi_call_error:
       s.error(thread, ts, "ofi", std::string(ofi_kind(v[0]).name) + "#" + std::to_string(v[0]), v[1], ev.as_i64(2));
@@ -374,6 +456,13 @@ bool LayerOpsAssociation::on_event(int64_t thread, int64_t ts, const format::Dec
 
 void LayerOpsAssociation::finish() {
   State& s = *s_;
+  {  // completion not in the trace: in posting order
+    std::vector<const OpRecord*> left;
+    for (const auto& [key, f] : s.inflight) left.push_back(&f.op);
+    std::sort(left.begin(), left.end(), [](const OpRecord* a, const OpRecord* b) { return a->op_id < b->op_id; });
+    for (const OpRecord* r : left) s.untimed(*r);
+  }
+  s.inflight.clear();
   std::lock_guard<std::mutex> lock(s.lm.mu);
   for (const auto& [key, t] : s.traffic) {
     const auto& [layer, transport, peer] = key;

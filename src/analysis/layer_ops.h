@@ -51,7 +51,8 @@ struct LayerTraffic {
 // Second pass, one file: handles ucx_* and ofi_* events (true) and leaves the others (false).
 class LayerOpsAssociation {
  public:
-  LayerOpsAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink);
+  // untimed_receives: counts matched receives whose completion time the trace lacks.
+  LayerOpsAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink, uint64_t* untimed_receives);
   ~LayerOpsAssociation();
   bool on_event(int64_t thread, int64_t ts_ns, const format::DecodedEvent& ev);
   void finish();  // publishes the file's traffic (call once, at the end of the file)

@@ -24,8 +24,13 @@ struct OpRecord {
   int64_t status = -1;         // ibv_wc_status of its completion (Full), result of the call (Simple); -1 unknown
   uint64_t wr_id = 0;
   uint64_t flow_id = 0;        // non-zero when the peer matches it with a receive completion
+  // The completion that reported this WR itself (-1: none, or completed by a later signalled WR
+  // of its send queue, as RC completes in order).
+  int64_t completion_id = -1;
+  bool signaled = true;        // send WR with IBV_SEND_SIGNALED (false: completes with a later one)
   bool is_call = false;
 };
+
 
 struct CompletionRecord {
   uint64_t completion_id = 0;  // process_id << 40 | n

@@ -24,6 +24,7 @@ constexpr uint64_t kGidPrefix = 0xfe80000000000000ull;
 constexpr uint64_t kQpStateMask = 1, kQpPortMask = 1 << 5, kQpAvMask = 1 << 7, kQpDestQpnMask = 1 << 20;
 constexpr uint64_t kWcRecvOp = 128, kWcRecvImmOp = 129;
 constexpr int64_t kRecvDelay = 2000, kSendCompletionDelay = 3000, kRecvPostLead = 1500;
+constexpr int64_t kSetupCallNs = 6;  // each timed set-up call's duration
 
 struct Ev {
   int64_t ns;
@@ -104,11 +105,18 @@ SyntheticTruth write_synthetic_experiment(const std::string& dir, const Syntheti
     uint32_t main_tid = tids[0];
     uint64_t context = 0x7f0000001000ull + static_cast<uint64_t>(r) * 0x100000;
     int64_t setup = s.start_ns + 1000;
+    // The set-up calls are timed as the profiler times them: a call_span right after each call's
+    // event (kSetupCallNs long, ending 1 ns after the event).
+    auto timed = [&](int64_t ns) { add(ns + 1, main_tid, EventType::call_span, {tsc(ns + 1) - tsc(ns + 1 - kSetupCallNs)}); };
     add(setup, main_tid, EventType::ibv_device_open, {context, 0x0002c90300000000ull | static_cast<uint64_t>(h + 1)});
-    add(setup + 10, main_tid, EventType::ibv_port_info, {context, 1, host_lid(h), kGidPrefix, host_gid_iface(h), 1, 5, 4});
+    add(setup + 2, main_tid, EventType::ibv_port_info, {context, 1, host_lid(h), kGidPrefix, host_gid_iface(h), 1, 5, 4});
+    timed(setup + 2);
     add(setup + 20, main_tid, EventType::ibv_pd_alloc, {context, context + 0x10});
+    timed(setup + 20);
     add(setup + 30, main_tid, EventType::ibv_mr_reg, {context + 0x10, context + 0x20, 0x10000000ull, 1 << 26, 7, 0x100 + static_cast<uint64_t>(r), 0x200 + static_cast<uint64_t>(r), 0, static_cast<uint64_t>(-1)});
+    timed(setup + 30);
     add(setup + 40, main_tid, EventType::ibv_cq_create, {context, context + 0x30, 4096});
+    timed(setup + 40);
 
     // QPs: (peer, index) -> thread, in a fixed order.
     struct LocalQp { int peer, index; uint32_t qpn, remote_qpn; uint32_t tid; int peer_host; };

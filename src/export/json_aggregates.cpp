@@ -88,6 +88,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
     o["unmatched_completions"] = pc.unmatched_completions;
     o["flows_out"] = pc.flows_out;
     o["flows_in"] = pc.flows_in;
+    o["receives_untimed"] = pc.receives_untimed;
     o["aggregate_entries"] = pc.aggregate_entries;
     const HijackCounters& h = pc.hijack;
     if (h.pages_hijacked || h.pages_not_hijacked || h.pages_doorbells_off || h.map_failures || h.pollers || h.launches ||

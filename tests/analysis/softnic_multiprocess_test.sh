@@ -2,9 +2,12 @@
 # Multi-process, multi-host analysis over the emulated NIC: four real perftest processes standing
 # for two hosts (SOFTNIC_HOST=node-a / node-b), profiled in Full mode into one experiment, then
 # `sigmatrace analyze`. Checks the topology (2 connections, each between the two hosts), exact byte
-# counts in the host matrix and in SQL, and flows from each SEND to its receive in the other process.
+# counts in the host matrix and in SQL, flows from each SEND to its receive in the other process,
+# every completion paired with the WR perftest signalled (every cq_mod-th one, all with wr_id 0),
+# and the timeline's invariants (tests/bin/pftrace_check).
 #   pair 1: ib_write_bw  server on node-a (rank 0), client on node-b (rank 1): WRITEs b -> a
 #   pair 2: ib_send_bw   server on node-b (rank 2), client on node-a (rank 3): SENDs  a -> b
+#   pair 3: ib_read_bw   server on node-a (rank 4), client on node-b (rank 5): READs  b <- a
 # Usage: softnic_multiprocess_test.sh BUILD_DIR SOURCE_DIR. Exit 77 (skipped) while softnic or the
 # ibverbs provider is not built.
 set -u
@@ -23,7 +26,7 @@ if ! "$st" profile --dry-run --providers ibverbs -- true >/dev/null 2>&1; then
   skip "the ibverbs provider is not available (SIGMATRACE_PROVIDERS=ibverbs refused)"
 fi
 
-iters=200 size=65536
+iters=200 size=65536 cq_mod=10
 work=$(mktemp -d)
 [ -n "$keep" ] && echo "keeping $work" || trap 'rm -rf "$work"' EXIT
 exp=$work/exp
@@ -33,6 +36,8 @@ source "$(dirname "$0")/../../scripts/lib/ports.sh"
 port1=$(unused_tcp_port)
 port2=$(unused_tcp_port)
 [ "$port1" != "$port2" ] || port2=$(unused_tcp_port)
+port3=$(unused_tcp_port)
+while [ "$port3" = "$port1" ] || [ "$port3" = "$port2" ]; do port3=$(unused_tcp_port); done
 
 run() {  # host rank log program args...
   local host=$1 rank=$2 log=$3
@@ -41,20 +46,23 @@ run() {  # host rank log program args...
     >"$work/$log" 2>&1
 }
 
-run node-a 0 s1.log ib_write_bw -p "$port1" -n "$iters" -s "$size" & s1=$!
-run node-b 2 s2.log ib_send_bw -p "$port2" -n "$iters" -s "$size" & s2=$!
-wait_tcp_listening "$port1" 100 && wait_tcp_listening "$port2" 100 || fail "perftest servers did not start"
-run node-b 1 c1.log ib_write_bw -p "$port1" -n "$iters" -s "$size" localhost & c1=$!
-run node-a 3 c2.log ib_send_bw -p "$port2" -n "$iters" -s "$size" localhost & c2=$!
+run node-a 0 s1.log ib_write_bw -p "$port1" -n "$iters" -s "$size" -Q "$cq_mod" & s1=$!
+run node-b 2 s2.log ib_send_bw -p "$port2" -n "$iters" -s "$size" -Q "$cq_mod" & s2=$!
+run node-a 4 s3.log ib_read_bw -p "$port3" -n "$iters" -s "$size" -Q "$cq_mod" & s3=$!
+wait_tcp_listening "$port1" 100 && wait_tcp_listening "$port2" 100 && wait_tcp_listening "$port3" 100 ||
+  fail "perftest servers did not start"
+run node-b 1 c1.log ib_write_bw -p "$port1" -n "$iters" -s "$size" -Q "$cq_mod" localhost & c1=$!
+run node-a 3 c2.log ib_send_bw -p "$port2" -n "$iters" -s "$size" -Q "$cq_mod" localhost & c2=$!
+run node-b 5 c3.log ib_read_bw -p "$port3" -n "$iters" -s "$size" -Q "$cq_mod" localhost & c3=$!
 rc=0
-for p in $s1 $s2 $c1 $c2; do wait "$p" || rc=1; done
+for p in $s1 $s2 $s3 $c1 $c2 $c3; do wait "$p" || rc=1; done
 if [ $rc -ne 0 ]; then
-  for l in s1 s2 c1 c2; do echo "---- $l"; cat "$work/$l.log"; done
+  for l in s1 s2 s3 c1 c2 c3; do echo "---- $l"; cat "$work/$l.log"; done
   fail "a profiled perftest process failed"
 fi
 
 "$st" analyze -q "$exp" >"$work/analyze.log" 2>&1 || { cat "$work/analyze.log"; fail "analyze failed"; }
-sql() { "$st" sql --csv "$exp" "$1" | tail -n +2; }
+sql() { "$st" sql --csv "$exp" "$1" | tail -n +2 | tr , " "; }
 expect() {  # description expected query
   local got
   got=$(sql "$3")
@@ -62,10 +70,10 @@ expect() {  # description expected query
   echo "ok: $1 = $2"
 }
 
-expect "processes" "4" "SELECT COUNT(*) FROM process"
+expect "processes" "6" "SELECT COUNT(*) FROM process"
 expect "hosts" "node-a node-b" "SELECT group_concat(name, ' ') FROM (SELECT name FROM host ORDER BY name)"
-expect "connections between the hosts" "2" "SELECT COUNT(*) FROM connection WHERE host_a != host_b"
-expect "connected rank pairs" "0-1 2-3" \
+expect "connections between the hosts" "3" "SELECT COUNT(*) FROM connection WHERE host_a != host_b"
+expect "connected rank pairs" "0-1 2-3 4-5" \
   "SELECT group_concat(x, ' ') FROM (SELECT MIN(pa.rank, pb.rank) || '-' || MAX(pa.rank, pb.rank) AS x FROM connection c
    JOIN process pa ON pa.process_id = c.process_a JOIN process pb ON pb.process_id = c.process_b ORDER BY x)"
 total=$((iters * size))
@@ -79,6 +87,22 @@ expect "send bytes 3 -> 2" "$total" \
 expect "flows from rank 3's sends to rank 2's receives" "$iters" \
   "SELECT COUNT(*) FROM op s JOIN completion c ON c.flow_id = s.flow_id JOIN process p ON p.process_id = s.process_id
    JOIN process q ON q.process_id = c.process_id WHERE p.rank = 3 AND q.rank = 2 AND s.opcode = 'SEND' AND s.bytes = $size"
+# Completions paired with the WRs perftest signalled: the clients post every WR with wr_id 0 and
+# signal one in cq_mod (-Q 10); each completion belongs to the WR at position 9, 19, ... of its QP,
+# which waited for it (post -> completion), and every WR before it completed with it.
+for kind in "1 WRITE" "3 SEND" "5 READ"; do
+  set -- $kind
+  expect "rank $1: ${2}s signalled and completed" "$((iters / cq_mod)) $((iters / cq_mod)) 0" \
+    "WITH s AS (SELECT o.op_id, o.dur_ns, ROW_NUMBER() OVER (PARTITION BY o.qp_id ORDER BY o.op_id) - 1 AS pos
+       FROM op o JOIN process p ON p.process_id = o.process_id WHERE p.rank = $1 AND o.opcode = '$2')
+     SELECT COUNT(*), SUM(s.pos % $cq_mod = $cq_mod - 1), SUM(s.dur_ns < 0) FROM s JOIN completion c ON c.op_id = s.op_id"
+  expect "rank $1: every $2 has its duration" "$iters" \
+    "SELECT COUNT(*) FROM op o JOIN process p ON p.process_id = o.process_id WHERE p.rank = $1 AND o.opcode = '$2' AND o.dur_ns >= 0"
+done
+expect "rank 2: every receive completion paired with a RECV WR" "$iters $iters" \
+  "SELECT COUNT(*), COUNT(DISTINCT c.op_id) FROM completion c JOIN process p ON p.process_id = c.process_id
+   JOIN op o ON o.op_id = c.op_id WHERE p.rank = 2 AND c.opcode = 'RECV' AND o.opcode = 'RECV'"
+"$build/tests/bin/pftrace_check" "$exp/trace.pftrace" "$exp/trace.sqlite" || fail "the timeline breaks Perfetto's invariants"
 # Host matrix in aggregate.json: at least the payload in each direction (perftest adds no RDMA
 # traffic of its own beyond the measured iterations in these modes).
 python3 - "$exp/aggregate.json" "$total" <<'PY' || fail "host matrix"
@@ -87,8 +111,8 @@ a = json.load(open(sys.argv[1])); total = int(sys.argv[2])
 m = a["matrices"]["host"]; l = m["labels"]
 ia, ib = l.index("node-a"), l.index("node-b")
 sizes = {(r, c): m["bytes"][r][c] for r in (ia, ib) for c in (ia, ib)}
-assert sizes[(ib, ia)] == total, ("b->a", sizes)
-assert sizes[(ia, ib)] == total, ("a->b", sizes)
-print("ok: host matrix a->b = b->a =", total)
+assert sizes[(ib, ia)] == total, ("b->a: the WRITEs", sizes)
+assert sizes[(ia, ib)] == 2 * total, ("a->b: the SENDs, and the bytes the READs fetched", sizes)
+print("ok: host matrix a->b =", 2 * total, "b->a =", total)
 PY
 echo "PASS"
