@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <cinttypes>
-#include <map>
 #include <cstdio>
+#include <functional>
+#include <map>
+#include <queue>
 #include <set>
 #include <vector>
 
 #include "analysis/aggregates.h"
+#include "analysis/flow_ids.h"
 #include "analysis/ibv_names.h"
 #include "export/protobuf_writer.h"
 
@@ -21,10 +24,15 @@ using namespace sigmatrace::analysis;
 namespace {
 
 // TracePacket
-constexpr uint32_t kPacket = 1, kTimestamp = 8, kSequenceId = 10, kTrackEvent = 11, kTrackDescriptor = 60;
+constexpr uint32_t kPacket = 1, kTimestamp = 8, kSequenceId = 10, kTrackEvent = 11, kClockSnapshot = 6, kTrackDescriptor = 60;
+// ClockSnapshot / ClockSnapshot.Clock
+constexpr uint32_t kCsClocks = 1, kCsPrimary = 2, kClockId = 1, kClockTimestamp = 2;
+constexpr uint64_t kClockRealtime = 1;
 // TrackDescriptor
-constexpr uint32_t kTdUuid = 1, kTdName = 2, kTdParent = 5, kTdCounter = 8, kTdChildOrdering = 11, kTdSiblingRank = 12,
-                   kTdDescription = 14, kTdMergeBehavior = 15;
+constexpr uint32_t kTdUuid = 1, kTdName = 2, kTdProcess = 3, kTdThread = 4, kTdParent = 5, kTdCounter = 8, kTdChildOrdering = 11,
+                   kTdSiblingRank = 12, kTdDescription = 14, kTdMergeBehavior = 15, kTdProcessOrdering = 19;
+// ProcessDescriptor / ThreadDescriptor
+constexpr uint32_t kPdPid = 1, kPdName = 6, kPdLabels = 8, kThPid = 1, kThTid = 2, kThName = 5;
 // CounterDescriptor
 constexpr uint32_t kCdUnitName = 6;
 // TrackEvent
@@ -33,22 +41,30 @@ constexpr uint32_t kTeDebug = 4, kTeType = 9, kTeTrack = 11, kTeCategories = 22,
 constexpr uint64_t kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4;
 // DebugAnnotation
 constexpr uint32_t kDaName = 10, kDaUint = 3, kDaInt = 4, kDaString = 6;
-constexpr uint64_t kExplicitOrdering = 3, kMergeNone = 2;
+constexpr uint64_t kExplicitOrdering = 3, kMergeByName = 1, kMergeNone = 2;
 
-void descriptor(ProtoWriter* w, uint64_t uuid, uint64_t parent, const std::string& name, const std::string& description,
-                int64_t rank, bool counter, const char* unit = "bytes/s") {
+struct Track {
+  uint64_t uuid = 0, parent = 0;
+  std::string name, description;
+  int64_t rank = 0;
+  const char* counter_unit = nullptr;  // a counter track
+  bool merge_by_name = false;          // lanes: same-named siblings form one track in the UI
+};
+
+void descriptor(ProtoWriter* w, const Track& t) {
   size_t p = w->begin(kPacket);
   size_t td = w->begin(kTrackDescriptor);
-  w->u64(kTdUuid, uuid);
-  if (parent) w->u64(kTdParent, parent);
-  w->str(kTdName, name);
-  if (!description.empty()) w->str(kTdDescription, description);
+  w->u64(kTdUuid, t.uuid);
+  if (t.parent) w->u64(kTdParent, t.parent);
+  w->str(kTdName, t.name);
+  if (!t.description.empty()) w->str(kTdDescription, t.description);
   w->u64(kTdChildOrdering, kExplicitOrdering);
-  w->i64(kTdSiblingRank, rank);
-  w->u64(kTdMergeBehavior, kMergeNone);  // same-named siblings (e.g. two "main" threads) stay apart
-  if (counter) {
+  w->i64(kTdSiblingRank, t.rank);
+  // Same-named siblings (two "main" threads, two QPs with one number) stay apart unless lanes.
+  w->u64(kTdMergeBehavior, t.merge_by_name ? kMergeByName : kMergeNone);
+  if (t.counter_unit) {
     size_t c = w->begin(kTdCounter);
-    w->str(kCdUnitName, unit);
+    w->str(kCdUnitName, t.counter_unit);
     w->end(c);
   }
   w->end(td);
@@ -82,6 +98,35 @@ int64_t nice_bin(int64_t span_ns) {
       if (p * m >= want) return p * m;
 }
 
+std::string executable_name(const ProcessRow& p) {
+  std::string exe = p.file->meta_value("executable");
+  return exe.substr(exe.find_last_of('/') + 1);
+}
+
+// Slices of one group (a QP's sends or receives, a process's UCX operations, a GPU's kernels) that
+// may overlap: each goes to a lane where the previous slice ended strictly before it starts, so
+// that begin/end pairs on one track always nest. The lane ended earliest is reused first.
+class Lanes {
+ public:
+  // The lane for [start, end]; -1 when all kLaneBits lanes are busy.
+  int64_t place(int64_t start, int64_t end) {
+    if (!free_.empty() && free_.top().first < start) {
+      uint32_t lane = free_.top().second;
+      free_.pop();
+      free_.push({end, lane});
+      return lane;
+    }
+    if (count_ >= (1u << kLaneBits)) return -1;
+    free_.push({end, count_});
+    return count_++;
+  }
+  uint32_t count() const { return count_; }
+
+ private:
+  std::priority_queue<std::pair<int64_t, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>, std::greater<>> free_;
+  uint32_t count_ = 0;
+};
+
 class PerfettoFileSink : public FileSink {
  public:
   PerfettoFileSink(PerfettoExport* out, uint32_t process_id) : out_(out), m_(out->model()), pid_(process_id) {
@@ -98,9 +143,9 @@ class PerfettoFileSink : public FileSink {
   ~PerfettoFileSink() override { flush(); }
 
   void call(const CallRecord& r) override {
-    uint64_t track = r.thread_id >= 0 ? track_uuid(TrackKind::thread, static_cast<uint64_t>(r.thread_id))
-                                      : track_uuid(TrackKind::process, pid_);
-    size_t te = begin_event(r.ts_ns, kSliceBegin, track);
+    const uint64_t track = thread_track(r.thread_id);
+    const bool slice = r.dur_ns > 0;
+    size_t te = begin_event(r.ts_ns, slice ? kSliceBegin : kInstant, track);
     w_.str(kTeName, r.name);
     w_.str(kTeCategories, "ibv");
     if (r.qp_id >= 0) annotation(&w_, "qp_num", m_.qps[static_cast<size_t>(r.qp_id)].qp_num);
@@ -108,44 +153,57 @@ class PerfettoFileSink : public FileSink {
     if (r.bytes) annotation(&w_, "bytes", r.bytes);
     if (r.result) annotation_i(&w_, "result", r.result);
     end_event(te);
-    te = begin_event(r.ts_ns + r.dur_ns, kSliceEnd, track);
-    end_event(te);
+    if (slice) end_event(begin_event(r.ts_ns + r.dur_ns, kSliceEnd, track));
   }
 
+  // Bytes are counted when posted; the operation is drawn when final (op), with its duration.
   void work_request(const OpRecord& r) override {
     if (r.qp_id >= 0 && r.op_class != kOpRecv) count_bytes(r.qp_id, r.ts_ns, r.bytes);
-    uint64_t track = r.qp_id >= 0 ? track_uuid(TrackKind::qp, static_cast<uint64_t>(r.qp_id))
-                                  : r.thread_id >= 0 ? track_uuid(TrackKind::thread, static_cast<uint64_t>(r.thread_id))
-                                                     : track_uuid(TrackKind::process, pid_);
-    size_t te = begin_event(r.ts_ns, kInstant, track);
+  }
+
+  void op(const OpRecord& r) override {
+    const bool receive = r.op_class == kOpRecv;
+    uint64_t group;
+    if (r.qp_id >= 0) group = track_uuid(receive ? TrackKind::recv_lane : TrackKind::send_lane, lane_index(static_cast<uint64_t>(r.qp_id), 0));
+    else group = track_uuid(TrackKind::layer_lane, lane_index(uint64_t{pid_} * 4 + layer_number(r.layer), 0));
+    bool slice = r.dur_ns > 0;
+    int64_t lane = slice ? lanes_[group].place(r.ts_ns, r.ts_ns + r.dur_ns) : 0;
+    if (lane < 0) ++lanes_full_, lane = 0, slice = false;
+    if (!slice) lanes_[group];  // an instant still needs lane 0 described
+    const uint64_t track = group + static_cast<uint64_t>(lane);
+    size_t te = begin_event(r.ts_ns, slice ? kSliceBegin : kInstant, track);
     w_.str(kTeName, op_class_name(r.op_class));
     w_.str(kTeCategories, std::string_view(r.layer) != "ibv" ? r.layer : r.is_call ? "ibv.call" : "ibv.wr");
     annotation(&w_, "bytes", r.bytes);
     if (r.is_call) annotation(&w_, "wr_count", r.wr_count);
     else annotation(&w_, "wr_id", r.wr_id);
+    if (!receive && !r.is_call && !r.signaled) annotation(&w_, "signaled", uint64_t{0});
+    if (r.status > 0 || (r.status < 0 && r.dur_ns >= 0)) annotation_i(&w_, "status", r.status);
     if (r.peer_process_id >= 0) annotation(&w_, "peer", process_label(m_.processes[static_cast<size_t>(r.peer_process_id)]));
-    if (r.flow_id && r.op_class != kOpRecv) w_.fixed64(kTeFlowIds, r.flow_id);
+    if (r.flow_id && !receive) w_.fixed64(kTeFlowIds, r.flow_id);
+    if (r.completion_id >= 0 && r.dur_ns >= 0) w_.fixed64(kTeFlowIds, completion_flow_id(r.op_id));
     end_event(te);
+    if (slice) end_event(begin_event(r.ts_ns + r.dur_ns, kSliceEnd, track));
   }
 
   void completion(const CompletionRecord& r) override {
-    uint64_t track = r.qp_id >= 0 ? track_uuid(TrackKind::qp, static_cast<uint64_t>(r.qp_id))
-                                  : track_uuid(TrackKind::process, pid_);
+    uint64_t track = r.qp_id >= 0 ? track_uuid(TrackKind::completions, static_cast<uint64_t>(r.qp_id)) : thread_track(r.thread_id);
+    if (r.qp_id >= 0) completion_qps_.insert(static_cast<uint64_t>(r.qp_id));
     size_t te = begin_event(r.ts_ns, kInstant, track);
-    std::string name = r.status == 0 ? "completion " + wc_opcode_name(r.opcode) : "completion " + wc_status_name(r.status);
+    std::string name = r.status == 0 ? "completion " + (r.qp_id >= 0 ? wc_opcode_name(r.opcode) : std::string("RECV"))
+                                     : "completion " + wc_status_name(r.status);
     w_.str(kTeName, name);
     w_.str(kTeCategories, r.status == 0 ? "ibv.wc" : "ibv.wc,error");
-    annotation(&w_, "wr_id", r.wr_id);
+    if (r.qp_id >= 0) annotation(&w_, "wr_id", r.wr_id);
     annotation(&w_, "byte_len", r.byte_len);
     if (r.flow_id) w_.fixed64(kTeTerminatingFlowIds, r.flow_id);
+    if (r.op_id >= 0) w_.fixed64(kTeTerminatingFlowIds, completion_flow_id(static_cast<uint64_t>(r.op_id)));
     end_event(te);
   }
 
   void error(const ErrorRecord& r) override {
     if (r.kind == "completion") return;  // already an instant on the QP track
-    uint64_t track = r.thread_id >= 0 ? track_uuid(TrackKind::thread, static_cast<uint64_t>(r.thread_id))
-                                      : track_uuid(TrackKind::process, pid_);
-    size_t te = begin_event(r.ts_ns, kInstant, track);
+    size_t te = begin_event(r.ts_ns, kInstant, thread_track(r.thread_id));
     w_.str(kTeName, "error " + r.what);
     w_.str(kTeCategories, "error");
     annotation_i(&w_, "error", r.error);
@@ -154,9 +212,7 @@ class PerfettoFileSink : public FileSink {
   }
 
   void mark(const MarkRecord& r) override {
-    uint64_t track = r.thread_id >= 0 ? track_uuid(TrackKind::thread, static_cast<uint64_t>(r.thread_id))
-                                      : track_uuid(TrackKind::process, pid_);
-    size_t te = begin_event(r.ts_ns, kInstant, track);
+    size_t te = begin_event(r.ts_ns, kInstant, thread_track(r.thread_id));
     w_.str(kTeName, "mark " + std::to_string(r.id));
     annotation(&w_, "value", r.value);
     end_event(te);
@@ -192,7 +248,12 @@ class PerfettoFileSink : public FileSink {
       if (bins.empty()) bins.assign(bins_, 0);
       bins[bin_of(r.ts_ns)] += r.bytes;
     }
-    uint64_t track = r.qp_id >= 0 ? track_uuid(TrackKind::qp, static_cast<uint64_t>(r.qp_id)) : track_uuid(TrackKind::process, pid_);
+    // No completion of its own in the trace: an instant on its QP's send queue (lane 0).
+    uint64_t track = thread_track(-1);
+    if (r.qp_id >= 0) {
+      track = track_uuid(TrackKind::send_lane, lane_index(static_cast<uint64_t>(r.qp_id), 0));
+      lanes_[track];
+    }
     size_t te = begin_event(r.ts_ns, kInstant, track);
     w_.str(kTeName, op_class_name(r.op_class));
     w_.str(kTeCategories, "gpu.wqe");
@@ -222,9 +283,10 @@ class PerfettoFileSink : public FileSink {
   }
 
   void finish() override {
+    kernel_slices();
     for (size_t i = 0; i < qp_doorbell_bins_.size(); ++i)
       if (!qp_doorbell_bins_[i].empty()) emit_counter(track_uuid(TrackKind::qp_doorbells, first_qp_ + i), qp_doorbell_bins_[i]);
-    // Bytes/s counters: per QP, then the process's sum.
+    // Bytes/s counters: per QP, then the process's sum (and its share of its host's).
     std::vector<uint64_t> process_bins;
     for (size_t i = 0; i < qp_bins_.size(); ++i) {
       if (qp_bins_[i].empty()) continue;
@@ -232,12 +294,104 @@ class PerfettoFileSink : public FileSink {
       for (size_t b = 0; b < bins_; ++b) process_bins[b] += qp_bins_[i][b];
       emit_counter(track_uuid(TrackKind::qp_bytes, first_qp_ + i), qp_bins_[i]);
     }
-    if (!process_bins.empty()) emit_counter(track_uuid(TrackKind::process_bytes, pid_), process_bins);
+    if (!process_bins.empty()) {
+      emit_counter(track_uuid(TrackKind::process_bytes, pid_), process_bins);
+      out_->add_host_bytes(m_.processes[pid_].host_id, process_bins);
+    }
     for (const auto& [gpu, bins] : gpu_bins_) emit_counter(track_uuid(TrackKind::gpu_bytes, gpu_track_index(pid_, gpu)), bins);
+    describe_lanes();
     flush();
   }
 
  private:
+  static uint64_t layer_number(std::string_view layer) { return layer == "ucx" ? 1 : layer == "ofi" ? 2 : layer == "gpu" ? 3 : 0; }
+
+  uint64_t thread_track(int64_t thread_id) const {
+    return thread_id >= 0 ? track_uuid(TrackKind::thread, static_cast<uint64_t>(thread_id)) : track_uuid(TrackKind::process, pid_);
+  }
+
+  // Kernels' run times on their GPU (where the profiler saw them end), as slices on lanes.
+  void kernel_slices() {
+    const ProcessRow& p = m_.processes[pid_];
+    for (const auto& [gpu, spans] : p.spans_on) {
+      const int64_t g = out_->has_gpu_track(pid_, gpu) ? gpu : -1;
+      const uint64_t group = track_uuid(TrackKind::kernel_lane, lane_index(gpu_track_index(pid_, g), 0));
+      for (const ProcessRow::Span& sp : spans) {
+        const int64_t start = p.clock.to_ns(sp.start_tsc), end = p.clock.to_ns(sp.end_tsc);
+        if (end <= start) continue;
+        const int64_t lane = lanes_[group].place(start, end);
+        if (lane < 0) {
+          ++lanes_full_;
+          continue;
+        }
+        const uint64_t track = group + static_cast<uint64_t>(lane);
+        size_t te = begin_event(start, kSliceBegin, track);
+        auto name = p.kernel_names.find(sp.function);
+        w_.str(kTeName, name != p.kernel_names.end() ? name->second : std::string("kernel"));
+        w_.str(kTeCategories, "gpu.kernel");
+        end_event(te);
+        end_event(begin_event(end, kSliceEnd, track));
+      }
+    }
+  }
+
+  // The lanes this file used, under their QP (process, GPU) track.
+  void describe_lanes() {
+    for (const auto& [group, lanes] : lanes_) {
+      const auto kind = static_cast<TrackKind>(group >> 56);
+      const uint64_t index = (group & ((1ull << 56) - 1)) - 1;  // lane_index(g, 0)
+      const uint64_t g = index >> kLaneBits;
+      Track t;
+      t.merge_by_name = true;
+      switch (kind) {
+        case TrackKind::send_lane:
+        case TrackKind::recv_lane:
+          t.parent = track_uuid(TrackKind::qp, g);
+          t.name = kind == TrackKind::send_lane ? "send queue" : "receive queue";
+          t.description = kind == TrackKind::send_lane ? "send work requests of this QP, from post to completion"
+                                                       : "receive work requests of this QP, from post to completion";
+          t.rank = kind == TrackKind::send_lane ? 0 : 1;
+          break;
+        case TrackKind::layer_lane:
+          t.parent = track_uuid(TrackKind::process, pid_);
+          t.name = g % 4 == 1 ? "UCX operations" : g % 4 == 2 ? "libfabric operations" : "operations";
+          t.description = "operations of this process's layer, from their call to their completion where it was traced";
+          t.rank = 400000 + static_cast<int64_t>(g % 4);
+          break;
+        case TrackKind::kernel_lane: {
+          const int64_t gpu = static_cast<int64_t>(g % 1024) - 1;
+          t.parent = track_uuid(TrackKind::process, pid_);
+          t.name = gpu >= 0 ? "GPU " + std::to_string(gpu) + " kernels" : "GPU kernels";
+          t.description = "kernels while they ran on the GPU (kernels launched on an explicit stream while doorbells were hijacked)";
+          t.rank = 650000 + static_cast<int64_t>(g % 1024);
+          break;
+        }
+        default: continue;
+      }
+      const uint32_t n = std::max<uint32_t>(1, lanes.count());
+      for (uint32_t l = 0; l < n; ++l) {
+        t.uuid = group + l;
+        descriptor(&w_, t);
+      }
+    }
+    for (uint64_t qp : completion_qps_) {
+      Track t;
+      t.uuid = track_uuid(TrackKind::completions, qp);
+      t.parent = track_uuid(TrackKind::qp, qp);
+      t.name = "completions";
+      t.description = "work completions polled from this QP's completion queues";
+      t.rank = 2;
+      descriptor(&w_, t);
+    }
+    if (lanes_full_) {
+      // Said in the trace itself: more slices in flight at once than lanes.
+      size_t te = begin_event(m_.start_ns, kInstant, track_uuid(TrackKind::process, pid_));
+      w_.str(kTeName, "slices drawn as instants (too many in flight)");
+      annotation(&w_, "count", lanes_full_);
+      end_event(te);
+    }
+  }
+
   size_t begin_event(int64_t ts, uint64_t type, uint64_t track) {
     packet_ = w_.begin(kPacket);
     w_.u64(kTimestamp, static_cast<uint64_t>(ts));
@@ -261,26 +415,36 @@ class PerfettoFileSink : public FileSink {
     if (bins.empty()) bins.assign(bins_, 0);
     bins[bin_of(ts)] += bytes;
   }
-  void emit_counter(uint64_t track, const std::vector<uint64_t>& bins) {
-    // A value where it changes (the counter holds until the next one), and 0 after the last bin.
-    double scale = 1e9 / static_cast<double>(out_->bin_ns());
-    bool have = false;
-    uint64_t last = 0;
-    for (size_t b = 0; b <= bins.size(); ++b) {
-      uint64_t v = b < bins.size() ? bins[b] : 0;
-      if (have && v == last) continue;
-      size_t te = begin_event(m_.start_ns + static_cast<int64_t>(b) * out_->bin_ns(), kCounter, track);
-      w_.dbl(kTeDoubleValue, static_cast<double>(v) * scale);
-      end_event(te);
-      have = true, last = v;
-    }
-  }
+  void emit_counter(uint64_t track, const std::vector<uint64_t>& bins) { write_counter(&w_, seq_, m_.start_ns, out_->bin_ns(), track, bins); }
   void flush() {
     if (!w_.size()) return;
     out_->append(w_.buffer());
     w_.clear();
   }
 
+ public:
+  // A value where it changes (the counter holds until the next one), and 0 after the last bin.
+  static void write_counter(ProtoWriter* w, uint64_t seq, int64_t start_ns, int64_t bin_ns, uint64_t track, const std::vector<uint64_t>& bins) {
+    const double scale = 1e9 / static_cast<double>(bin_ns);
+    bool have = false;
+    uint64_t last = 0;
+    for (size_t b = 0; b <= bins.size(); ++b) {
+      uint64_t v = b < bins.size() ? bins[b] : 0;
+      if (have && v == last) continue;
+      size_t p = w->begin(kPacket);
+      w->u64(kTimestamp, static_cast<uint64_t>(start_ns + static_cast<int64_t>(b) * bin_ns));
+      w->u64(kSequenceId, seq);
+      size_t te = w->begin(kTrackEvent);
+      w->u64(kTeType, kCounter);
+      w->u64(kTeTrack, track);
+      w->dbl(kTeDoubleValue, static_cast<double>(v) * scale);
+      w->end(te);
+      w->end(p);
+      have = true, last = v;
+    }
+  }
+
+ private:
   PerfettoExport* out_;
   const ExperimentModel& m_;
   uint32_t pid_;
@@ -290,9 +454,30 @@ class PerfettoFileSink : public FileSink {
   size_t first_qp_ = 0, bins_ = 1;
   std::vector<std::vector<uint64_t>> qp_bins_, qp_doorbell_bins_;
   std::map<int64_t, std::vector<uint64_t>> gpu_bins_;  // bytes of recovered operations, per GPU
+  std::map<uint64_t, Lanes> lanes_;                    // by the uuid of the group's lane 0
+  std::set<uint64_t> completion_qps_;
+  uint64_t lanes_full_ = 0;
 };
 
 }  // namespace
+
+PerfettoIds perfetto_ids(const ExperimentModel& m) {
+  // Kernel pids and tids are below 2^22 (PID_MAX_LIMIT); a host's offset goes above.
+  constexpr int64_t kHostStride = int64_t{1} << 22;
+  std::map<long, std::set<uint32_t>> hosts_of_pid;
+  std::map<uint32_t, std::set<uint32_t>> hosts_of_tid;
+  for (const ProcessRow& p : m.processes) hosts_of_pid[p.pid].insert(p.host_id);
+  for (const ThreadRow& t : m.threads) hosts_of_tid[t.tid].insert(m.processes[t.process_id].host_id);
+  auto offset = [&](uint32_t host) { return (static_cast<int64_t>(host % 500) + 1) * kHostStride; };
+  PerfettoIds ids;
+  for (const ProcessRow& p : m.processes)
+    ids.pid.push_back(hosts_of_pid[p.pid].size() > 1 ? offset(p.host_id) + p.pid : p.pid);
+  for (const ThreadRow& t : m.threads) {
+    const uint32_t host = m.processes[t.process_id].host_id;
+    ids.tid.push_back(hosts_of_tid[t.tid].size() > 1 ? offset(host) + t.tid : t.tid);
+  }
+  return ids;
+}
 
 PerfettoExport::~PerfettoExport() {
   if (f_) {
@@ -303,6 +488,7 @@ PerfettoExport::~PerfettoExport() {
 
 bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, std::string* error) {
   model_ = &m;
+  ids_ = perfetto_ids(m);
   path_ = path;
   tmp_path_ = path + ".tmp";
   f_ = fopen(tmp_path_.c_str(), "wb");
@@ -312,20 +498,70 @@ bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, std
   }
   bin_ns_ = nice_bin(m.end_ns - m.start_ns);
   ProtoWriter w;
-  for (size_t h = 0; h < m.hosts.size(); ++h)
-    descriptor(&w, track_uuid(TrackKind::host, h), 0, "host " + m.hosts[h], "", static_cast<int64_t>(h), false);
-  for (const ProcessRow& p : m.processes) {
-    std::string exe = p.file->meta_value("executable");
-    exe = exe.substr(exe.find_last_of('/') + 1);
-    descriptor(&w, track_uuid(TrackKind::process, p.process_id), track_uuid(TrackKind::host, p.host_id),
-               process_label(p) + " " + exe + " pid " + std::to_string(p.pid),
-               "host " + p.host + ", pid " + std::to_string(p.pid) + ", mode " + p.mode, p.process_id, false);
-    descriptor(&w, track_uuid(TrackKind::process_bytes, p.process_id), track_uuid(TrackKind::process, p.process_id),
-               "bytes/s " + process_label(p), "bytes posted per second by this process (all QPs)", -1, true);
+  const uint64_t start = static_cast<uint64_t>(m.start_ns);
+  {  // Timestamps are CLOCK_REALTIME: the trace clock, so the UI shows wall-clock time.
+    size_t p = w.begin(kPacket);
+    w.u64(kTimestamp, start);
+    size_t cs = w.begin(kClockSnapshot);
+    size_t c = w.begin(kCsClocks);
+    w.u64(kClockId, kClockRealtime);
+    w.u64(kClockTimestamp, start);
+    w.end(c);
+    w.u64(kCsPrimary, kClockRealtime);
+    w.end(cs);
+    w.end(p);
   }
-  for (const ThreadRow& t : m.threads)
-    descriptor(&w, track_uuid(TrackKind::thread, t.thread_id), track_uuid(TrackKind::process, t.process_id),
-               (t.name.empty() ? std::string("thread") : t.name) + " tid " + std::to_string(t.tid), "", t.thread_id, false);
+  {  // Processes in the order given (by host, then rank), not by pid.
+    size_t p = w.begin(kPacket);
+    size_t td = w.begin(kTrackDescriptor);
+    w.u64(kTdUuid, 0);
+    w.u64(kTdProcessOrdering, 1);
+    w.end(td);
+    w.end(p);
+  }
+  auto host_rank = [&](uint32_t host) { return static_cast<int64_t>(host) * 1000000; };
+  for (size_t h = 0; h < m.hosts.size(); ++h) {
+    descriptor(&w, {track_uuid(TrackKind::host, h), 0, "host " + m.hosts[h], "the processes of this host follow", host_rank(static_cast<uint32_t>(h))});
+    Track c{track_uuid(TrackKind::host_bytes, h), track_uuid(TrackKind::host, h), "bytes/s host " + m.hosts[h],
+            "bytes posted per second by this host's processes (all QPs)", 0};
+    c.counter_unit = "bytes/s";
+    descriptor(&w, c);
+  }
+  for (const ProcessRow& p : m.processes) {
+    const int64_t pid = ids_.pid[p.process_id];
+    size_t pk = w.begin(kPacket);
+    w.u64(kTimestamp, start);
+    size_t td = w.begin(kTrackDescriptor);
+    w.u64(kTdUuid, track_uuid(TrackKind::process, p.process_id));
+    size_t pd = w.begin(kTdProcess);
+    w.i64(kPdPid, pid);
+    w.str(kPdName, process_label(p) + " " + executable_name(p));
+    w.str(kPdLabels, "host " + p.host);
+    if (pid != p.pid) w.str(kPdLabels, "pid " + std::to_string(p.pid) + " on " + p.host);
+    w.str(kPdLabels, "mode " + p.mode);
+    w.end(pd);
+    w.u64(kTdChildOrdering, kExplicitOrdering);
+    w.i64(kTdSiblingRank, host_rank(p.host_id) + 1 + p.process_id);
+    w.end(td);
+    w.end(pk);
+    Track c{track_uuid(TrackKind::process_bytes, p.process_id), track_uuid(TrackKind::process, p.process_id), "bytes/s " + process_label(p),
+            "bytes posted per second by this process (all QPs)", -1};
+    c.counter_unit = "bytes/s";
+    descriptor(&w, c);
+  }
+  for (const ThreadRow& t : m.threads) {
+    size_t pk = w.begin(kPacket);
+    w.u64(kTimestamp, start);
+    size_t td = w.begin(kTrackDescriptor);
+    w.u64(kTdUuid, track_uuid(TrackKind::thread, t.thread_id));
+    size_t th = w.begin(kTdThread);
+    w.i64(kThPid, ids_.pid[t.process_id]);
+    w.i64(kThTid, ids_.tid[t.thread_id]);
+    w.str(kThName, t.name.empty() ? std::string("thread") : t.name);
+    w.end(th);
+    w.end(td);
+    w.end(pk);
+  }
   for (const QpRow& q : m.qps) {
     std::string name = "QP " + std::to_string(q.qp_num) + " " + qp_type_name(q.qp_type);
     if (q.device_id != kNone) name += " " + m.devices[static_cast<size_t>(q.device_id)].name;
@@ -333,11 +569,12 @@ bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, std
       const QpRow& r = m.qps[static_cast<size_t>(q.remote_qp_id)];
       name += " -> " + process_label(m.processes[r.process_id]) + " QP " + std::to_string(r.qp_num);
     }
-    uint64_t parent = track_uuid(TrackKind::process, q.process_id);
-    descriptor(&w, track_uuid(TrackKind::qp, q.qp_id), parent, name, "work requests and completions of this QP",
-               1000000 + q.qp_id, false);
-    descriptor(&w, track_uuid(TrackKind::qp_bytes, q.qp_id), parent, "bytes/s QP " + std::to_string(q.qp_num),
-               "bytes posted per second on this QP", 2000000 + q.qp_id, true);
+    const uint64_t parent = track_uuid(TrackKind::process, q.process_id);
+    descriptor(&w, {track_uuid(TrackKind::qp, q.qp_id), parent, name, "work requests and completions of this QP", 1000000 + q.qp_id});
+    Track c{track_uuid(TrackKind::qp_bytes, q.qp_id), parent, "bytes/s QP " + std::to_string(q.qp_num), "bytes posted per second on this QP",
+            2000000 + q.qp_id};
+    c.counter_unit = "bytes/s";
+    descriptor(&w, c);
   }
   // GPU-initiated work: a doorbell track and a kernel-launch track per (process, GPU) that has a
   // GPU-initiated QP or launched kernels; a doorbells/s counter per GPU-initiated QP.
@@ -345,22 +582,25 @@ bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, std
   for (const QpRow& q : m.qps) {
     if (!q.gpu_initiated) continue;
     gpus.insert({q.process_id, q.gpu});
-    descriptor(&w, track_uuid(TrackKind::qp_doorbells, q.qp_id), track_uuid(TrackKind::process, q.process_id),
-               "doorbells/s QP " + std::to_string(q.qp_num), "doorbells per second its GPU rang on this QP", 3000000 + q.qp_id, true,
-               "doorbells/s");
+    Track c{track_uuid(TrackKind::qp_doorbells, q.qp_id), track_uuid(TrackKind::process, q.process_id), "doorbells/s QP " + std::to_string(q.qp_num),
+            "doorbells per second its GPU rang on this QP", 3000000 + q.qp_id};
+    c.counter_unit = "doorbells/s";
+    descriptor(&w, c);
   }
   for (const ProcessRow& p : m.processes)
     if (p.file->events_by_type.count("cuda_launch")) gpus.insert({p.process_id, -1});
   for (const auto& [pid, gpu] : gpus) {
     const std::string g = gpu >= 0 ? "GPU " + std::to_string(gpu) : "GPU (host-memory queues)";
-    descriptor(&w, track_uuid(TrackKind::gpu_doorbells, gpu_track_index(pid, gpu)), track_uuid(TrackKind::process, pid), g + " doorbells",
-               "doorbells this process's GPU threads rang, as the profiler's poller saw them", 500000 + static_cast<int64_t>(gpu_track_index(pid, gpu)),
-               false);
-    descriptor(&w, track_uuid(TrackKind::gpu_kernels, gpu_track_index(pid, gpu)), track_uuid(TrackKind::process, pid), g + " kernel launches",
-               "kernel launches (at the launch call)", 600000 + static_cast<int64_t>(gpu_track_index(pid, gpu)), false);
-    descriptor(&w, track_uuid(TrackKind::gpu_bytes, gpu_track_index(pid, gpu)), track_uuid(TrackKind::process, pid), "bytes/s " + g,
-               "bytes per second of the operations recovered from this GPU's send queues (SIGMATRACE_DOORBELLS=wqe)",
-               700000 + static_cast<int64_t>(gpu_track_index(pid, gpu)), true);
+    const uint64_t parent = track_uuid(TrackKind::process, pid);
+    const int64_t index = static_cast<int64_t>(gpu_track_index(pid, gpu));
+    descriptor(&w, {track_uuid(TrackKind::gpu_doorbells, gpu_track_index(pid, gpu)), parent, g + " doorbells",
+                    "doorbells this process's GPU threads rang, as the profiler's poller saw them", 500000 + index});
+    descriptor(&w, {track_uuid(TrackKind::gpu_kernels, gpu_track_index(pid, gpu)), parent, g + " kernel launches", "kernel launches (at the launch call)",
+                    600000 + index});
+    Track c{track_uuid(TrackKind::gpu_bytes, gpu_track_index(pid, gpu)), parent, "bytes/s " + g,
+            "bytes per second of the operations recovered from this GPU's send queues (SIGMATRACE_DOORBELLS=wqe)", 700000 + index};
+    c.counter_unit = "bytes/s";
+    descriptor(&w, c);
   }
   append(w.buffer());
   if (!ok_) *error = "cannot write " + tmp_path_;
@@ -376,7 +616,20 @@ void PerfettoExport::append(const std::string& bytes) {
   if (fwrite(bytes.data(), 1, bytes.size(), f_) != bytes.size()) ok_ = false;
 }
 
+void PerfettoExport::add_host_bytes(uint32_t host, const std::vector<uint64_t>& bins) {
+  std::lock_guard<std::mutex> g(mu_);
+  std::vector<uint64_t>& sum = host_bins_[host];
+  if (sum.size() < bins.size()) sum.resize(bins.size(), 0);
+  for (size_t b = 0; b < bins.size(); ++b) sum[b] += bins[b];
+}
+
 bool PerfettoExport::finish(std::string* error) {
+  ProtoWriter w;
+  // The host counters' own sequence, after every process's (sequence ids are process_id + 1).
+  const uint64_t seq = model_->processes.size() + 1;
+  for (const auto& [host, bins] : host_bins_)
+    PerfettoFileSink::write_counter(&w, seq, model_->start_ns, bin_ns_, track_uuid(TrackKind::host_bytes, host), bins);
+  append(w.buffer());
   ok_ &= fclose(f_) == 0;
   f_ = nullptr;
   if (!ok_) {

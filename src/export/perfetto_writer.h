@@ -1,63 +1,100 @@
 // trace.pftrace: the experiment as a Perfetto protobuf trace (TrackEvent), for ui.perfetto.dev and
-// Perfetto's trace processor. Tracks nest host -> process -> thread, each process also has a track
-// per QP and bytes/s counter tracks (per QP, per process). Calls are slices on their thread, work
-// requests and completions are instants on their QP's track, and each send that consumes a receive
-// carries a flow id that the peer's receive completion terminates (the ids are computed by both
-// sides from the connection and the message's sequence number, see analysis/association.h).
-// GPU-initiated work: per (process, GPU) a track of its doorbells (instants carrying QP, producer
-// index, delta and the kernel running; with WQE recovery named "data doorbell" or "control
-// doorbell", so the two get their own colours), one of its kernel launches and a bytes/s counter
-// of its recovered operations; a doorbells/s counter per GPU-initiated QP; the recovered
-// operations themselves as instants on their QP's track, like work requests.
-// Timestamps are the normalized wall-clock ns (no clock id: used as trace time as they are).
+// Perfetto's trace processor, written so that Perfetto's own importer reads it as meant (checked by
+// tests/support/pftrace_check):
+// - Processes and threads are Perfetto's own (ProcessDescriptor with pid, name and labels,
+//   ThreadDescriptor with tid and name), so pid/tid search and a selected slice's process and
+//   thread work. Perfetto puts processes at the top of its tree, so a host is a root track with
+//   the host's bytes/s, and its processes follow it (explicit order, "host X" label).
+// - Each process has a track per QP. Its work requests are slices from post to completion on
+//   "send queue" / "receive queue" lanes (as many as were in flight at once; same-named lanes
+//   merge into one track in the UI), its completions instants on "completions". A WR whose
+//   completion is not known (unsignalled at the end, Simple mode's post calls) is an instant.
+//   UCX/libfabric operations get such lanes per process and layer.
+// - Calls are slices on their thread where their duration was recorded (the control path), else
+//   instants.
+// - Flows (arrows) run forward in time only: a WR to the completion that reported it, a send
+//   that consumed a receive (SEND*, WRITE_IMM, UCX/libfabric messages) to the receive's completion
+//   on the peer (ids computed by each side alone, see analysis/flow_ids.h, association.h).
+// - GPU-initiated work: per (process, GPU) a track of its doorbells (instants carrying QP, producer
+//   index, delta and the kernel running; with WQE recovery named "data doorbell" or "control
+//   doorbell", so the two get their own colours), one of its kernel launches, its kernels' run
+//   times as slices where the profiler saw them end, and a bytes/s counter of its recovered
+//   operations; a doorbells/s counter per GPU-initiated QP; the recovered operations themselves as
+//   instants on their QP's send queue.
+// - Timestamps are the normalized CLOCK_REALTIME ns; a clock snapshot declares REALTIME the trace
+//   clock, so the UI can show wall-clock time.
 // Every file's events go to their own packet sequence, buffered per file and appended to the
 // output under a lock in large blocks; packets need no order in a Perfetto file.
 #pragma once
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "analysis/experiment_model.h"
 #include "analysis/records.h"
 
 namespace sigmatrace::exporter {
 
-// Track uuids: (kind << 56) | index.
+// Track uuids: (kind << 56) | (index + 1).
 enum class TrackKind : uint64_t {
   host = 1, process = 2, thread = 3, qp = 4, qp_bytes = 5, process_bytes = 6,
   gpu_doorbells = 7,  // index: gpu_track_index(process, gpu)
-  gpu_kernels = 8,    // the same index
+  gpu_kernels = 8,    // the same index: kernel launches
   qp_doorbells = 9,   // doorbells/s of a GPU-initiated QP
   gpu_bytes = 10,     // bytes/s of the operations recovered from a (process, GPU)'s queues
+  send_lane = 11,     // index: lane_index(qp, lane)
+  recv_lane = 12,     // the same
+  completions = 13,   // index: qp
+  layer_lane = 14,    // index: lane_index(process * 4 + layer, lane): UCX / libfabric operations
+  kernel_lane = 15,   // index: lane_index(gpu_track_index(process, gpu), lane): kernels' run times
+  host_bytes = 16,    // index: host
 };
 // One track per (process, GPU) (gpu -1: doorbells of QPs whose queues are in host memory).
 constexpr uint64_t gpu_track_index(uint32_t process_id, int64_t gpu) { return uint64_t{process_id} * 1024 + static_cast<uint64_t>(gpu + 1); }
+constexpr uint32_t kLaneBits = 16;  // lanes per group: more slices in flight at once become instants
+constexpr uint64_t lane_index(uint64_t group, uint32_t lane) { return (group << kLaneBits) | lane; }
 constexpr uint64_t track_uuid(TrackKind k, uint64_t index) { return (static_cast<uint64_t>(k) << 56) | (index + 1); }
+
+// The pid and tid Perfetto is given: the real ones, unless two hosts of the experiment have a
+// process (thread) with the same number, which Perfetto would merge into one; then the host's
+// index is added above the kernel's pid range (the real numbers stay in the names and labels).
+struct PerfettoIds {
+  std::vector<int64_t> pid;  // per process_id
+  std::vector<int64_t> tid;  // per thread_id
+};
+PerfettoIds perfetto_ids(const analysis::ExperimentModel& m);
 
 class PerfettoExport : public analysis::ExperimentSink {
  public:
   ~PerfettoExport() override;
-  // Opens the output (under a temporary name) and writes every track descriptor.
+  // Opens the output (under a temporary name) and writes the clock snapshot and the track
+  // descriptors known before the pass (lanes are described by the files that use them).
   bool open(const std::string& path, const analysis::ExperimentModel& model, std::string* error);
   std::unique_ptr<analysis::FileSink> open_file(uint32_t process_id) override;
-  bool finish(std::string* error);  // closes and renames into place
+  bool finish(std::string* error);  // writes the host counters, closes and renames into place
 
   void append(const std::string& bytes);  // thread-safe
+  void add_host_bytes(uint32_t host, const std::vector<uint64_t>& bins);  // thread-safe
   const analysis::ExperimentModel& model() const { return *model_; }
+  const PerfettoIds& ids() const { return ids_; }
   int64_t bin_ns() const { return bin_ns_; }
   // The (process, GPU) pairs that have GPU tracks (launches on another device go to (process, -1)).
   bool has_gpu_track(uint32_t process_id, int64_t gpu) const { return gpu_tracks_.count({process_id, gpu}) != 0; }
 
  private:
   const analysis::ExperimentModel* model_ = nullptr;
+  PerfettoIds ids_;
   FILE* f_ = nullptr;
   bool ok_ = true;
   std::string path_, tmp_path_;
   std::mutex mu_;
   int64_t bin_ns_ = 1000000;
   std::set<std::pair<uint32_t, int64_t>> gpu_tracks_;
+  std::map<uint32_t, std::vector<uint64_t>> host_bins_;
 };
 
 }  // namespace sigmatrace::exporter

@@ -7,13 +7,18 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/timeline_check.h"
+
 namespace sigmatrace::test {
 
 exporter::AnalysisRun analyze_dir(const std::string& dir, unsigned threads) {
   exporter::AnalysisOptions o;
   o.dir = dir;
   o.threads = threads;
-  return exporter::run_analysis(o);
+  exporter::AnalysisRun run = exporter::run_analysis(o);
+  // Every timeline the analysis writes holds Perfetto's invariants (support/timeline_check.h).
+  if (run.ok && o.perfetto) expect_valid_timeline(dir);
+  return run;
 }
 
 std::vector<std::string> sql_rows(const std::string& db, const std::string& query) {

@@ -1,7 +1,7 @@
 // trace.pftrace decoded with `protoc --decode` against perfetto_subset.proto (written from Perfetto's
-// documented field numbers) and checked for tracks (host -> process -> thread, QP and counter
-// tracks), slices, work-request instants, flows between the right QPs, and counters whose integral
-// is the bytes posted.
+// documented field numbers) and checked for processes and threads (Perfetto's descriptors), QP,
+// lane and counter tracks, timed calls, work requests as slices from post to completion, forward
+// flows between the right QPs, and counters whose integral is the bytes posted.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -15,6 +15,7 @@
 #include "export/perfetto_writer.h"
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
+#include "support/timeline_check.h"
 
 namespace sigmatrace::test {
 namespace {
@@ -97,36 +98,74 @@ TEST_F(PerfettoOutput, DecodesWithOnlyKnownFields) {
   EXPECT_FALSE(std::regex_search(text, std::regex("(^|\\n) *[0-9]+(:| \\{)"))) << "unknown field in trace.pftrace";
 }
 
-TEST_F(PerfettoOutput, TracksNestHostProcessThreadAndQp) {
+uint64_t index_of(uint64_t track) { return (track & ((1ull << 56) - 1)) - 1; }
+uint64_t kind_of(uint64_t track) { return track >> 56; }
+bool is(uint64_t track, exporter::TrackKind k) { return kind_of(track) == static_cast<uint64_t>(k); }
+
+TEST_F(PerfettoOutput, ProcessesAndThreadsArePerfettosOwnAndQpsNestUnderThem) {
   using exporter::TrackKind;
+  // Hosts: root tracks with their bytes/s; Perfetto places processes at the root itself.
   EXPECT_EQ(tracks.at(uuid(TrackKind::host, 0)).get("name"), "host node0");
   EXPECT_EQ(tracks.at(uuid(TrackKind::host, 1)).get("name"), "host node1");
+  EXPECT_EQ(tracks.at(uuid(TrackKind::host, 1)).u("parent_uuid"), 0u);
+  EXPECT_EQ(tracks.at(uuid(TrackKind::host_bytes, 1)).u("parent_uuid"), uuid(TrackKind::host, 1));
+  EXPECT_EQ(tracks.at(0).u("process_ordering"), 1u);  // explicit: by host, then rank
   for (int p = 0; p < 4; ++p) {
     const Node& t = tracks.at(uuid(TrackKind::process, p));
-    EXPECT_EQ(t.u("parent_uuid"), uuid(TrackKind::host, p % 2));
-    EXPECT_EQ(t.get("name"), "rank " + std::to_string(p) + " synthetic_app pid " + std::to_string(1000 + p));
-    ASSERT_NE(tracks.at(uuid(TrackKind::process_bytes, p)).child("counter"), nullptr);
+    const Node* pd = t.child("process");
+    ASSERT_NE(pd, nullptr);
+    EXPECT_EQ(pd->u("pid"), 1000u + p);
+    EXPECT_EQ(pd->get("process_name"), "rank " + std::to_string(p) + " synthetic_app");
+    std::multiset<std::string> labels;
+    for (auto [it, end] = pd->scalars.equal_range("process_labels"); it != end; ++it) labels.insert(it->second);
+    EXPECT_EQ(labels, (std::multiset<std::string>{"host node" + std::to_string(p % 2), "mode full"}));
+    EXPECT_EQ(t.u("sibling_order_rank"), (p % 2) * 1000000u + 1 + p);
+    EXPECT_EQ(tracks.at(uuid(TrackKind::process_bytes, p)).u("parent_uuid"), uuid(TrackKind::process, p));
   }
-  for (int th = 0; th < 8; ++th) EXPECT_EQ(tracks.at(uuid(TrackKind::thread, th)).u("parent_uuid"), uuid(TrackKind::process, th / 2));
-  size_t qp_tracks = 0, counters = 0;
+  for (int th = 0; th < 8; ++th) {
+    const Node* td = tracks.at(uuid(TrackKind::thread, th)).child("thread");
+    ASSERT_NE(td, nullptr);
+    EXPECT_EQ(td->u("pid"), 1000u + th / 2);
+    EXPECT_EQ(td->u("tid"), (1000u + th / 2) * 10 + th % 2);
+    EXPECT_EQ(td->get("thread_name"), th % 2 ? "worker" : "main");
+  }
+  size_t qp_tracks = 0, counters = 0, lanes = 0, completion_tracks = 0;
   for (const auto& [id, t] : tracks) {
-    qp_tracks += (id >> 56) == static_cast<uint64_t>(TrackKind::qp);
+    if (is(id, TrackKind::qp)) {
+      ++qp_tracks;
+      EXPECT_EQ(t.u("parent_uuid"), uuid(TrackKind::process, run.model->qps[index_of(id)].process_id));
+    }
+    if (is(id, TrackKind::send_lane) || is(id, TrackKind::recv_lane)) {
+      ++lanes;
+      EXPECT_EQ(t.u("parent_uuid"), uuid(TrackKind::qp, index_of(id) >> exporter::kLaneBits));
+      EXPECT_EQ(t.get("name"), is(id, TrackKind::send_lane) ? "send queue" : "receive queue");
+      EXPECT_EQ(t.u("sibling_merge_behavior"), 1u) << "lanes of one queue form one track in the UI";
+    }
+    if (is(id, TrackKind::completions)) {
+      ++completion_tracks;
+      EXPECT_EQ(t.u("parent_uuid"), uuid(TrackKind::qp, index_of(id)));
+    }
     counters += t.child("counter") != nullptr;
   }
   EXPECT_EQ(qp_tracks, 16u);
-  EXPECT_EQ(counters, 16u + 4u);
+  EXPECT_EQ(completion_tracks, 16u);
+  EXPECT_GE(lanes, 16u + 8u);  // every QP sends; the SEND / WRITE_IMM receivers receive
+  EXPECT_EQ(counters, 16u + 4u + 2u);
   // QP track of rank 0's first QP names its peer.
   EXPECT_EQ(tracks.at(uuid(TrackKind::qp, 0)).get("name"),
             "QP " + std::to_string(analysis::synthetic_qp_num(spec, 0, 1, 0)) + " RC mlx5_0 -> rank 1 QP " +
                 std::to_string(analysis::synthetic_qp_num(spec, 1, 0, 0)));
-  // Every event is on a described track.
+  // Every event is on a described track; REALTIME is the trace clock.
   for (const Node& e : events) EXPECT_TRUE(tracks.count(e.child("track_event")->u("track_uuid"))) << e.child("track_event")->u("track_uuid");
+  EXPECT_NE(text.find("primary_trace_clock: 1"), std::string::npos);
+  expect_valid_timeline(dir.path());
 }
 
-TEST_F(PerfettoOutput, SlicesInstantsFlowsAndCounters) {
+TEST_F(PerfettoOutput, WorkRequestsAreSlicesFromPostToCompletionWithForwardFlows) {
+  using exporter::TrackKind;
   std::map<int, size_t> by_type;
-  std::map<uint64_t, uint64_t> flow_out_track, flow_in_track;
-  std::map<std::string, size_t> instant_names;
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> flow_out, flow_in;  // id -> (track, ts)
+  std::map<std::string, size_t> instant_names, slice_names;
   std::map<uint64_t, std::vector<std::pair<uint64_t, double>>> counter_points;
   for (const Node& p : events) {
     const Node& e = *p.child("track_event");
@@ -134,42 +173,82 @@ TEST_F(PerfettoOutput, SlicesInstantsFlowsAndCounters) {
     ++by_type[type];
     ASSERT_NE(p.u("trusted_packet_sequence_id"), 0u);
     if (type == 3) ++instant_names[e.get("name")];
-    for (auto [it, end] = e.scalars.equal_range("flow_ids"); it != end; ++it) flow_out_track[std::stoull(it->second)] = e.u("track_uuid");
+    if (type == 1) ++slice_names[e.get("name")];
+    for (auto [it, end] = e.scalars.equal_range("flow_ids"); it != end; ++it) flow_out[std::stoull(it->second)] = {e.u("track_uuid"), p.u("timestamp")};
     for (auto [it, end] = e.scalars.equal_range("terminating_flow_ids"); it != end; ++it)
-      flow_in_track[std::stoull(it->second)] = e.u("track_uuid");
+      flow_in[std::stoull(it->second)] = {e.u("track_uuid"), p.u("timestamp")};
     if (type == 4) counter_points[e.u("track_uuid")].push_back({p.u("timestamp"), std::stod(e.get("double_counter_value"))});
   }
-  // Calls are slices (begin/end pairs): device open, QP create/modify x3/destroy, MR, PD, CQ.
+  // Slices: the four timed set-up calls of each process (open, pd, mr, cq: a call_span each),
+  // every send WR (16 QPs x 10) and every receive WR its peer's SEND / WRITE_IMM consumed.
+  const size_t sends = 16 * 10, recvs = static_cast<size_t>(truth.flows);
   EXPECT_EQ(by_type[1], by_type[2]);
-  EXPECT_EQ(by_type[1], 4u * 4 /*open,pd,mr,cq*/ + 16u * 5 /*qp create, 3 modifies, destroy*/);
-  // One instant per WR and per completion: 16 QPs x 10 sends and their completions, plus a receive
-  // WR and its completion for each SEND and WRITE_IMM (half of the 4-opcode cycle).
-  size_t sends = 16 * 10, recvs = static_cast<size_t>(truth.flows);
-  EXPECT_EQ(by_type[3], sends + sends + recvs + recvs);
-  EXPECT_EQ(instant_names["SEND"] + instant_names["WRITE_IMM"], recvs);
-  EXPECT_EQ(instant_names["RECV"], recvs);
-  // Flows: every send that consumes a receive starts one; the peer's receive completion on the
-  // paired QP terminates it.
-  EXPECT_EQ(flow_out_track.size(), truth.flows);
-  EXPECT_EQ(flow_in_track.size(), truth.flows);
-  for (const auto& [id, out_track] : flow_out_track) {
-    ASSERT_TRUE(flow_in_track.count(id)) << id;
-    uint64_t out_qp = (out_track & ((1ull << 56) - 1)) - 1, in_qp = (flow_in_track[id] & ((1ull << 56) - 1)) - 1;
-    EXPECT_EQ(run.model->qps[out_qp].remote_qp_id, static_cast<int64_t>(in_qp));
-    EXPECT_NE(run.model->qps[out_qp].process_id, run.model->qps[in_qp].process_id);
+  EXPECT_EQ(by_type[1], 4u * 4 + sends + recvs);
+  EXPECT_EQ(slice_names["ibv_open_device"], 4u);
+  EXPECT_EQ(slice_names["RECV"], recvs);
+  // Instants: the untimed QP calls (create, 3 modifies, destroy: 16 x 5) and every completion.
+  EXPECT_EQ(by_type[3], 16u * 5 + sends + recvs);
+  EXPECT_EQ(instant_names["ibv_modify_qp"], 16u * 3);
+  // Flows: a WR to its own completion (same QP), and a send that consumed a receive to the
+  // receive's completion on the paired QP of the peer; every one forward in time.
+  ASSERT_EQ(flow_out.size(), sends + recvs + recvs);
+  size_t to_completion = 0, messages = 0;
+  for (const auto& [id, out] : flow_out) {
+    ASSERT_TRUE(flow_in.count(id)) << id;
+    const auto& in = flow_in[id];
+    EXPECT_GE(in.second, out.second) << "flow runs backwards";
+    ASSERT_TRUE(is(in.first, TrackKind::completions));
+    ASSERT_TRUE(is(out.first, TrackKind::send_lane) || is(out.first, TrackKind::recv_lane));
+    const uint64_t out_qp = index_of(out.first) >> exporter::kLaneBits, in_qp = index_of(in.first);
+    if (out_qp == in_qp) {
+      ++to_completion;
+    } else {
+      ++messages;
+      EXPECT_EQ(run.model->qps[out_qp].remote_qp_id, static_cast<int64_t>(in_qp));
+      EXPECT_NE(run.model->qps[out_qp].process_id, run.model->qps[in_qp].process_id);
+    }
   }
-  // Counters: the integral of bytes/s over time is the bytes posted on the QP (and the process).
-  ASSERT_EQ(counter_points.size(), 16u + 4u);
+  EXPECT_EQ(to_completion, sends + recvs);
+  EXPECT_EQ(messages, recvs);
+  // Counters: the integral of bytes/s over time is the bytes posted on the QP (the process, the host).
+  ASSERT_EQ(counter_points.size(), 16u + 4u + 2u);
   for (const auto& [track, pts] : counter_points) {
     double integral = 0;
     for (size_t i = 0; i + 1 < pts.size(); ++i) integral += pts[i].second * static_cast<double>(pts[i + 1].first - pts[i].first) / 1e9;
     EXPECT_EQ(pts.back().second, 0.0);
-    uint64_t kind = track >> 56, index = (track & ((1ull << 56) - 1)) - 1;
-    const nlohmann::json& agg = kind == static_cast<uint64_t>(exporter::TrackKind::qp_bytes) ? run.aggregate_json["qps"][index]
-                                                                                               : run.aggregate_json["processes"][index];
-    double bytes = static_cast<double>(agg["bytes_out"].get<uint64_t>() + agg["bytes_read"].get<uint64_t>());
+    double bytes = 0;
+    auto out_bytes = [](const nlohmann::json& e) { return static_cast<double>(e["bytes_out"].get<uint64_t>() + e["bytes_read"].get<uint64_t>()); };
+    if (is(track, TrackKind::qp_bytes)) bytes = out_bytes(run.aggregate_json["qps"][index_of(track)]);
+    else if (is(track, TrackKind::process_bytes)) bytes = out_bytes(run.aggregate_json["processes"][index_of(track)]);
+    else
+      for (const nlohmann::json& p : run.aggregate_json["processes"])
+        if (p["host"] == run.model->hosts[index_of(track)]) bytes += out_bytes(p);
     EXPECT_NEAR(integral, bytes, bytes * 1e-9 + 1e-6) << track;
   }
+}
+
+TEST(PerfettoIds, PidsAndTidsThatTwoHostsShareAreMadeDistinct) {
+  TempDir dir;
+  analysis::SyntheticSpec spec;
+  spec.processes = 2;
+  spec.hosts = 2;
+  spec.messages_per_qp = 2;
+  analysis::write_synthetic_experiment(dir.path(), spec);
+  exporter::AnalysisRun run = analyze_dir(dir.path());
+  ASSERT_TRUE(run.ok) << run.error;
+  analysis::ExperimentModel m = *run.model;
+  exporter::PerfettoIds ids = exporter::perfetto_ids(m);
+  EXPECT_EQ(ids.pid, (std::vector<int64_t>{1000, 1001}));  // distinct already: kept
+  m.processes[1].pid = m.processes[0].pid;                   // the same pid on two hosts
+  for (analysis::ThreadRow& t : m.threads)
+    if (t.process_id == 1) t.tid = m.threads[t.thread_id - m.threads.size() / 2].tid;
+  ids = exporter::perfetto_ids(m);
+  ASSERT_EQ(ids.pid.size(), 2u);
+  EXPECT_NE(ids.pid[0], ids.pid[1]);
+  EXPECT_EQ(ids.pid[0] % (1 << 22), 1000);
+  EXPECT_EQ(ids.pid[1] % (1 << 22), 1000);
+  std::set<int64_t> tids(ids.tid.begin(), ids.tid.end());
+  EXPECT_EQ(tids.size(), ids.tid.size());
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "doorbell_client_run.h"
 #include "support/temp_dir.h"
+#include "support/timeline_check.h"
 
 using namespace sigmatrace::test;
 using sigmatrace::format::AggregateKey;
@@ -149,6 +150,7 @@ TEST(DoorbellAnalysis, EveryDoorbellIsInTheOutputsWithItsQpPeerAndKernel) {
   const std::string st = build_path("bin/sigmatrace"), dir = t / "exp";
   ProcessResult a = run_process({st, "analyze", dir});
   ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+  expect_valid_timeline(dir);
   EXPECT_NE(a.out.find("GPU-initiated"), std::string::npos) << a.out;
   EXPECT_NE(a.out.find(std::to_string(qps * ops) + " doorbells"), std::string::npos) << a.out;
   EXPECT_NE(a.out.find("doorbell pages hijacked " + std::to_string(qps)), std::string::npos) << a.out;

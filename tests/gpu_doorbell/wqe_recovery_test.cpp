@@ -12,6 +12,7 @@
 
 #include "doorbell_client_run.h"
 #include "support/temp_dir.h"
+#include "support/timeline_check.h"
 
 using namespace sigmatrace::test;
 using sigmatrace::format::AggregateKey;
@@ -192,6 +193,7 @@ TEST_P(WqeRecovery, EveryWqeIsRecoveredExactlyAndTheProgramIsUnchanged) {
   // The analysis folds them into the QPs' statistics, with the integrity counts of every mode.
   const std::string st = build_path("bin/sigmatrace"), dir = t / "exp";
   ASSERT_EQ(run_process({st, "analyze", dir}).exit_code, 0);
+  expect_valid_timeline(dir);
   ProcessResult q = run_process({st, "sql", "--csv", dir,
                                  "SELECT opcode, sum(ops), sum(bytes) FROM qp_stats WHERE opcode IN ('WRITE', 'READ') GROUP BY opcode "
                                  "UNION ALL SELECT 'recovered', sum(wqes_recovered), sum(lost_wqebbs + damaged_wqes) FROM qp_doorbells"});
@@ -221,6 +223,7 @@ TEST(WqeRecoveryAnalysis, RecoveredOperationsAreOpRowsWithTheirDoorbellGpuKernel
   const std::string st = build_path("bin/sigmatrace"), dir = t / "exp";
   ProcessResult a = run_process({st, "analyze", dir});
   ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+  expect_valid_timeline(dir);
   const std::string recovered = std::to_string(qps * (ops + 1));
   EXPECT_NE(a.out.find("WQEs recovered " + recovered + ", lost 0 WQEBBs (overwritten before read), damaged 0, unread 0 WQEBBs; " +
                        std::to_string(qps * ops / burst) + " data and " + std::to_string(qps) + " control doorbells"),

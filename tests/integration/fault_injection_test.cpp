@@ -15,6 +15,7 @@
 
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
+#include "support/timeline_check.h"
 #include "trace_inspection.h"
 
 using namespace sigmatrace::test;
@@ -330,6 +331,7 @@ TEST(FaultInjection, DamagedTracesAreSalvagedWithAnExactReport) {
     ProcessResult an = run_process({cli(), "analyze", c.dir});
     EXPECT_EQ(an.exit_code, 0) << c.dir << ": " << an.err;
     EXPECT_EQ(an.term_signal, 0);
+    if (an.exit_code == 0) expect_valid_timeline(c.dir);  // damaged input, still a valid timeline
     EXPECT_NE(an.out.find("damaged or incomplete files"), std::string::npos) << c.dir << ": " << an.out;
     MarkTrace m = read_marks(trace_files(c.dir).at(0), /*intact=*/false);
     EXPECT_LE(m.count_by_id[0], 100000u) << c.dir << ": events were counted twice";

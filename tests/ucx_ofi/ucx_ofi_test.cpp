@@ -19,6 +19,7 @@
 #include "export/analysis_run.h"
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
+#include "support/timeline_check.h"
 #include "verbs_trace.h"
 
 using namespace sigmatrace::test;
@@ -531,6 +532,7 @@ TEST(LayerAnalysis, UcxTagMessagesHaveTheirPeerTransportAndMatrixEntry) {
   o.threads = 2;
   sigmatrace::exporter::AnalysisRun a = sigmatrace::exporter::run_analysis(o);
   ASSERT_TRUE(a.ok) << a.error;
+  expect_valid_timeline(dir.path());
   ASSERT_EQ(a.model->processes.size(), 2u);
   for (uint64_t src : {0u, 1u}) {
     const nlohmann::json* e = layer_entry(a.aggregate_json, "ucx", src, 1 - src);
@@ -561,6 +563,7 @@ TEST(LayerAnalysis, OldApiActiveMessagesAreMatchedWithTheirArrivals) {
   EXPECT_EQ(recv.out, "received 60 messages of 64 bytes, 0 bad\n");
   ProcessResult an = run_process({st, "analyze", exp}, o);
   ASSERT_EQ(an.exit_code, 0) << an.err;
+  expect_valid_timeline(exp);
   ProcessResult q = run_process({st, "sql", "--csv", exp,
                                  "SELECT (SELECT COUNT(*) FROM op WHERE layer = 'ucx' AND opcode = 'SEND'), "
                                  "(SELECT COUNT(*) FROM op r WHERE layer = 'ucx' AND opcode = 'RECV' AND flow_id IN "
@@ -568,6 +571,54 @@ TEST(LayerAnalysis, OldApiActiveMessagesAreMatchedWithTheirArrivals) {
                                 o);
   ASSERT_EQ(q.exit_code, 0) << q.err;
   EXPECT_NE(q.out.find("\n60,60"), std::string::npos) << "sends, receives matched to a send:\n" << q.out;
+}
+
+// A 4-rank ring over UCX (25 rounds of 8192 bytes): every message's arrow runs from the send to the
+// receive's completion, forward in time. Blocking receives complete when Open MPI tests their
+// request; MPI_Irecv + MPI_Wait ones through their callback, seen when the request is freed.
+// (Stamped at their return, blocking sends ran "after" their receive: half the arrows ran backwards.)
+TEST(LayerAnalysis, UcxRingMessagesAreForwardArrowsFromSendToReceiveCompletion) {
+  const std::string ring = build_path("tests/bin/mpi_ring");
+  REQUIRE_PROGRAM("mpirun");
+  if (!file_exists(ring)) GTEST_SKIP() << "skipped: mpi_ring was not built (no MPI compiler)";
+  for (const char* pattern : {"blocking", "nonblocking"}) {
+    SCOPED_TRACE(pattern);
+    TempDir dir;
+    auto mpirun = [&](bool traced) {
+      std::vector<std::string> argv = {find_program("mpirun"), "-np", "4", "--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca",
+                                       "pml_ucx_devices", "any", "-x", "UCX_TLS=tcp,self", "-x", "UCX_NET_DEVICES=lo"};
+      if (traced) argv.insert(argv.end(), {build_path("bin/sigmatrace"), "profile", "-o", dir / "exp", "--"});
+      argv.insert(argv.end(), {ring, "25", "8192", pattern});
+      ProcessOptions o;
+      o.set_env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}, {"OMPI_MCA_rmaps_base_oversubscribe", "1"}};
+      o.unset_env = {"SIGMATRACE_MODE", "SIGMATRACE_PROVIDERS", "LD_PRELOAD"};
+      o.timeout_s = 90;
+      return run_process(argv, o);
+    };
+    ProcessResult plain = mpirun(false), traced = mpirun(true);
+    ASSERT_EQ(plain.exit_code, 0) << plain.out << plain.err;
+    ASSERT_EQ(traced.exit_code, 0) << traced.out << traced.err;
+    EXPECT_EQ(sorted_lines(traced.out), sorted_lines(plain.out));
+    EXPECT_NE(plain.out.find("rank 0 of 4: 25 rounds of 8192 bytes, checksum 375"), std::string::npos) << plain.out;
+    const std::string st = build_path("bin/sigmatrace"), exp = dir / "exp";
+    ProcessResult an = run_process({st, "analyze", "-q", exp});
+    ASSERT_EQ(an.exit_code, 0) << an.err;
+    expect_valid_timeline(exp);
+    auto sql = [&](const std::string& q) {
+      ProcessResult r = run_process({st, "sql", "--csv", exp, q});
+      EXPECT_EQ(r.exit_code, 0) << q << ": " << r.err;
+      std::vector<std::string> lines = split_lines(r.out);
+      return lines.size() >= 2 ? lines[1] : std::string("(no row) ") + r.out;
+    };
+    // 100 messages of 8192 bytes, each receive matched to its send, completed no earlier than it.
+    EXPECT_EQ(sql("SELECT COUNT(*), SUM(bytes) FROM op WHERE layer = 'ucx' AND opcode = 'SEND' AND bytes = 8192"), "100,819200");
+    EXPECT_EQ(sql("SELECT COUNT(*), SUM(r.dur_ns >= 0), SUM(c.ts_ns >= s.ts_ns) FROM op r JOIN op s ON s.flow_id = r.flow_id AND s.opcode = 'SEND' "
+                  "JOIN completion c ON c.op_id = r.op_id WHERE r.layer = 'ucx' AND r.opcode = 'RECV' AND r.bytes = 8192"),
+              "100,100,100");
+    std::ifstream json(exp + "/aggregate.json");
+    const nlohmann::json agg = nlohmann::json::parse(json);
+    for (const nlohmann::json& p : agg["processes"]) EXPECT_EQ(p["receives_untimed"], 0u) << p.dump();
+  }
 }
 
 TEST(LayerAnalysis, LibfabricMessagesFindTheirPeerThroughTheAddressVector) {
@@ -585,6 +636,7 @@ TEST(LayerAnalysis, LibfabricMessagesFindTheirPeerThroughTheAddressVector) {
   o.threads = 2;
   sigmatrace::exporter::AnalysisRun a = sigmatrace::exporter::run_analysis(o);
   ASSERT_TRUE(a.ok) << a.error;
+  expect_valid_timeline(dir.path());
   for (uint64_t src : {0u, 1u}) {
     const nlohmann::json* e = layer_entry(a.aggregate_json, "ofi", src, 1 - src);
     ASSERT_NE(e, nullptr) << a.aggregate_json["layers"].dump();
