@@ -160,6 +160,10 @@ std::string render_text_report(const json& a, size_t top) {
   add(&out, "dropped events: %" PRIu64 "\n", u(a, "events_dropped"));
   for (const json& p : procs)
     if (u(p, "events_dropped")) add(&out, "  %-12s %" PRIu64 "\n", s(p, "label").c_str(), u(p, "events_dropped"));
+  uint64_t untimed = 0;
+  for (const json& p : procs) untimed += u(p, "receives_untimed");
+  if (untimed)
+    add(&out, "receives matched to a send but not completed in the trace (no arrow in the timeline): %" PRIu64 "\n", untimed);
   if (!a["damage"].empty()) {
     add(&out, "damaged or incomplete files (intact parts analysed):\n");
     for (const json& dmg : a["damage"]) {
