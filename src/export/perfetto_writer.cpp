@@ -27,7 +27,7 @@ namespace {
 constexpr uint32_t kPacket = 1, kTimestamp = 8, kSequenceId = 10, kTrackEvent = 11, kClockSnapshot = 6, kTrackDescriptor = 60;
 // ClockSnapshot / ClockSnapshot.Clock
 constexpr uint32_t kCsClocks = 1, kCsPrimary = 2, kClockId = 1, kClockTimestamp = 2;
-constexpr uint64_t kClockRealtime = 1;
+constexpr uint64_t kClockRealtime = 1, kClockBoottime = 6;
 // TrackDescriptor
 constexpr uint32_t kTdUuid = 1, kTdName = 2, kTdProcess = 3, kTdThread = 4, kTdParent = 5, kTdCounter = 8, kTdChildOrdering = 11,
                    kTdSiblingRank = 12, kTdDescription = 14, kTdMergeBehavior = 15, kTdProcessOrdering = 19;
@@ -499,14 +499,26 @@ bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, std
   bin_ns_ = nice_bin(m.end_ns - m.start_ns);
   ProtoWriter w;
   const uint64_t start = static_cast<uint64_t>(m.start_ns);
-  {  // Timestamps are CLOCK_REALTIME: the trace clock, so the UI shows wall-clock time.
+  {
+    // Timestamps are CLOCK_REALTIME: the trace clock, so the UI shows wall-clock time. Perfetto
+    // relates every file's own clock (BOOTTIME) to the trace clock, so the snapshot also carries
+    // one calibration sample's CLOCK_MONOTONIC as BOOTTIME (the same on a host that never
+    // suspended): without it the importer reports the two clock domains as unrelatable.
+    const ClockSamplePoint* sample = nullptr;
+    for (const ProcessRow& p : m.processes)
+      if (!sample && !p.file->clock_samples.empty()) sample = &p.file->clock_samples.front();
     size_t p = w.begin(kPacket);
-    w.u64(kTimestamp, start);
     size_t cs = w.begin(kClockSnapshot);
     size_t c = w.begin(kCsClocks);
     w.u64(kClockId, kClockRealtime);
-    w.u64(kClockTimestamp, start);
+    w.u64(kClockTimestamp, sample ? sample->realtime_ns : start);
     w.end(c);
+    if (sample) {
+      c = w.begin(kCsClocks);
+      w.u64(kClockId, kClockBoottime);
+      w.u64(kClockTimestamp, sample->monotonic_ns);
+      w.end(c);
+    }
     w.u64(kCsPrimary, kClockRealtime);
     w.end(cs);
     w.end(p);

@@ -158,6 +158,7 @@ TEST_F(PerfettoOutput, ProcessesAndThreadsArePerfettosOwnAndQpsNestUnderThem) {
   // Every event is on a described track; REALTIME is the trace clock.
   for (const Node& e : events) EXPECT_TRUE(tracks.count(e.child("track_event")->u("track_uuid"))) << e.child("track_event")->u("track_uuid");
   EXPECT_NE(text.find("primary_trace_clock: 1"), std::string::npos);
+  EXPECT_NE(text.find("clock_id: 6"), std::string::npos) << "BOOTTIME, so Perfetto relates its file clock to REALTIME";
   expect_valid_timeline(dir.path());
 }
 
