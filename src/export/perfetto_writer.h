@@ -1,6 +1,6 @@
 // trace.pftrace: the experiment as a Perfetto protobuf trace (TrackEvent), for ui.perfetto.dev and
 // Perfetto's trace processor, written so that Perfetto's own importer reads it as meant (checked by
-// tests/support/pftrace_check):
+// tests/support/timeline_check on every experiment the tests analyse):
 // - Processes and threads are Perfetto's own (ProcessDescriptor with pid, name and labels,
 //   ThreadDescriptor with tid and name), so pid/tid search and a selected slice's process and
 //   thread work. Perfetto puts processes at the top of its tree, so a host is a root track with
