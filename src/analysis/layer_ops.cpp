@@ -307,6 +307,7 @@ struct LayerOpsAssociation::State {
       cr.process_id = pid;
       cr.thread_id = r.thread_id;
       cr.byte_len = r.bytes;
+      cr.opcode = 128;  // IBV_WC_RECV: trace.sqlite's completion table names it RECV
       cr.op_id = static_cast<int64_t>(r.op_id);
       cr.flow_id = r.flow_id;
       cr.is_receive = true;

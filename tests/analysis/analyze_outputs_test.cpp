@@ -229,6 +229,45 @@ TEST(AnalyzeSimple, QpBandwidthIsBytesOverTheActiveSpan) {
   EXPECT_DOUBLE_EQ(q["gbytes_per_s"].get<double>(), 1.0);
 }
 
+// Each completion is paired with the WR that generated it, as perftest and a QP that fails post
+// them: every WR with wr_id 0, one in three signalled (CQ moderation); two successful completions,
+// then the QP fails and each WR still outstanding is flushed with its own error completion.
+TEST(CompletionPairing, SignalledWrsUnderCqModerationThenFlushesOfEachOutstandingWr) {
+  TempDir dir;
+  format::TraceFileWriter w;
+  ASSERT_TRUE(w.open(dir / "h1.r0.p7.sgt", {{"host", "h1"}, {"pid", "7"}, {"rank", "0"}, {"mode", "full"}}));
+  w.add(0, format::EventType::clock_sync, 1000, {uint64_t{5000}, uint64_t{1}});  // 2 TSC ticks per ns
+  w.add(0, format::EventType::clock_sync, 9000, {uint64_t{9000}, uint64_t{2}});
+  const uint64_t ctx = 0xc0, qp = 0x90, qpn = 0x99, cq = 0xa0, kSignaled = 2, kWrite = 0, kFlushErr = 5, kWcWrite = 1;
+  w.add(7, format::EventType::ibv_qp_create, 1100, {ctx, uint64_t{0xd0}, qp, qpn, uint64_t{2}, cq, cq, uint64_t{0}, uint64_t{16}, uint64_t{16},
+                                                    uint64_t{0}});
+  auto post = [&](uint64_t tsc, bool signaled) {
+    w.add(7, format::EventType::ibv_send_wr, tsc, {qpn, uint64_t{0}, kWrite, uint64_t{64}, uint64_t{1}, uint64_t{0x1000}, uint64_t{5},
+                                                   signaled ? kSignaled : uint64_t{0}, uint64_t{0}});
+  };
+  auto complete = [&](uint64_t tsc, uint64_t status) {
+    w.add(7, format::EventType::ibv_completion, tsc, {cq, qpn, uint64_t{0}, status, kWcWrite, uint64_t{0}, uint64_t{0}, uint64_t{0}, uint64_t{0},
+                                                      uint64_t{0}});
+  };
+  for (int i = 0; i < 6; ++i) post(2000 + 100 * static_cast<uint64_t>(i), i % 3 == 2);  // WRs 0-5, 2 and 5 signalled
+  complete(3000, 0);                                                                       // WR 2 (0 and 1 with it)
+  for (int i = 6; i < 9; ++i) post(3000 + 100 * static_cast<uint64_t>(i), i == 8);        // WRs 6-8
+  complete(4000, 0);                                                                       // WR 5 (3 and 4 with it)
+  for (uint64_t t : {5000, 5002, 5004}) complete(t, kFlushErr);                            // WRs 6, 7, 8
+  w.add(0, format::EventType::file_end, 9000, {uint64_t{1}, uint64_t{16}, uint64_t{0}, uint64_t{0}});
+  ASSERT_TRUE(w.close());
+  exporter::AnalysisRun run = analyze_dir(dir.path());
+  ASSERT_TRUE(run.ok) << run.error;
+  const std::string db = dir / "trace.sqlite";
+  // WR (by posting order) | its duration in ns (post -> the completion that covered it) | status |
+  // the completion that reported it (its position), if any.
+  EXPECT_EQ(sql_rows(db, "WITH w AS (SELECT op_id, dur_ns, status, ROW_NUMBER() OVER (ORDER BY op_id) - 1 AS pos FROM op), "
+                         "c AS (SELECT op_id, ROW_NUMBER() OVER (ORDER BY completion_id) - 1 AS k FROM completion) "
+                         "SELECT w.pos, w.dur_ns, w.status, c.k FROM w LEFT JOIN c USING (op_id) ORDER BY w.pos"),
+            (std::vector<std::string>{"0|500|0|NULL", "1|450|0|NULL", "2|400|0|0", "3|850|0|NULL", "4|800|0|NULL", "5|750|0|1",
+                                      "6|700|5|2", "7|651|5|3", "8|602|5|4"}));
+}
+
 }  // namespace
 }  // namespace sigmatrace::test
 
