@@ -1,6 +1,5 @@
-// See perfetto_writer.h. Field numbers are Perfetto's documented ones (trace_packet.proto,
-// track_event.proto, track_descriptor.proto, debug_annotation.proto, counter_descriptor.proto);
-// tests/analysis/perfetto_subset.proto lists the subset used here for decoding in tests.
+// See perfetto_writer.h: the events of each file (the pass's records), on lanes where they overlap,
+// and the output file itself. The descriptors written before the pass: perfetto_tracks.cpp.
 #include "export/perfetto_writer.h"
 
 #include <algorithm>
@@ -15,93 +14,14 @@
 #include "analysis/aggregates.h"
 #include "analysis/flow_ids.h"
 #include "analysis/ibv_names.h"
-#include "export/protobuf_writer.h"
+#include "export/perfetto_wire.h"
 
 namespace sigmatrace::exporter {
 
 using namespace sigmatrace::analysis;
+using namespace pftrace;
 
 namespace {
-
-// TracePacket
-constexpr uint32_t kPacket = 1, kTimestamp = 8, kSequenceId = 10, kTrackEvent = 11, kClockSnapshot = 6, kTrackDescriptor = 60;
-// ClockSnapshot / ClockSnapshot.Clock
-constexpr uint32_t kCsClocks = 1, kCsPrimary = 2, kClockId = 1, kClockTimestamp = 2;
-constexpr uint64_t kClockRealtime = 1, kClockBoottime = 6;
-// TrackDescriptor
-constexpr uint32_t kTdUuid = 1, kTdName = 2, kTdProcess = 3, kTdThread = 4, kTdParent = 5, kTdCounter = 8, kTdChildOrdering = 11,
-                   kTdSiblingRank = 12, kTdDescription = 14, kTdMergeBehavior = 15, kTdProcessOrdering = 19;
-// ProcessDescriptor / ThreadDescriptor
-constexpr uint32_t kPdPid = 1, kPdName = 6, kPdLabels = 8, kThPid = 1, kThTid = 2, kThName = 5;
-// CounterDescriptor
-constexpr uint32_t kCdUnitName = 6;
-// TrackEvent
-constexpr uint32_t kTeDebug = 4, kTeType = 9, kTeTrack = 11, kTeCategories = 22, kTeName = 23, kTeDoubleValue = 44,
-                   kTeFlowIds = 47, kTeTerminatingFlowIds = 48;
-constexpr uint64_t kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4;
-// DebugAnnotation
-constexpr uint32_t kDaName = 10, kDaUint = 3, kDaInt = 4, kDaString = 6;
-constexpr uint64_t kExplicitOrdering = 3, kMergeByName = 1, kMergeNone = 2;
-
-struct Track {
-  uint64_t uuid = 0, parent = 0;
-  std::string name, description;
-  int64_t rank = 0;
-  const char* counter_unit = nullptr;  // a counter track
-  bool merge_by_name = false;          // lanes: same-named siblings form one track in the UI
-};
-
-void descriptor(ProtoWriter* w, const Track& t) {
-  size_t p = w->begin(kPacket);
-  size_t td = w->begin(kTrackDescriptor);
-  w->u64(kTdUuid, t.uuid);
-  if (t.parent) w->u64(kTdParent, t.parent);
-  w->str(kTdName, t.name);
-  if (!t.description.empty()) w->str(kTdDescription, t.description);
-  w->u64(kTdChildOrdering, kExplicitOrdering);
-  w->i64(kTdSiblingRank, t.rank);
-  // Same-named siblings (two "main" threads, two QPs with one number) stay apart unless lanes.
-  w->u64(kTdMergeBehavior, t.merge_by_name ? kMergeByName : kMergeNone);
-  if (t.counter_unit) {
-    size_t c = w->begin(kTdCounter);
-    w->str(kCdUnitName, t.counter_unit);
-    w->end(c);
-  }
-  w->end(td);
-  w->end(p);
-}
-
-void annotation(ProtoWriter* w, const char* name, uint64_t v) {
-  size_t a = w->begin(kTeDebug);
-  w->str(kDaName, name);
-  w->u64(kDaUint, v);
-  w->end(a);
-}
-void annotation_i(ProtoWriter* w, const char* name, int64_t v) {
-  size_t a = w->begin(kTeDebug);
-  w->str(kDaName, name);
-  w->i64(kDaInt, v);
-  w->end(a);
-}
-void annotation(ProtoWriter* w, const char* name, std::string_view v) {
-  size_t a = w->begin(kTeDebug);
-  w->str(kDaName, name);
-  w->str(kDaString, v);
-  w->end(a);
-}
-
-int64_t nice_bin(int64_t span_ns) {
-  // ~2000 bins over the experiment, rounded up to 1-2-5 x 10^k ns (at least 1 us).
-  int64_t want = std::max<int64_t>(1000, span_ns / 2000 + 1);
-  for (int64_t p = 1000;; p *= 10)
-    for (int64_t m : {1, 2, 5})
-      if (p * m >= want) return p * m;
-}
-
-std::string executable_name(const ProcessRow& p) {
-  std::string exe = p.file->meta_value("executable");
-  return exe.substr(exe.find_last_of('/') + 1);
-}
 
 // Slices of one group (a QP's sends or receives, a process's UCX operations, a GPU's kernels) that
 // may overlap: each goes to a lane where the previous slice ended strictly before it starts, so
@@ -422,28 +342,6 @@ class PerfettoFileSink : public FileSink {
     w_.clear();
   }
 
- public:
-  // A value where it changes (the counter holds until the next one), and 0 after the last bin.
-  static void write_counter(ProtoWriter* w, uint64_t seq, int64_t start_ns, int64_t bin_ns, uint64_t track, const std::vector<uint64_t>& bins) {
-    const double scale = 1e9 / static_cast<double>(bin_ns);
-    bool have = false;
-    uint64_t last = 0;
-    for (size_t b = 0; b <= bins.size(); ++b) {
-      uint64_t v = b < bins.size() ? bins[b] : 0;
-      if (have && v == last) continue;
-      size_t p = w->begin(kPacket);
-      w->u64(kTimestamp, static_cast<uint64_t>(start_ns + static_cast<int64_t>(b) * bin_ns));
-      w->u64(kSequenceId, seq);
-      size_t te = w->begin(kTrackEvent);
-      w->u64(kTeType, kCounter);
-      w->u64(kTeTrack, track);
-      w->dbl(kTeDoubleValue, static_cast<double>(v) * scale);
-      w->end(te);
-      w->end(p);
-      have = true, last = v;
-    }
-  }
-
  private:
   PerfettoExport* out_;
   const ExperimentModel& m_;
@@ -461,162 +359,11 @@ class PerfettoFileSink : public FileSink {
 
 }  // namespace
 
-PerfettoIds perfetto_ids(const ExperimentModel& m) {
-  // Kernel pids and tids are below 2^22 (PID_MAX_LIMIT); a host's offset goes above.
-  constexpr int64_t kHostStride = int64_t{1} << 22;
-  std::map<long, std::set<uint32_t>> hosts_of_pid;
-  std::map<uint32_t, std::set<uint32_t>> hosts_of_tid;
-  for (const ProcessRow& p : m.processes) hosts_of_pid[p.pid].insert(p.host_id);
-  for (const ThreadRow& t : m.threads) hosts_of_tid[t.tid].insert(m.processes[t.process_id].host_id);
-  auto offset = [&](uint32_t host) { return (static_cast<int64_t>(host % 500) + 1) * kHostStride; };
-  PerfettoIds ids;
-  for (const ProcessRow& p : m.processes)
-    ids.pid.push_back(hosts_of_pid[p.pid].size() > 1 ? offset(p.host_id) + p.pid : p.pid);
-  for (const ThreadRow& t : m.threads) {
-    const uint32_t host = m.processes[t.process_id].host_id;
-    ids.tid.push_back(hosts_of_tid[t.tid].size() > 1 ? offset(host) + t.tid : t.tid);
-  }
-  return ids;
-}
-
 PerfettoExport::~PerfettoExport() {
   if (f_) {
     fclose(f_);
     std::remove(tmp_path_.c_str());
   }
-}
-
-bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, std::string* error) {
-  model_ = &m;
-  ids_ = perfetto_ids(m);
-  path_ = path;
-  tmp_path_ = path + ".tmp";
-  f_ = fopen(tmp_path_.c_str(), "wb");
-  if (!f_) {
-    *error = "cannot create " + tmp_path_;
-    return false;
-  }
-  bin_ns_ = nice_bin(m.end_ns - m.start_ns);
-  ProtoWriter w;
-  const uint64_t start = static_cast<uint64_t>(m.start_ns);
-  {
-    // Timestamps are CLOCK_REALTIME: the trace clock, so the UI shows wall-clock time. Perfetto
-    // relates every file's own clock (BOOTTIME) to the trace clock, so the snapshot also carries
-    // one calibration sample's CLOCK_MONOTONIC as BOOTTIME (the same on a host that never
-    // suspended): without it the importer reports the two clock domains as unrelatable.
-    const ClockSamplePoint* sample = nullptr;
-    for (const ProcessRow& p : m.processes)
-      if (!sample && !p.file->clock_samples.empty()) sample = &p.file->clock_samples.front();
-    size_t p = w.begin(kPacket);
-    size_t cs = w.begin(kClockSnapshot);
-    size_t c = w.begin(kCsClocks);
-    w.u64(kClockId, kClockRealtime);
-    w.u64(kClockTimestamp, sample ? sample->realtime_ns : start);
-    w.end(c);
-    if (sample) {
-      c = w.begin(kCsClocks);
-      w.u64(kClockId, kClockBoottime);
-      w.u64(kClockTimestamp, sample->monotonic_ns);
-      w.end(c);
-    }
-    w.u64(kCsPrimary, kClockRealtime);
-    w.end(cs);
-    w.end(p);
-  }
-  {  // Processes in the order given (by host, then rank), not by pid.
-    size_t p = w.begin(kPacket);
-    size_t td = w.begin(kTrackDescriptor);
-    w.u64(kTdUuid, 0);
-    w.u64(kTdProcessOrdering, 1);
-    w.end(td);
-    w.end(p);
-  }
-  auto host_rank = [&](uint32_t host) { return static_cast<int64_t>(host) * 1000000; };
-  for (size_t h = 0; h < m.hosts.size(); ++h) {
-    descriptor(&w, {track_uuid(TrackKind::host, h), 0, "host " + m.hosts[h], "the processes of this host follow", host_rank(static_cast<uint32_t>(h))});
-    Track c{track_uuid(TrackKind::host_bytes, h), track_uuid(TrackKind::host, h), "bytes/s host " + m.hosts[h],
-            "bytes posted per second by this host's processes (all QPs)", 0};
-    c.counter_unit = "bytes/s";
-    descriptor(&w, c);
-  }
-  for (const ProcessRow& p : m.processes) {
-    const int64_t pid = ids_.pid[p.process_id];
-    size_t pk = w.begin(kPacket);
-    w.u64(kTimestamp, start);
-    size_t td = w.begin(kTrackDescriptor);
-    w.u64(kTdUuid, track_uuid(TrackKind::process, p.process_id));
-    size_t pd = w.begin(kTdProcess);
-    w.i64(kPdPid, pid);
-    w.str(kPdName, process_label(p) + " " + executable_name(p));
-    w.str(kPdLabels, "host " + p.host);
-    if (pid != p.pid) w.str(kPdLabels, "pid " + std::to_string(p.pid) + " on " + p.host);
-    w.str(kPdLabels, "mode " + p.mode);
-    w.end(pd);
-    w.u64(kTdChildOrdering, kExplicitOrdering);
-    w.i64(kTdSiblingRank, host_rank(p.host_id) + 1 + p.process_id);
-    w.end(td);
-    w.end(pk);
-    Track c{track_uuid(TrackKind::process_bytes, p.process_id), track_uuid(TrackKind::process, p.process_id), "bytes/s " + process_label(p),
-            "bytes posted per second by this process (all QPs)", -1};
-    c.counter_unit = "bytes/s";
-    descriptor(&w, c);
-  }
-  for (const ThreadRow& t : m.threads) {
-    size_t pk = w.begin(kPacket);
-    w.u64(kTimestamp, start);
-    size_t td = w.begin(kTrackDescriptor);
-    w.u64(kTdUuid, track_uuid(TrackKind::thread, t.thread_id));
-    size_t th = w.begin(kTdThread);
-    w.i64(kThPid, ids_.pid[t.process_id]);
-    w.i64(kThTid, ids_.tid[t.thread_id]);
-    w.str(kThName, t.name.empty() ? std::string("thread") : t.name);
-    w.end(th);
-    w.end(td);
-    w.end(pk);
-  }
-  for (const QpRow& q : m.qps) {
-    std::string name = "QP " + std::to_string(q.qp_num) + " " + qp_type_name(q.qp_type);
-    if (q.device_id != kNone) name += " " + m.devices[static_cast<size_t>(q.device_id)].name;
-    if (q.remote_qp_id != kNone) {
-      const QpRow& r = m.qps[static_cast<size_t>(q.remote_qp_id)];
-      name += " -> " + process_label(m.processes[r.process_id]) + " QP " + std::to_string(r.qp_num);
-    }
-    const uint64_t parent = track_uuid(TrackKind::process, q.process_id);
-    descriptor(&w, {track_uuid(TrackKind::qp, q.qp_id), parent, name, "work requests and completions of this QP", 1000000 + q.qp_id});
-    Track c{track_uuid(TrackKind::qp_bytes, q.qp_id), parent, "bytes/s QP " + std::to_string(q.qp_num), "bytes posted per second on this QP",
-            2000000 + q.qp_id};
-    c.counter_unit = "bytes/s";
-    descriptor(&w, c);
-  }
-  // GPU-initiated work: a doorbell track and a kernel-launch track per (process, GPU) that has a
-  // GPU-initiated QP or launched kernels; a doorbells/s counter per GPU-initiated QP.
-  std::set<std::pair<uint32_t, int64_t>>& gpus = gpu_tracks_;
-  for (const QpRow& q : m.qps) {
-    if (!q.gpu_initiated) continue;
-    gpus.insert({q.process_id, q.gpu});
-    Track c{track_uuid(TrackKind::qp_doorbells, q.qp_id), track_uuid(TrackKind::process, q.process_id), "doorbells/s QP " + std::to_string(q.qp_num),
-            "doorbells per second its GPU rang on this QP", 3000000 + q.qp_id};
-    c.counter_unit = "doorbells/s";
-    descriptor(&w, c);
-  }
-  for (const ProcessRow& p : m.processes)
-    if (p.file->events_by_type.count("cuda_launch")) gpus.insert({p.process_id, -1});
-  for (const auto& [pid, gpu] : gpus) {
-    const std::string g = gpu >= 0 ? "GPU " + std::to_string(gpu) : "GPU (host-memory queues)";
-    const uint64_t parent = track_uuid(TrackKind::process, pid);
-    const int64_t index = static_cast<int64_t>(gpu_track_index(pid, gpu));
-    descriptor(&w, {track_uuid(TrackKind::gpu_doorbells, gpu_track_index(pid, gpu)), parent, g + " doorbells",
-                    "doorbells this process's GPU threads rang, as the profiler's poller saw them", 500000 + index});
-    descriptor(&w, {track_uuid(TrackKind::gpu_kernels, gpu_track_index(pid, gpu)), parent, g + " kernel launches", "kernel launches (at the launch call)",
-                    600000 + index});
-    Track c{track_uuid(TrackKind::gpu_bytes, gpu_track_index(pid, gpu)), parent, "bytes/s " + g,
-            "bytes per second of the operations recovered from this GPU's send queues (SIGMATRACE_DOORBELLS=wqe)", 700000 + index};
-    c.counter_unit = "bytes/s";
-    descriptor(&w, c);
-  }
-  append(w.buffer());
-  if (!ok_) *error = "cannot write " + tmp_path_;
-  return ok_;
 }
 
 std::unique_ptr<FileSink> PerfettoExport::open_file(uint32_t process_id) {
@@ -640,7 +387,7 @@ bool PerfettoExport::finish(std::string* error) {
   // The host counters' own sequence, after every process's (sequence ids are process_id + 1).
   const uint64_t seq = model_->processes.size() + 1;
   for (const auto& [host, bins] : host_bins_)
-    PerfettoFileSink::write_counter(&w, seq, model_->start_ns, bin_ns_, track_uuid(TrackKind::host_bytes, host), bins);
+    write_counter(&w, seq, model_->start_ns, bin_ns_, track_uuid(TrackKind::host_bytes, host), bins);
   append(w.buffer());
   ok_ &= fclose(f_) == 0;
   f_ = nullptr;
