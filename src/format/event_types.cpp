@@ -1,6 +1,8 @@
 // Materialises the X-macro schema of event_types.h as tables the encoder and reader iterate.
 #include "format/event_types.h"
 
+#include <cstddef>
+
 namespace sigmatrace::format {
 namespace {
 
@@ -10,8 +12,22 @@ namespace {
 SIGMATRACE_EVENT_TYPES(SIGMATRACE_FIELDS_ARRAY, SIGMATRACE_FIELD_SPEC)
 #undef SIGMATRACE_FIELDS_ARRAY
 
-#define SIGMATRACE_SPEC_ENTRY(id, ident, name, fields) \
-  EventSpec{id, name, static_cast<uint8_t>(sizeof(ident##_fields) / sizeof(FieldSpec)), ident##_fields},
+template <size_t N>
+constexpr uint32_t zigzag_mask_of(const FieldSpec (&fields)[N]) {
+  uint32_t m = 0;
+  for (size_t f = 0; f < N; ++f) m |= (fields[f].kind == FieldKind::i64 ? 1u : 0u) << f;
+  return m;
+}
+template <size_t N>
+constexpr bool has_bytes_of(const FieldSpec (&fields)[N]) {
+  for (size_t f = 0; f < N; ++f)
+    if (fields[f].kind == FieldKind::bytes) return true;
+  return false;
+}
+
+#define SIGMATRACE_SPEC_ENTRY(id, ident, name, fields)                                                                  \
+  EventSpec{id, name, static_cast<uint8_t>(sizeof(ident##_fields) / sizeof(FieldSpec)), ident##_fields, zigzag_mask_of(ident##_fields), \
+            has_bytes_of(ident##_fields)},
 constexpr EventSpec kSpecs[] = {SIGMATRACE_EVENT_TYPES(SIGMATRACE_SPEC_ENTRY, SIGMATRACE_FIELD_SPEC)};
 #undef SIGMATRACE_SPEC_ENTRY
 #undef SIGMATRACE_FIELD_SPEC

@@ -380,6 +380,10 @@ struct EventSpec {
   const char* name;
   uint8_t field_count;
   const FieldSpec* fields;
+  // Derived from the fields, for the writer's encoder: bit f set when field f is zigzag-encoded
+  // (i64), and whether the type has a bytes field (then each record is checked field by field).
+  uint32_t zigzag_mask;
+  bool has_bytes;
 };
 
 // All built-in event types, ordered by id.

@@ -48,13 +48,15 @@ TEST(FormatRoundTrip, EveryFieldKindSurvivesEveryCodec) {
     for (uint64_t i = 0; i < 5000; ++i) w.add(7, EventType::user_mark, 1000 + i * 13, {i, ~i});
     w.add(0, EventType::rank_update, 2000, {int64_t{-1}, int64_t{16}, std::string_view("MPI_Comm_rank")});
     w.add(0, EventType::thread_info, 2001, {uint64_t{7}, std::string_view("")});
+    // Integer fields only, a signed one among them (the encoder's fast path zigzags it).
+    w.add(7, EventType::ibv_post_send, 2002, {uint64_t{0x99}, uint64_t{3}, ~uint64_t{0} >> 1, uint64_t{1}, int64_t{-12}});
     ASSERT_TRUE(w.close());
     EXPECT_GT(w.chunks_written(), 5u);  // 4 KiB chunks: the marks span many
 
     std::vector<std::string> strings;
     std::vector<uint32_t> tids;
     std::vector<DecodedEvent> evs = read_all(dir / "t.sgt", &strings, &tids);
-    ASSERT_EQ(evs.size(), 5002u) << codec_name(codec);
+    ASSERT_EQ(evs.size(), 5003u) << codec_name(codec);
     uint64_t marks = 0;
     for (size_t k = 0; k < evs.size(); ++k) {
       const DecodedEvent& e = evs[k];
@@ -67,6 +69,11 @@ TEST(FormatRoundTrip, EveryFieldKindSurvivesEveryCodec) {
       } else if (e.type == static_cast<uint16_t>(EventType::rank_update)) {
         EXPECT_EQ(e.as_i64(0), -1);
         EXPECT_EQ(e.as_i64(1), 16);
+      } else if (e.type == static_cast<uint16_t>(EventType::ibv_post_send)) {
+        EXPECT_EQ(e.values[0], 0x99u);
+        EXPECT_EQ(e.values[2], ~uint64_t{0} >> 1);
+        EXPECT_EQ(e.as_i64(4), -12);
+        EXPECT_EQ(e.tsc, 2002u);
       }
     }
     EXPECT_EQ(marks, 5000u);
