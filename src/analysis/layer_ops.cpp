@@ -179,6 +179,10 @@ OpKind ucx_kind(uint64_t op) {
 
 constexpr uint64_t kFiRecv = 1ull << 10;  // FI_RECV in a completion's flags
 
+// What a libfabric operation waits under for its completion: its context, and whether it receives
+// (a program may use one context for a send and a receive).
+uint64_t ofi_completion_key(uint64_t context, bool receive) { return context << 1 | (receive ? 1 : 0); }
+
 bool ofi_is_inject(uint64_t op) {
   const auto o = static_cast<OfiOp>(op);
   return o == OfiOp::inject || o == OfiOp::injectdata || o == OfiOp::tinject || o == OfiOp::tinjectdata || o == OfiOp::inject_write ||
@@ -238,7 +242,7 @@ struct LayerOpsAssociation::State {
   // libfabric without Full mode, injects).
   struct Completes {
     enum When { at_call, later, unknown } when;
-    uint64_t key;  // later: the request or (context << 1 | receive)
+    uint64_t key;  // later: the request, or ofi_completion_key()
   };
 
   void op(int64_t thread, int64_t ts, const char* layer, uint64_t layer_no, const OpKind& k, uint64_t bytes, int64_t peer,
@@ -318,8 +322,8 @@ struct LayerOpsAssociation::State {
     if (sink) sink->op(r);
   }
 
-  // A traced completion of a request or context (UCX: the request; libfabric: context << 1 |
-  // receive); `length`: what a receive got, when `has_length`.
+  // A traced completion of a request or context (UCX: the request; libfabric:
+  // ofi_completion_key()); `length`: what a receive got, when `has_length`.
   void completed(uint64_t key, int64_t ts, int64_t status, uint64_t length, bool has_length) {
     auto it = inflight.find(key);
     if (it == inflight.end()) return;
@@ -399,7 +403,7 @@ bool LayerOpsAssociation::on_event(int64_t thread, int64_t ts, const format::Dec
       s.completed(v[0], ts, 0, 0, false);
       return true;
     case EventType::ofi_completion:  // cq context flags length tag source
-      if (v[1]) s.completed(v[1] << 1 | ((v[2] & kFiRecv) ? 1 : 0), ts, 0, v[3], true);
+      if (v[1]) s.completed(ofi_completion_key(v[1], (v[2] & kFiRecv) != 0), ts, 0, v[3], true);
       return true;
     case EventType::ucx_call_error:
       s.error(thread, ts, "ucx", std::string(ucx_kind(v[0]).name) + "#" + std::to_string(v[0]), v[1], ev.as_i64(2));
@@ -419,7 +423,7 @@ bool LayerOpsAssociation::on_event(int64_t thread, int64_t ts, const format::Dec
       // Full mode records each completion with its context; injects have none.
       const bool receive = k.dir == Dir::in;
       State::Completes when{State::Completes::unknown, 0};
-      if (s.full_mode && v[6] && !ofi_is_inject(v[0])) when = {State::Completes::later, v[6] << 1 | (receive ? 1 : 0)};
+      if (s.full_mode && v[6] && !ofi_is_inject(v[0])) when = {State::Completes::later, ofi_completion_key(v[6], receive)};
       s.op(thread, ts, "ofi", 2, k, v[2], peer, provider, k.channel == 1 ? v[4] : 0, exact, ev.as_i64(7), when);
       return true;
     }
@@ -428,7 +432,7 @@ bool LayerOpsAssociation::on_event(int64_t thread, int64_t ts, const format::Dec
       return true;
     case EventType::ofi_completion_error:  // cq context flags error prov_errno
       s.error(thread, ts, "ofi", "completion", v[1], ev.as_i64(3));
-      if (v[1]) s.completed(v[1] << 1 | ((v[2] & kFiRecv) ? 1 : 0), ts, -std::abs(ev.as_i64(3)), 0, false);
+      if (v[1]) s.completed(ofi_completion_key(v[1], (v[2] & kFiRecv) != 0), ts, -std::abs(ev.as_i64(3)), 0, false);
       return true;
     case EventType::ofi_call_error:
       s.error(thread, ts, "ofi", std::string(ofi_kind(v[0]).name) + "#" + std::to_string(v[0]), v[1], ev.as_i64(2));

@@ -719,19 +719,17 @@ SIGMATRACE_EXPORT ucs_status_t ucp_stream_recv_request_test(void* request, size_
 
 // A request the program frees: completed by then. A request completed through its callback (Open
 // MPI's MPI_Irecv + MPI_Wait) is never tested; its free is the latest it can have completed.
-SIGMATRACE_EXPORT void ucp_request_free(void* request) {
-  auto fn = real_function<void (*)(void*)>(ucx::real::ucp_request_free);
+namespace {
+void free_request(RealSymbol& real, void* request) {
+  auto fn = real_function<void (*)(void*)>(real);
   if (!fn) return;
   if (g_mode != TraceMode::aggregate && !Reentry::inside() && active()) record<EventType::ucx_request_free>(addr(request));
   fn(request);
 }
+}  // namespace
 
-SIGMATRACE_EXPORT void ucp_request_release(void* request) {
-  auto fn = real_function<void (*)(void*)>(ucx::real::ucp_request_release);
-  if (!fn) return;
-  if (g_mode != TraceMode::aggregate && !Reentry::inside() && active()) record<EventType::ucx_request_free>(addr(request));
-  fn(request);
-}
+SIGMATRACE_EXPORT void ucp_request_free(void* request) { free_request(ucx::real::ucp_request_free, request); }
+SIGMATRACE_EXPORT void ucp_request_release(void* request) { free_request(ucx::real::ucp_request_release, request); }
 
 // ---- progress ------------------------------------------------------------------------------------
 
