@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sigmatrace::format::DecodedEvent ev;
   uint64_t events = 0;
   while (reader.next_chunk(&chunk)) {
-    sigmatrace::format::ChunkEventDecoder d(chunk.payload.data(), chunk.payload.size(), chunk.header.first_tsc, &reader.schema());
+    sigmatrace::format::ChunkEventDecoder d(chunk.header, chunk.payload.data(), chunk.payload.size(), &reader.schema());
     while (d.next(&ev)) ++events;
   }
   if (reader.bytes_lost() > reader.file_bytes()) abort();  // a loss larger than the file is a reader bug

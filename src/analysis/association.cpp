@@ -129,7 +129,7 @@ FilePassStats FileAssociation::run(std::atomic<uint64_t>* bytes_done) {
       auto it = p_.thread_of_tid.find(chunk.header.tid);
       if (it != p_.thread_of_tid.end()) thread = it->second;
     }
-    format::ChunkEventDecoder dec(chunk.payload.data(), chunk.payload.size(), chunk.header.first_tsc, &schema);
+    format::ChunkEventDecoder dec(chunk.header, chunk.payload.data(), chunk.payload.size(), &schema);
     while (dec.next(&ev)) {
       ++stats_.events;
       if (!layout_ok[static_cast<size_t>(ev.desc - schema.types.data())]) {

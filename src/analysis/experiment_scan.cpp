@@ -106,7 +106,7 @@ FileSummary scan_trace_file(const std::string& path, const ScanHooks* hooks) {
     uint32_t tid = chunk.header.tid;
     if (hooks && hooks->bytes_done) *hooks->bytes_done += sizeof(chunk.header) + chunk.header.stored_bytes;
     const std::vector<bool>* filter = tid != 0 && hooks ? hooks->thread_types_wanted : nullptr;
-    format::ChunkEventDecoder dec(chunk.payload.data(), chunk.payload.size(), chunk.header.first_tsc, &schema, filter);
+    format::ChunkEventDecoder dec(chunk.header, chunk.payload.data(), chunk.payload.size(), &schema, filter);
     uint64_t in_chunk = 0;
     while (dec.next(&ev)) {
       ++in_chunk;

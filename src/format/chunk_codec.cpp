@@ -19,6 +19,7 @@ EncodeResult encode_raw_events(const uint8_t* raw, size_t raw_bytes, uint64_t fi
   uint8_t* o = out;
   uint8_t* o_end = out + out_cap;
   uint64_t prev_tsc = first_tsc;
+  FieldDeltaTable deltas;
   while (p + sizeof(RawEventHeader) <= end) {
     RawEventHeader h;
     std::memcpy(&h, p, sizeof h);
@@ -31,8 +32,9 @@ EncodeResult encode_raw_events(const uint8_t* raw, size_t raw_bytes, uint64_t fi
     p = next;
     const EventSpec* spec = find_builtin_spec(h.type);
     if (spec && !spec->has_bytes) {
-      // Integer fields only (nearly every record): one word per field, each a varint, the signed
-      // ones zigzagged; no per-field dispatch.
+      // Integer fields only (nearly every record): each field as the zigzag varint of its change
+      // since the previous event of its type, so a counter, an address walking through a buffer
+      // or a repeated QP number takes one byte; no per-field dispatch.
       if (h.words != spec->field_count || o + 13 + 10ull * h.words > o_end) {
         ++r.malformed;
         continue;
@@ -40,11 +42,12 @@ EncodeResult encode_raw_events(const uint8_t* raw, size_t raw_bytes, uint64_t fi
       o = varint_put(o, h.type);
       o = varint_put(o, zigzag_encode(static_cast<int64_t>(h.tsc - prev_tsc)));
       prev_tsc = h.tsc;
+      uint64_t* prev = deltas.previous(h.type, h.words);
       for (uint32_t f = 0; f < h.words; ++f) {
         uint64_t v;
         std::memcpy(&v, words + 8 * f, 8);
-        if ((spec->zigzag_mask >> f) & 1) v = zigzag_encode(static_cast<int64_t>(v));
-        o = varint_put(o, v);
+        o = varint_put(o, zigzag_encode(static_cast<int64_t>(v - prev[f])));
+        prev[f] = v;
       }
       ++r.events;
       continue;
@@ -237,6 +240,7 @@ bool ChunkEventDecoder::next(DecodedEvent* ev) {
       p += (__builtin_ctzll(t) >> 3) + 1;
       n = 0;
     }
+    if (deltas_on_) deltas_.skipped(type);
     p_ = p;
     return true;
   }
@@ -244,7 +248,7 @@ bool ChunkEventDecoder::next(DecodedEvent* ev) {
   if (!plan->plain || end_ - p < 10 * n) {
     // Near the end of the chunk (or with bytes fields) an unwanted event is decoded the careful
     // way, then presented like a skipped one.
-    bool ok = decode_general(desc, p, ev);
+    bool ok = decode_general(*plan, p, ev);
     if (!plan->wanted) ev->field_count = 0;
     return ok;
   }
@@ -255,16 +259,24 @@ bool ChunkEventDecoder::next(DecodedEvent* ev) {
       return false;
     }
   }
-  for (uint32_t m = plan->i64_mask; m; m &= m - 1) {
-    int f = __builtin_ctz(m);
-    ev->values[f] = static_cast<uint64_t>(zigzag_decode(ev->values[f]));
+  if (deltas_on_) {
+    uint64_t* prev = deltas_.previous(type, static_cast<uint32_t>(n));
+    for (int f = 0; f < n; ++f) ev->values[f] = prev[f] += static_cast<uint64_t>(zigzag_decode(ev->values[f]));
+  } else {
+    for (uint32_t m = plan->i64_mask; m; m &= m - 1) {
+      int f = __builtin_ctz(m);
+      ev->values[f] = static_cast<uint64_t>(zigzag_decode(ev->values[f]));
+    }
   }
   if (!plan->wanted) ev->field_count = 0;  // decoded (too near the end to skip), shown as skipped
   p_ = p;
   return true;
 }
 
-bool ChunkEventDecoder::decode_general(const TypeDesc* desc, const uint8_t* p, DecodedEvent* ev) {
+bool ChunkEventDecoder::decode_general(const TypePlan& plan, const uint8_t* p, DecodedEvent* ev) {
+  const TypeDesc* desc = plan.desc;
+  // Integer-only types are stored as changes in the field-delta encoding (see field_deltas.h).
+  uint64_t* prev = deltas_on_ && plan.plain ? deltas_.previous(desc->id, static_cast<uint32_t>(ev->field_count)) : nullptr;
   for (int f = 0; f < ev->field_count; ++f) {
     uint64_t v = 0;
     if (!(p = varint_get(p, end_, &v))) {
@@ -272,6 +284,10 @@ bool ChunkEventDecoder::decode_general(const TypeDesc* desc, const uint8_t* p, D
       return false;
     }
     ev->bytes[f] = {};
+    if (prev) {
+      ev->values[f] = prev[f] += static_cast<uint64_t>(zigzag_decode(v));
+      continue;
+    }
     switch (desc->fields[f].kind) {
       case FieldKind::u64: ev->values[f] = v; break;
       case FieldKind::i64: ev->values[f] = static_cast<uint64_t>(zigzag_decode(v)); break;

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "format/field_deltas.h"
 #include "format/file_layout.h"
 #include "format/schema.h"
 
@@ -20,7 +21,8 @@ struct EncodeResult {
   uint32_t malformed = 0;  // raw records that did not match the built-in schema (skipped, counted)
 };
 
-// Encodes the raw records in [raw, raw+raw_bytes) against the built-in schema.
+// Encodes the raw records in [raw, raw+raw_bytes) against the built-in schema, in
+// ChunkEncoding::field_deltas.
 EncodeResult encode_raw_events(const uint8_t* raw, size_t raw_bytes, uint64_t first_tsc, uint8_t* out, size_t out_cap);
 
 size_t compress_bound(Codec codec, size_t n);
@@ -59,14 +61,19 @@ struct DecodedEvent {
 // Iterates the events of one decompressed chunk payload.
 class ChunkEventDecoder {
  public:
-  ChunkEventDecoder(const uint8_t* payload, size_t n, uint64_t first_tsc, const Schema* schema)
-      : p_(payload), end_(payload + n), tsc_(first_tsc), schema_(schema) {}
   // With a filter (indexed by type id; ids beyond its size count as wanted), events of unwanted
   // types come back with their type, desc and tsc but no fields (field_count 0): their fields are
   // skipped without being decoded, which makes a pass that looks for a few types much cheaper.
-  ChunkEventDecoder(const uint8_t* payload, size_t n, uint64_t first_tsc, const Schema* schema, const std::vector<bool>* wanted)
-      : p_(payload), end_(payload + n), tsc_(first_tsc), schema_(schema), wanted_(wanted) {}
+  ChunkEventDecoder(const ChunkHeader& header, const uint8_t* payload, size_t n, const Schema* schema,
+                    const std::vector<bool>* wanted = nullptr)
+      : ChunkEventDecoder(payload, n, header.first_tsc, static_cast<ChunkEncoding>(header.encoding), schema, wanted) {}
+  // A payload without its header (tests, tools): the time base and encoding given.
+  ChunkEventDecoder(const uint8_t* payload, size_t n, uint64_t first_tsc, ChunkEncoding encoding, const Schema* schema,
+                    const std::vector<bool>* wanted = nullptr)
+      : p_(payload), end_(payload + n), tsc_(first_tsc), schema_(schema), wanted_(wanted),
+        deltas_on_(encoding == ChunkEncoding::field_deltas), failed_(encoding > ChunkEncoding::field_deltas) {}
   // False at the end or on a malformed event (then failed() is true; the rest of the chunk is lost).
+  // An encoding this build does not know fails at once.
   bool next(DecodedEvent* ev);
   bool failed() const { return failed_; }
   size_t remaining_bytes() const { return static_cast<size_t>(end_ - p_); }
@@ -81,14 +88,16 @@ class ChunkEventDecoder {
     bool wanted = true;     // false: fields skipped (filter)
   };
   const TypePlan* lookup(uint64_t type);
-  bool decode_general(const TypeDesc* desc, const uint8_t* p, DecodedEvent* ev);
+  bool decode_general(const TypePlan& plan, const uint8_t* p, DecodedEvent* ev);
   const uint8_t* p_;
   const uint8_t* end_;
   uint64_t tsc_;
   const Schema* schema_;
   const std::vector<bool>* wanted_ = nullptr;
-  bool failed_ = false;
+  bool deltas_on_;
+  bool failed_;
   TypePlan plans_[64];  // direct-mapped by type id
+  FieldDeltaTable deltas_;
 };
 
 }  // namespace sigmatrace::format

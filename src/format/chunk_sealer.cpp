@@ -35,6 +35,7 @@ bool ChunkSealer::seal(const uint8_t* raw, size_t raw_bytes, uint32_t tid, uint3
   h = ChunkHeader{};
   h.magic = kChunkMagic;
   h.codec = static_cast<uint8_t>(codec);
+  h.encoding = static_cast<uint8_t>(ChunkEncoding::field_deltas);
   h.tid = tid;
   h.seq = seq;
   h.event_count = out->encoded.events;

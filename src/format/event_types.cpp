@@ -13,12 +13,6 @@ SIGMATRACE_EVENT_TYPES(SIGMATRACE_FIELDS_ARRAY, SIGMATRACE_FIELD_SPEC)
 #undef SIGMATRACE_FIELDS_ARRAY
 
 template <size_t N>
-constexpr uint32_t zigzag_mask_of(const FieldSpec (&fields)[N]) {
-  uint32_t m = 0;
-  for (size_t f = 0; f < N; ++f) m |= (fields[f].kind == FieldKind::i64 ? 1u : 0u) << f;
-  return m;
-}
-template <size_t N>
 constexpr bool has_bytes_of(const FieldSpec (&fields)[N]) {
   for (size_t f = 0; f < N; ++f)
     if (fields[f].kind == FieldKind::bytes) return true;
@@ -26,7 +20,7 @@ constexpr bool has_bytes_of(const FieldSpec (&fields)[N]) {
 }
 
 #define SIGMATRACE_SPEC_ENTRY(id, ident, name, fields)                                                                  \
-  EventSpec{id, name, static_cast<uint8_t>(sizeof(ident##_fields) / sizeof(FieldSpec)), ident##_fields, zigzag_mask_of(ident##_fields), \
+  EventSpec{id, name, static_cast<uint8_t>(sizeof(ident##_fields) / sizeof(FieldSpec)), ident##_fields, \
             has_bytes_of(ident##_fields)},
 constexpr EventSpec kSpecs[] = {SIGMATRACE_EVENT_TYPES(SIGMATRACE_SPEC_ENTRY, SIGMATRACE_FIELD_SPEC)};
 #undef SIGMATRACE_SPEC_ENTRY

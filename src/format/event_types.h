@@ -380,9 +380,8 @@ struct EventSpec {
   const char* name;
   uint8_t field_count;
   const FieldSpec* fields;
-  // Derived from the fields, for the writer's encoder: bit f set when field f is zigzag-encoded
-  // (i64), and whether the type has a bytes field (then each record is checked field by field).
-  uint32_t zigzag_mask;
+  // Derived from the fields, for the writer's encoder: a type with a bytes field has each record
+  // checked field by field, and its fields are stored as they are (no deltas).
   bool has_bytes;
 };
 

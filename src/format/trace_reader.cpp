@@ -126,6 +126,12 @@ bool TraceFileReader::next_chunk(Chunk* chunk) {
       pos_ = payload_at + h.stored_bytes;
       continue;
     }
+    if (h.encoding > kLastChunkEncoding) {
+      note_loss(pos_, sizeof h + h.stored_bytes, "chunk in an encoding this build does not know (" + std::to_string(h.encoding) +
+                ", written by a newer sigmatrace?; " + std::to_string(h.event_count) + " events)");
+      pos_ = payload_at + h.stored_bytes;
+      continue;
+    }
     chunk->payload.resize(h.raw_bytes);
     if (!decompressor_.run(static_cast<Codec>(h.codec), stored_.data(), stored_.size(), chunk->payload.data(), h.raw_bytes)) {
       note_loss(pos_, sizeof h + h.stored_bytes, "chunk does not decompress (" + std::to_string(h.event_count) + " events)");

@@ -35,8 +35,8 @@ TEST(DecoderFilter, SkippedEventsLeaveTheOthersIntact) {
   ASSERT_TRUE(r.next_chunk(&chunk));
   std::vector<bool> wanted(200, false);
   wanted[static_cast<size_t>(EventType::ibv_qp_modify)] = true;
-  format::ChunkEventDecoder all(chunk.payload.data(), chunk.payload.size(), chunk.header.first_tsc, &r.schema());
-  format::ChunkEventDecoder some(chunk.payload.data(), chunk.payload.size(), chunk.header.first_tsc, &r.schema(), &wanted);
+  format::ChunkEventDecoder all(chunk.header, chunk.payload.data(), chunk.payload.size(), &r.schema());
+  format::ChunkEventDecoder some(chunk.header, chunk.payload.data(), chunk.payload.size(), &r.schema(), &wanted);
   format::DecodedEvent a, b;
   size_t n = 0, modifies = 0;
   while (all.next(&a)) {

@@ -17,7 +17,7 @@ void for_each_event(const std::string& path, Fn fn, bool intact = true) {
   format::Chunk c;
   format::DecodedEvent ev;
   while (r.next_chunk(&c)) {
-    format::ChunkEventDecoder d(c.payload.data(), c.payload.size(), c.header.first_tsc, &r.schema());
+    format::ChunkEventDecoder d(c.header, c.payload.data(), c.payload.size(), &r.schema());
     while (d.next(&ev)) fn(c.header.tid, ev);
     if (intact) {
       EXPECT_FALSE(d.failed());

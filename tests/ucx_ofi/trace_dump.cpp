@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
     DecodedEvent ev;
     std::string base = path.substr(path.rfind('/') + 1);
     while (r.next_chunk(&c)) {
-      ChunkEventDecoder d(c.payload.data(), c.payload.size(), c.header.first_tsc, &r.schema());
+      ChunkEventDecoder d(c.header, c.payload.data(), c.payload.size(), &r.schema());
       while (d.next(&ev)) {
         if (!ev.desc || ev.desc->name.compare(0, prefix.size(), prefix) != 0) continue;
         printf("%s %s", base.c_str(), ev.desc->name.c_str());

@@ -23,7 +23,7 @@ std::vector<DecodedEvent> read_all(const std::string& path, std::vector<std::str
   std::vector<DecodedEvent> out;
   Chunk c;
   while (r.next_chunk(&c)) {
-    ChunkEventDecoder d(c.payload.data(), c.payload.size(), c.header.first_tsc, &r.schema());
+    ChunkEventDecoder d(c.header, c.payload.data(), c.payload.size(), &r.schema());
     DecodedEvent ev;
     while (d.next(&ev)) {
       out.push_back(ev);
@@ -109,7 +109,7 @@ TEST(FormatRoundTrip, ReaderDecodesTypesItDoesNotKnowFromTheFileSchema) {
   auto put = [&](uint64_t v) { compact.insert(compact.end(), buf, varint_put(buf, v)); };
   put(999), put(zigzag_encode(5)), put(42), put(3), compact.insert(compact.end(), {'x', 'y', 'z'});
   put(static_cast<uint64_t>(EventType::user_mark)), put(zigzag_encode(1)), put(8), put(9);
-  ChunkEventDecoder d(compact.data(), compact.size(), 100, &schema);
+  ChunkEventDecoder d(compact.data(), compact.size(), 100, ChunkEncoding::varints, &schema);
   DecodedEvent ev;
   ASSERT_TRUE(d.next(&ev));
   EXPECT_EQ(ev.desc->name, "future_event");

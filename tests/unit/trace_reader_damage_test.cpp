@@ -51,7 +51,7 @@ ReadResult read_back(const std::string& path) {
   Chunk c;
   while (r.next_chunk(&c)) {
     ++rr.chunks;
-    ChunkEventDecoder d(c.payload.data(), c.payload.size(), c.header.first_tsc, &r.schema());
+    ChunkEventDecoder d(c.header, c.payload.data(), c.payload.size(), &r.schema());
     DecodedEvent e;
     while (d.next(&e)) ++rr.events;
   }
@@ -114,6 +114,26 @@ TEST(TraceReaderDamage, CorruptPayloadLosesExactlyThatChunk) {
   EXPECT_EQ(r.losses[0].offset, offs[7]);
   EXPECT_EQ(r.losses[0].bytes, offs[8] - offs[7]);
   EXPECT_EQ(r.missing, 1u);
+}
+
+TEST(TraceReaderDamage, ChunkOfAnUnknownEncodingIsReportedNotMisread) {
+  // A sound chunk from a newer writer whose payload encoding this build cannot decode.
+  sigmatrace::test::TempDir dir;
+  std::vector<uint8_t> f = make_trace(dir / "t.sgt");
+  std::vector<size_t> offs = chunk_offsets(f);
+  ChunkHeader h;
+  std::memcpy(&h, f.data() + offs[5], sizeof h);
+  h.encoding = kLastChunkEncoding + 1;
+  h.header_crc = crc32c(&h, offsetof(ChunkHeader, header_crc));
+  std::memcpy(f.data() + offs[5], &h, sizeof h);
+  write_bytes(dir / "t.sgt", f);
+  ReadResult r = read_back(dir / "t.sgt");
+  EXPECT_EQ(r.chunks, kChunks - 1);
+  EXPECT_EQ(r.events, (kChunks - 1) * kMarksPerChunk);
+  ASSERT_EQ(r.losses.size(), 1u);
+  EXPECT_EQ(r.losses[0].offset, offs[5]);
+  EXPECT_EQ(r.losses[0].bytes, offs[6] - offs[5]);
+  EXPECT_NE(r.losses[0].reason.find("encoding this build does not know (2"), std::string::npos) << r.losses[0].reason;
 }
 
 TEST(TraceReaderDamage, CorruptChunkHeaderIsSkippedByResynchronising) {

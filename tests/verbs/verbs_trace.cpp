@@ -23,7 +23,7 @@ bool read_experiment(const std::string& dir, std::vector<ProcessEvents>* out, st
     format::Chunk c;
     format::DecodedEvent ev;
     while (r.next_chunk(&c)) {
-      format::ChunkEventDecoder d(c.payload.data(), c.payload.size(), c.header.first_tsc, &r.schema());
+      format::ChunkEventDecoder d(c.header, c.payload.data(), c.payload.size(), &r.schema());
       while (d.next(&ev)) {
         VerbsEvent e;
         e.type = ev.type;
