@@ -1,11 +1,13 @@
 // The cost of the profiler's hot path, next to its floor: a bare RDTSC, one timestamped event
-// (record<>), one aggregate update (aggregate_add). Single thread and several threads.
+// (record<>), one dropped event, one aggregate update (aggregate_add). Single thread and several threads.
 // Run with the configuration set in main(); results and the command are in docs/performance.md.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
 #include <cstdio>
 #include <unistd.h>
+
+#include <vector>
 
 #include "format/event_types.h"
 #include "profiler/runtime/lifecycle.h"
@@ -58,6 +60,20 @@ static uint64_t events_per_chunk() { return g_runtime->pool.chunk_bytes() / sigm
 static void BM_TimestampedEvent(benchmark::State& state) { timestamped_events(state, events_per_chunk()); }
 static void BM_TimestampedEventWriterBusy(benchmark::State& state) { timestamped_events(state, 2 * events_per_chunk()); }
 
+// The dropping path: the pool is held empty (every free chunk taken, and the writer made to sit on
+// each chunk it is given for 100 ms) so that nearly every event finds no room and is counted as
+// dropped. Dropping must cost the application no more than recording (BM_TimestampedEvent).
+static void BM_DroppedEvent(benchmark::State& state) {
+  __atomic_store_n(&g_runtime->config.debug_writer_delay_us, 100000u, __ATOMIC_RELAXED);
+  std::vector<uint32_t> held;
+  for (uint32_t c; (c = g_runtime->pool.pop_free()) != kNoChunk;) held.push_back(c);
+  uint64_t dropped_before = dropped_so_far(), i = 0;
+  for (auto _ : state) record<EventType::user_mark>(i, i), ++i;
+  state.counters["dropped_fraction"] = static_cast<double>(dropped_so_far() - dropped_before) / static_cast<double>(i ? i : 1);
+  __atomic_store_n(&g_runtime->config.debug_writer_delay_us, 0u, __ATOMIC_RELAXED);
+  for (uint32_t c : held) g_runtime->pool.push_free(c);
+}
+
 static void BM_AggregateUpdate(benchmark::State& state) {
   uint64_t i = 0;
   for (auto _ : state) {
@@ -69,6 +85,7 @@ static void BM_AggregateUpdate(benchmark::State& state) {
 BENCHMARK(BM_Rdtsc)->ThreadRange(1, 2);
 BENCHMARK(BM_TimestampedEvent)->ThreadRange(1, 4)->MinTime(0.2);
 BENCHMARK(BM_TimestampedEventWriterBusy)->Threads(1)->MinTime(0.2);
+BENCHMARK(BM_DroppedEvent)->Threads(1)->MinTime(0.2);
 BENCHMARK(BM_AggregateUpdate)->ThreadRange(1, 4);
 
 int main(int argc, char** argv) {

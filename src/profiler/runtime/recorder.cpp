@@ -16,6 +16,12 @@ thread_local ThreadState t_state __attribute__((tls_model("initial-exec"))) = {n
 
 namespace {
 
+// Only the slot's own thread adds to its drop count (the writer only reads it), so a plain load
+// and store do: a locked add would make every dropped event dearer than a recorded one.
+void count_dropped(ThreadSlot* s) {
+  s->dropped_events.store(s->dropped_events.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 ThreadSlot* attach_thread(Runtime* rt) {
   ThreadState& t = t_state;
   if (t.status != thread_unattached) return t.slot ? &rt->slots[t.slot - 1] : nullptr;
@@ -70,18 +76,14 @@ uint8_t* reserve_slow(uint32_t bytes) {
     if (t.status == thread_untracked) rt->untracked_events_dropped.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  if (t.status != thread_recording) {
-    s->dropped_events.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
-  }
-  if (bytes > rt->pool.chunk_bytes()) {  // fits in no chunk: dropped, the current chunk goes on
-    s->dropped_events.fetch_add(1, std::memory_order_relaxed);
+  if (t.status != thread_recording || bytes > rt->pool.chunk_bytes()) {  // the latter fits in no chunk
+    count_dropped(s);
     return nullptr;
   }
   hand_over_current_chunk(rt, t, *s);
   uint32_t c = rt->pool.pop_free();
   if (c == kNoChunk) {
-    s->dropped_events.fetch_add(1, std::memory_order_relaxed);
+    count_dropped(s);
     return nullptr;
   }
   t.chunk = c;
@@ -95,7 +97,7 @@ void record_bytes_event(format::EventType type, const uint64_t* words, uint32_t 
     Runtime* rt = g_runtime;
     if (!rt || !rt->recording()) return;
     if (ThreadSlot* s = t_state.status == thread_finished ? nullptr : attach_thread(rt))
-      s->dropped_events.fetch_add(1, std::memory_order_relaxed);
+      count_dropped(s);
     else
       rt->untracked_events_dropped.fetch_add(1, std::memory_order_relaxed);
     return;

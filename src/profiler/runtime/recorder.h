@@ -31,20 +31,19 @@ extern thread_local ThreadState t_state __attribute__((tls_model("initial-exec")
 uint8_t* reserve_slow(uint32_t bytes);
 AggregateTable* attach_aggregate_slow();
 
-// Records an event of type T whose fields are all integer words, stamped `tsc` (several events of
-// one call can share one RDTSC). The number of words is checked against the schema at compile time.
+namespace detail {
+// Room for `bytes` in the thread's chunk, from the slow path when the chunk is full; nullptr when
+// the event is dropped (already counted).
+[[gnu::always_inline]] inline uint8_t* reserve(ThreadState& t, uint32_t bytes) {
+  uint8_t* p = t.cur;
+  if (__builtin_expect(reinterpret_cast<uintptr_t>(p) + bytes > reinterpret_cast<uintptr_t>(t.end), 0)) p = reserve_slow(bytes);
+  return p;
+}
 template <format::EventType T, typename... Words>
-[[gnu::always_inline]] inline void record_at(uint64_t tsc, Words... words) {
+[[gnu::always_inline]] inline void store_event(ThreadState& t, uint8_t* p, uint64_t tsc, Words... words) {
   static_assert(format::kEventBytesFields<T> == 0, "this event type has a bytes field: use record_with_bytes");
   static_assert(sizeof...(Words) == format::kEventWordFields<T>, "wrong number of fields for this event type");
   constexpr uint32_t n = sizeof...(Words);
-  constexpr uint32_t bytes = format::raw_event_bytes(n);
-  ThreadState& t = t_state;
-  uint8_t* p = t.cur;
-  if (__builtin_expect(reinterpret_cast<uintptr_t>(p) + bytes > reinterpret_cast<uintptr_t>(t.end), 0)) {
-    p = reserve_slow(bytes);
-    if (!p) return;
-  }
   // Straight 8-byte stores into the chunk (records are 8-byte aligned): a stack copy read back
   // with wider loads would defeat store forwarding.
   auto* q = reinterpret_cast<uint64_t*>(p);
@@ -53,13 +52,25 @@ template <format::EventType T, typename... Words>
   uint32_t i = 2;
   ((q[i++] = static_cast<uint64_t>(words)), ...);
   // Release so that a final flush from another thread sees whole records (a plain store on x86).
-  __atomic_store_n(&t.cur, p + bytes, __ATOMIC_RELEASE);
+  __atomic_store_n(&t.cur, p + format::raw_event_bytes(n), __ATOMIC_RELEASE);
+}
+}  // namespace detail
+
+// Records an event of type T whose fields are all integer words, stamped `tsc` (several events of
+// one call can share one RDTSC). The number of words is checked against the schema at compile time.
+template <format::EventType T, typename... Words>
+[[gnu::always_inline]] inline void record_at(uint64_t tsc, Words... words) {
+  ThreadState& t = t_state;
+  if (uint8_t* p = detail::reserve(t, format::raw_event_bytes(sizeof...(Words)))) detail::store_event<T>(t, p, tsc, words...);
 }
 
-// Records an event of type T whose fields are all integer words, stamped now.
+// Records an event of type T whose fields are all integer words, stamped now. The clock is read
+// once there is room: an event that is dropped costs no RDTSC, so dropping stays cheaper than
+// recording.
 template <format::EventType T, typename... Words>
 [[gnu::always_inline]] inline void record(Words... words) {
-  record_at<T>(read_tsc(), words...);
+  ThreadState& t = t_state;
+  if (uint8_t* p = detail::reserve(t, format::raw_event_bytes(sizeof...(Words)))) detail::store_event<T>(t, p, read_tsc(), words...);
 }
 
 // Records an event whose last field is a byte string (rare events: names, addresses). A string
