@@ -48,4 +48,9 @@ bool ChunkSealer::seal(const uint8_t* raw, size_t raw_bytes, uint32_t tid, uint3
   return true;
 }
 
+void ChunkSealer::renumber(ChunkHeader* h, uint32_t seq) {
+  h->seq = seq;
+  h->header_crc = crc32c(h, offsetof(ChunkHeader, header_crc));
+}
+
 }  // namespace sigmatrace::format

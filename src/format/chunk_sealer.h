@@ -24,6 +24,8 @@ class ChunkSealer {
   };
   // False when the buffer holds no valid event (nothing to write).
   bool seal(const uint8_t* raw, size_t raw_bytes, uint32_t tid, uint32_t seq, Codec codec, int level, Sealed* out);
+  // Gives a sealed chunk another sequence number (chunks sealed in parallel get theirs when written).
+  static void renumber(ChunkHeader* h, uint32_t seq);
 
  private:
   std::vector<uint8_t> compact_, compressed_;

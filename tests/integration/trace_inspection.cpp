@@ -25,6 +25,7 @@ void for_each_event(const std::string& path, Fn fn, bool intact = true) {
   }
   if (intact) {
     EXPECT_TRUE(r.losses().empty());
+    EXPECT_EQ(r.chunks_missing(), 0u) << path;
   }
 }
 }  // namespace

@@ -29,6 +29,8 @@ struct Config {
   uint32_t buffer_mb = 64;             // chunk pool per process
   uint32_t chunk_kb = 256;
   format::Codec codec = format::Codec::zstd;
+  // Threads that encode and compress full chunks; 1: the writer thread does it itself.
+  uint32_t writer_threads = 1;
   uint32_t clock_sync_ms = 1000;
   uint32_t max_threads = 1024;
   bool force = false;

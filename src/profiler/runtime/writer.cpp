@@ -43,6 +43,10 @@ bool Writer::start() {
   announced_gen_.assign(rt_->max_slots, 0);
   summarised_gen_.assign(rt_->max_slots, 0);
   retiring_.reserve(rt_->max_slots);
+  if (rt_->config.writer_threads > 1) {
+    parallel_ = pipeline_.start(rt_->config.writer_threads, rt_->pool.chunk_bytes());
+    if (!parallel_) log_line("cannot start %u sealing threads; the writer thread seals alone", rt_->config.writer_threads);
+  }
   struct stat st;
   file_bytes_ = fstat(rt_->trace_fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
   sigset_t all, old;
@@ -53,7 +57,7 @@ bool Writer::start() {
   return rc == 0;
 }
 
-bool Writer::on_writer_thread() const { return pthread_equal(pthread_self(), thread_); }
+bool Writer::on_writer_thread() const { return pthread_equal(pthread_self(), thread_) || pipeline_.on_sealing_thread(); }
 
 void* Writer::thread_main(void* self) {
   pthread_setname_np(pthread_self(), "sigmatrace-wr");
@@ -98,22 +102,27 @@ bool Writer::write_all(const void* a, size_t an, const void* b, size_t bn) {
 
 void Writer::write_chunk(uint32_t slot, uint32_t tid, const uint8_t* raw, size_t raw_bytes) {
   format::ChunkSealer::Sealed sealed;
-  if (!sealer_.seal(raw, raw_bytes, tid, seq_, rt_->config.codec, 1, &sealed)) return;
-  malformed_ += sealed.encoded.malformed;
-  if (write_all(&sealed.header, sizeof sealed.header, sealed.payload, sealed.payload_bytes)) {
+  if (sealer_.seal(raw, raw_bytes, tid, seq_, rt_->config.codec, 1, &sealed)) write_sealed(slot, &sealed);
+}
+
+void Writer::write_sealed(uint32_t slot, format::ChunkSealer::Sealed* sealed) {
+  if (sealed->header.seq != seq_) format::ChunkSealer::renumber(&sealed->header, seq_);
+  malformed_ += sealed->encoded.malformed;
+  if (write_all(&sealed->header, sizeof sealed->header, sealed->payload, sealed->payload_bytes)) {
     ++seq_;
     ++chunks_written_;
-    events_written_ += sealed.encoded.events;
-    events_per_slot_[slot] += sealed.encoded.events;
+    events_written_ += sealed->encoded.events;
+    events_per_slot_[slot] += sealed->encoded.events;
   } else {
     ++chunks_lost_per_slot_[slot];
-    events_lost_per_slot_[slot] += sealed.encoded.events;
+    events_lost_per_slot_[slot] += sealed->encoded.events;
     ++chunks_lost_;
-    events_lost_ += sealed.encoded.events;
+    events_lost_ += sealed->encoded.events;
   }
 }
 
 bool Writer::drain_full_chunks() {
+  if (parallel_) return drain_full_chunks_in_parallel();
   bool any = false;
   for (uint32_t c; (c = rt_->pool.pop_full()) != kNoChunk;) {
     any = true;
@@ -123,6 +132,27 @@ bool Writer::drain_full_chunks() {
     rt_->pool.push_free(c);
   }
   return any;
+}
+
+bool Writer::drain_full_chunks_in_parallel() {
+  bool any = false;
+  for (;;) {
+    for (uint32_t c; !pipeline_.full() && (c = rt_->pool.pop_full()) != kNoChunk;) {
+      any = true;
+      if (rt_->config.debug_writer_delay_us) sleep_us(rt_->config.debug_writer_delay_us);
+      ChunkMeta m = rt_->pool.meta(c);
+      SealPipeline::Job job;
+      job.chunk = c, job.slot = m.slot, job.tid = m.tid;
+      job.raw = rt_->pool.data(c), job.raw_bytes = m.used_bytes, job.codec = rt_->config.codec;
+      pipeline_.submit(job);
+    }
+    if (pipeline_.empty()) return any;
+    // In the order handed out, which is the order the threads handed their chunks over.
+    SealPipeline::Job& done = pipeline_.wait_oldest();
+    if (done.sealed) write_sealed(done.slot, &done.out);
+    rt_->pool.push_free(done.chunk);
+    pipeline_.release_oldest();
+  }
 }
 
 void Writer::emit_new_thread_infos() {

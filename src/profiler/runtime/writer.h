@@ -10,6 +10,7 @@
 
 #include "format/chunk_sealer.h"
 #include "format/event_types.h"
+#include "profiler/runtime/seal_pipeline.h"
 
 namespace sigmatrace::profiler {
 
@@ -23,6 +24,7 @@ class Writer {
   // Safe to call from a signal handler (only atomics and nanosleep).
   bool finish(format::ExitReason reason, uint32_t timeout_ms);
   bool finished() const { return done_.load(std::memory_order_acquire); }
+  // The writer's thread or one of its sealing threads.
   bool on_writer_thread() const;
 
  private:
@@ -32,6 +34,9 @@ class Writer {
   // Seals and writes one chunk of slot (kProcessSlot: the process stream); after a write failure
   // the chunk is sealed only to count its events as lost.
   void write_chunk(uint32_t slot, uint32_t tid, const uint8_t* raw, size_t raw_bytes);
+  void write_sealed(uint32_t slot, format::ChunkSealer::Sealed* sealed);
+  // drain_full_chunks() with SIGMATRACE_WRITER_THREADS > 1: sealed on the pipeline's threads.
+  bool drain_full_chunks_in_parallel();
   void flush_process_stream();
   void final_flush(format::ExitReason reason);
   void emit_new_thread_infos();
@@ -67,6 +72,8 @@ class Writer {
   std::vector<uint64_t> chunks_lost_per_slot_, events_lost_per_slot_;  // after a write failure
   uint64_t chunks_lost_ = 0, events_lost_ = 0;                          // the same, all slots, ever
   format::ChunkSealer sealer_;
+  SealPipeline pipeline_;
+  bool parallel_ = false;
   std::vector<uint8_t> process_raw_;
 };
 
