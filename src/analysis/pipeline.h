@@ -17,6 +17,7 @@ struct Progress {
   std::atomic<uint64_t> bytes_done{0};
   std::atomic<int> pass{0};  // 1, 2; 3 = writing outputs
   uint64_t total_bytes = 0;  // of one pass (the sum of the files' sizes)
+  std::atomic<uint64_t> total_events{0};  // known after the first pass
 };
 
 struct SecondPassResult {

@@ -22,11 +22,13 @@ namespace {
 struct AnalyzeOptions {
   std::string dir;
   unsigned threads = 0;
-  bool no_perfetto = false, no_sqlite = false, quiet = false;
+  bool no_perfetto = false, no_sqlite = false, quiet = false, plain_perfetto = false;
   size_t top = 10;
 };
 
-// Draws "analyze: pass 2/2 [#####.....] 52%" on stderr until stopped.
+// Draws "analyze: pass 2/2 (association, timeline, SQL) [#####.....] 52%  14.1 M events/s" on
+// stderr until stopped: the phase, how far it is, and its rate (MB/s in the first pass, where the
+// number of events is not known yet).
 class ProgressBar {
  public:
   explicit ProgressBar(analysis::Progress* p) : p_(p) {
@@ -36,7 +38,7 @@ class ProgressBar {
         draw();
         for (int i = 0; i < 10 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
-      std::fprintf(stderr, "\r%70s\r", "");
+      std::fprintf(stderr, "\r%110s\r", "");
     });
   }
   ~ProgressBar() {
@@ -46,20 +48,29 @@ class ProgressBar {
 
  private:
   void draw() {
-    int pass = p_->pass;
+    const int pass = std::max(p_->pass.load(), 1);
+    const auto now = std::chrono::steady_clock::now();
+    if (pass != pass_) pass_ = pass, since_ = now;
+    const double s = std::chrono::duration<double>(now - since_).count();
     if (pass == 3) {
-      std::fprintf(stderr, "\ranalyze: writing outputs%40s", "");
+      std::fprintf(stderr, "\ranalyze: writing outputs (SQL indexes, summary) %5.1f s%30s", s, "");
       return;
     }
     double f = p_->total_bytes ? static_cast<double>(p_->bytes_done) / static_cast<double>(p_->total_bytes) : 0;
     f = std::min(1.0, f);
-    char bar[41];
-    int n = static_cast<int>(f * 40);
-    for (int i = 0; i < 40; ++i) bar[i] = i < n ? '#' : '.';
-    bar[40] = 0;
-    std::fprintf(stderr, "\ranalyze: pass %d/2 [%s] %3d%%", std::max(pass, 1), bar, static_cast<int>(f * 100));
+    char bar[31];
+    int n = static_cast<int>(f * 30);
+    for (int i = 0; i < 30; ++i) bar[i] = i < n ? '#' : '.';
+    bar[30] = 0;
+    char rate[32] = "";
+    if (s > 0.2 && pass == 2) std::snprintf(rate, sizeof rate, "%6.1f M events/s", f * static_cast<double>(p_->total_events) / s / 1e6);
+    else if (s > 0.2) std::snprintf(rate, sizeof rate, "%6.0f MB/s", f * static_cast<double>(p_->total_bytes) / s / 1e6);
+    std::fprintf(stderr, "\ranalyze: pass %d/2 %-30s [%s] %3d%% %s", pass, pass == 1 ? "(peers, QPs, clocks)" : "(association, timeline, SQL)", bar,
+                 static_cast<int>(f * 100), rate);
   }
   analysis::Progress* p_;
+  int pass_ = 0;
+  std::chrono::steady_clock::time_point since_;
   std::atomic<bool> stop_{false};
   std::thread t_;
 };
@@ -80,6 +91,7 @@ int run_analyze(const AnalyzeOptions& o) {
   ao.threads = o.threads;
   ao.perfetto = !o.no_perfetto;
   ao.sqlite = !o.no_sqlite;
+  ao.compress_perfetto = !o.plain_perfetto;
   ao.progress = &progress;
   exporter::AnalysisRun run;
   {
@@ -107,6 +119,8 @@ CommandRunner add_analyze_command(CLI::App& app) {
   sub->add_option("-j,--threads", o->threads, "worker threads (default: all cores)");
   sub->add_flag("--no-perfetto", o->no_perfetto, "do not write trace.pftrace");
   sub->add_flag("--no-sqlite", o->no_sqlite, "do not write trace.sqlite");
+  sub->add_flag("--uncompressed-perfetto", o->plain_perfetto,
+                "write trace.pftrace's packets plain instead of in deflate-compressed blocks (for protoc --decode; several times larger)");
   sub->add_flag("-q,--quiet", o->quiet, "do not print the summary");
   sub->add_option("--top", o->top, "connections and QPs listed in the summary (default 10)");
   return [o] { return run_analyze(*o); };

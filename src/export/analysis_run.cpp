@@ -40,7 +40,7 @@ AnalysisRun run_analysis(const AnalysisOptions& o) {
   std::unique_ptr<SqliteExport> sqlite;
   if (o.perfetto) {
     perfetto = std::make_unique<PerfettoExport>();
-    if (!perfetto->open(o.dir + "/" + kPerfettoFile, m, &run.error)) return run;
+    if (!perfetto->open(o.dir + "/" + kPerfettoFile, m, o.compress_perfetto, &run.error)) return run;
     sinks.push_back(perfetto.get());
   }
   if (o.sqlite) {
@@ -49,6 +49,9 @@ AnalysisRun run_analysis(const AnalysisOptions& o) {
     sinks.push_back(sqlite.get());
   }
   if (o.progress) {
+    uint64_t events = 0;
+    for (const ProcessRow& p : m.processes) events += p.file->events;
+    o.progress->total_events = events;
     o.progress->bytes_done = 0;
     o.progress->pass = 2;
   }

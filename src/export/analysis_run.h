@@ -20,6 +20,7 @@ struct AnalysisOptions {
   std::string dir;
   unsigned threads = 0;  // 0: all cores
   bool perfetto = true, sqlite = true, json = true;
+  bool compress_perfetto = true;  // deflate trace.pftrace's packet blocks
   analysis::Progress* progress = nullptr;
 };
 

@@ -48,8 +48,10 @@ PerfettoIds perfetto_ids(const ExperimentModel& m) {
   return ids;
 }
 
-bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, std::string* error) {
+bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, bool compress, std::string* error) {
   model_ = &m;
+  compress_ = compress;
+  origin_ns_ = m.start_ns - 1000000;
   ids_ = perfetto_ids(m);
   path_ = path;
   tmp_path_ = path + ".tmp";

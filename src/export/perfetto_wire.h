@@ -14,10 +14,20 @@
 namespace sigmatrace::exporter::pftrace {
 
 // TracePacket
-constexpr uint32_t kPacket = 1, kTimestamp = 8, kSequenceId = 10, kTrackEvent = 11, kClockSnapshot = 6, kTrackDescriptor = 60;
+constexpr uint32_t kPacket = 1, kTimestamp = 8, kSequenceId = 10, kTrackEvent = 11, kClockSnapshot = 6, kTrackDescriptor = 60,
+                   kSequenceFlags = 13, kInternedData = 12, kPacketDefaults = 59, kTimestampClockId = 58, kCompressedPackets = 50;
+constexpr uint64_t kSeqIncrementalStateCleared = 1, kSeqNeedsIncrementalState = 2;
+// TracePacketDefaults
+constexpr uint32_t kDefaultsClockId = 58;
+// InternedData: tables, and the fields of each entry (EventName, EventCategory, DebugAnnotationName,
+// InternedString all have iid = 1 and their text = 2)
+constexpr uint32_t kIdCategories = 1, kIdNames = 2, kIdAnnotationNames = 3, kIdAnnotationStrings = 29, kIdEntryIid = 1, kIdEntryText = 2;
 // ClockSnapshot / ClockSnapshot.Clock
 constexpr uint32_t kCsClocks = 1, kCsPrimary = 2, kClockId = 1, kClockTimestamp = 2;
 constexpr uint64_t kClockRealtime = 1, kClockBoottime = 6;
+// A clock of one sequence (ids 64..127 are sequence-scoped): ns since the sequence's own origin,
+// so an event's timestamp is a 4-5 byte varint instead of 9.
+constexpr uint64_t kSequenceClock = 64;
 // TrackDescriptor
 constexpr uint32_t kTdUuid = 1, kTdName = 2, kTdProcess = 3, kTdThread = 4, kTdParent = 5, kTdCounter = 8, kTdChildOrdering = 11,
                    kTdSiblingRank = 12, kTdDescription = 14, kTdMergeBehavior = 15, kTdProcessOrdering = 19;
@@ -27,10 +37,10 @@ constexpr uint32_t kPdPid = 1, kPdName = 6, kPdLabels = 8, kThPid = 1, kThTid = 
 constexpr uint32_t kCdUnitName = 6;
 // TrackEvent
 constexpr uint32_t kTeDebug = 4, kTeType = 9, kTeTrack = 11, kTeCategories = 22, kTeName = 23, kTeDoubleValue = 44,
-                   kTeFlowIds = 47, kTeTerminatingFlowIds = 48;
+                   kTeFlowIds = 47, kTeTerminatingFlowIds = 48, kTeNameIid = 10, kTeCategoryIids = 3;
 constexpr uint64_t kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4;
 // DebugAnnotation
-constexpr uint32_t kDaName = 10, kDaUint = 3, kDaInt = 4, kDaString = 6;
+constexpr uint32_t kDaName = 10, kDaUint = 3, kDaInt = 4, kDaString = 6, kDaNameIid = 1, kDaStringIid = 17, kDaPointer = 7;
 constexpr uint64_t kExplicitOrdering = 3, kMergeByName = 1, kMergeNone = 2;
 
 struct Track {
@@ -61,44 +71,32 @@ inline void descriptor(ProtoWriter* w, const Track& t) {
   w->end(p);
 }
 
-inline void annotation(ProtoWriter* w, const char* name, uint64_t v) {
-  size_t a = w->begin(kTeDebug);
-  w->str(kDaName, name);
-  w->u64(kDaUint, v);
-  w->end(a);
-}
-inline void annotation_i(ProtoWriter* w, const char* name, int64_t v) {
-  size_t a = w->begin(kTeDebug);
-  w->str(kDaName, name);
-  w->i64(kDaInt, v);
-  w->end(a);
-}
-inline void annotation(ProtoWriter* w, const char* name, std::string_view v) {
-  size_t a = w->begin(kTeDebug);
-  w->str(kDaName, name);
-  w->str(kDaString, v);
-  w->end(a);
-}
-
-// A value where it changes (the counter holds until the next one), and 0 after the last bin.
-inline void write_counter(ProtoWriter* w, uint64_t seq, int64_t start_ns, int64_t bin_ns, uint64_t track, const std::vector<uint64_t>& bins) {
+// A counter's bins as values where they change (the counter holds until the next one), and 0
+// after the last bin: emit(ts, value per second).
+template <typename Emit>
+void write_counter(const std::vector<uint64_t>& bins, int64_t start_ns, int64_t bin_ns, Emit&& emit) {
   const double scale = 1e9 / static_cast<double>(bin_ns);
   bool have = false;
   uint64_t last = 0;
   for (size_t b = 0; b <= bins.size(); ++b) {
     uint64_t v = b < bins.size() ? bins[b] : 0;
     if (have && v == last) continue;
-    size_t p = w->begin(kPacket);
-    w->u64(kTimestamp, static_cast<uint64_t>(start_ns + static_cast<int64_t>(b) * bin_ns));
-    w->u64(kSequenceId, seq);
-    size_t te = w->begin(kTrackEvent);
-    w->u64(kTeType, kCounter);
-    w->u64(kTeTrack, track);
-    w->dbl(kTeDoubleValue, static_cast<double>(v) * scale);
-    w->end(te);
-    w->end(p);
+    emit(start_ns + static_cast<int64_t>(b) * bin_ns, static_cast<double>(v) * scale);
     have = true, last = v;
   }
+}
+
+// A counter value in a packet of its own, on a sequence that uses no incremental state.
+inline void counter_packet(ProtoWriter* w, uint64_t seq, int64_t ts_ns, uint64_t track, double value) {
+  size_t p = w->begin(kPacket);
+  w->u64(kTimestamp, static_cast<uint64_t>(ts_ns));
+  w->u64(kSequenceId, seq);
+  size_t te = w->begin(kTrackEvent);
+  w->u64(kTeType, kCounter);
+  w->u64(kTeTrack, track);
+  w->dbl(kTeDoubleValue, value);
+  w->end(te);
+  w->end(p);
 }
 
 }  // namespace sigmatrace::exporter::pftrace

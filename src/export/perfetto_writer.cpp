@@ -8,12 +8,14 @@
 #include <functional>
 #include <map>
 #include <queue>
+#include <unordered_map>
 #include <set>
 #include <vector>
 
 #include "analysis/aggregates.h"
 #include "analysis/flow_ids.h"
 #include "analysis/ibv_names.h"
+#include "export/perfetto_sequence.h"
 #include "export/perfetto_wire.h"
 
 namespace sigmatrace::exporter {
@@ -49,8 +51,9 @@ class Lanes {
 
 class PerfettoFileSink : public FileSink {
  public:
-  PerfettoFileSink(PerfettoExport* out, uint32_t process_id) : out_(out), m_(out->model()), pid_(process_id) {
-    seq_ = process_id + 1;
+  PerfettoFileSink(PerfettoExport* out, uint32_t process_id)
+      : out_(out), m_(out->model()), pid_(process_id),
+        w_(process_id + 1, out->origin_ns(), out->compress(), [out](const std::string& b) { out->append(b); }) {
     first_qp_ = m_.qps.size();
     size_t last = 0;
     for (const auto& [num, ids] : m_.processes[pid_].qps_by_num)
@@ -60,20 +63,20 @@ class PerfettoFileSink : public FileSink {
     qp_doorbell_bins_.resize(last - first_qp_);
     bins_ = static_cast<size_t>((m_.end_ns - m_.start_ns) / out_->bin_ns()) + 1;
   }
-  ~PerfettoFileSink() override { flush(); }
+  ~PerfettoFileSink() override { w_.flush(); }
 
   void call(const CallRecord& r) override {
     const uint64_t track = thread_track(r.thread_id);
     const bool slice = r.dur_ns > 0;
-    size_t te = begin_event(r.ts_ns, slice ? kSliceBegin : kInstant, track);
-    w_.str(kTeName, r.name);
-    w_.str(kTeCategories, "ibv");
-    if (r.qp_id >= 0) annotation(&w_, "qp_num", m_.qps[static_cast<size_t>(r.qp_id)].qp_num);
-    if (r.count) annotation(&w_, "count", r.count);
-    if (r.bytes) annotation(&w_, "bytes", r.bytes);
-    if (r.result) annotation_i(&w_, "result", r.result);
-    end_event(te);
-    if (slice) end_event(begin_event(r.ts_ns + r.dur_ns, kSliceEnd, track));
+    w_.begin_event(r.ts_ns, slice ? kSliceBegin : kInstant, track);
+    w_.name(r.name);
+    w_.category("ibv");
+    if (r.qp_id >= 0) w_.annotation("qp_num", m_.qps[static_cast<size_t>(r.qp_id)].qp_num);
+    if (r.count) w_.annotation("count", r.count);
+    if (r.bytes) w_.annotation("bytes", r.bytes);
+    if (r.result) w_.annotation_int("result", r.result);
+    w_.end_event();
+    if (slice) slice_end(r.ts_ns + r.dur_ns, track);
   }
 
   // Bytes are counted when posted; the operation is drawn when final (op), with its duration.
@@ -90,52 +93,50 @@ class PerfettoFileSink : public FileSink {
     int64_t lane = slice ? lanes_[group].place(r.ts_ns, r.ts_ns + r.dur_ns) : 0;
     if (lane < 0) ++lanes_full_, lane = 0, slice = false;
     if (!slice) lanes_[group];  // an instant still needs lane 0 described
-    const uint64_t track = group + static_cast<uint64_t>(lane);
-    size_t te = begin_event(r.ts_ns, slice ? kSliceBegin : kInstant, track);
-    w_.str(kTeName, op_class_name(r.op_class));
-    w_.str(kTeCategories, std::string_view(r.layer) != "ibv" ? r.layer : r.is_call ? "ibv.call" : "ibv.wr");
-    annotation(&w_, "bytes", r.bytes);
-    if (r.is_call) annotation(&w_, "wr_count", r.wr_count);
-    else annotation(&w_, "wr_id", r.wr_id);
-    if (!receive && !r.is_call && !r.signaled) annotation(&w_, "signaled", uint64_t{0});
-    if (r.status > 0 || (r.status < 0 && r.dur_ns >= 0)) annotation_i(&w_, "status", r.status);
-    if (r.peer_process_id >= 0) annotation(&w_, "peer", process_label(m_.processes[static_cast<size_t>(r.peer_process_id)]));
-    if (r.flow_id && !receive) w_.fixed64(kTeFlowIds, r.flow_id);
-    if (r.completion_id >= 0 && r.dur_ns >= 0) w_.fixed64(kTeFlowIds, completion_flow_id(r.op_id));
-    end_event(te);
-    if (slice) end_event(begin_event(r.ts_ns + r.dur_ns, kSliceEnd, track));
+    const uint64_t track = lane_track(group, static_cast<uint32_t>(lane));
+    w_.begin_event(r.ts_ns, slice ? kSliceBegin : kInstant, track);
+    w_.name(op_class_name(r.op_class));
+    w_.category(std::string_view(r.layer) != "ibv" ? r.layer : r.is_call ? "ibv.call" : "ibv.wr");
+    w_.annotation("bytes", r.bytes);
+    if (r.is_call) w_.annotation("wr_count", r.wr_count);
+    else w_.annotation("wr_id", r.wr_id);
+    if (!receive && !r.is_call && !r.signaled) w_.annotation("signaled", uint64_t{0});
+    if (r.status > 0 || (r.status < 0 && r.dur_ns >= 0)) w_.annotation_int("status", r.status);
+    if (r.peer_process_id >= 0) w_.annotation_text("peer", peer_label(r.peer_process_id));
+    if (r.flow_id && !receive) w_.flow(r.flow_id);
+    if (r.completion_id >= 0 && r.dur_ns >= 0) w_.flow(completion_flow_id(r.op_id));
+    w_.end_event();
+    if (slice) slice_end(r.ts_ns + r.dur_ns, track);
   }
 
   void completion(const CompletionRecord& r) override {
     uint64_t track = r.qp_id >= 0 ? track_uuid(TrackKind::completions, static_cast<uint64_t>(r.qp_id)) : thread_track(r.thread_id);
     if (r.qp_id >= 0) completion_qps_.insert(static_cast<uint64_t>(r.qp_id));
-    size_t te = begin_event(r.ts_ns, kInstant, track);
-    std::string name = r.status == 0 ? "completion " + (r.qp_id >= 0 ? wc_opcode_name(r.opcode) : std::string("RECV"))
-                                     : "completion " + wc_status_name(r.status);
-    w_.str(kTeName, name);
-    w_.str(kTeCategories, r.status == 0 ? "ibv.wc" : "ibv.wc,error");
-    if (r.qp_id >= 0) annotation(&w_, "wr_id", r.wr_id);
-    annotation(&w_, "byte_len", r.byte_len);
-    if (r.flow_id) w_.fixed64(kTeTerminatingFlowIds, r.flow_id);
-    if (r.op_id >= 0) w_.fixed64(kTeTerminatingFlowIds, completion_flow_id(static_cast<uint64_t>(r.op_id)));
-    end_event(te);
+    w_.begin_event(r.ts_ns, kInstant, track);
+    w_.name(completion_name(r));
+    w_.category(r.status == 0 ? "ibv.wc" : "ibv.wc,error");
+    if (r.qp_id >= 0) w_.annotation("wr_id", r.wr_id);
+    w_.annotation("byte_len", r.byte_len);
+    if (r.flow_id) w_.terminating_flow(r.flow_id);
+    if (r.op_id >= 0) w_.terminating_flow(completion_flow_id(static_cast<uint64_t>(r.op_id)));
+    w_.end_event();
   }
 
   void error(const ErrorRecord& r) override {
     if (r.kind == "completion") return;  // already an instant on the QP track
-    size_t te = begin_event(r.ts_ns, kInstant, thread_track(r.thread_id));
-    w_.str(kTeName, "error " + r.what);
-    w_.str(kTeCategories, "error");
-    annotation_i(&w_, "error", r.error);
-    annotation(&w_, "object", r.object);
-    end_event(te);
+    w_.begin_event(r.ts_ns, kInstant, thread_track(r.thread_id));
+    w_.name("error " + r.what);
+    w_.category("error");
+    w_.annotation_int("error", r.error);
+    w_.annotation("object", r.object);
+    w_.end_event();
   }
 
   void mark(const MarkRecord& r) override {
-    size_t te = begin_event(r.ts_ns, kInstant, thread_track(r.thread_id));
-    w_.str(kTeName, "mark " + std::to_string(r.id));
-    annotation(&w_, "value", r.value);
-    end_event(te);
+    w_.begin_event(r.ts_ns, kInstant, thread_track(r.thread_id));
+    w_.name("mark " + std::to_string(r.id));
+    w_.annotation("value", r.value);
+    w_.end_event();
   }
 
   void doorbell(const DoorbellRecord& r) override {
@@ -144,21 +145,21 @@ class PerfettoFileSink : public FileSink {
       if (bins.empty()) bins.assign(bins_, 0);
       bins[bin_of(r.ts_ns)] += 1;
     }
-    size_t te = begin_event(r.ts_ns, kInstant, track_uuid(TrackKind::gpu_doorbells, gpu_track_index(pid_, r.gpu)));
-    const char* name = r.wqe_class == 1 ? "data doorbell" : r.wqe_class == 2 ? "control doorbell" : "doorbell";
-    w_.str(kTeName, r.blueflame ? "BlueFlame " + std::string(name) : std::string(name));
-    w_.str(kTeCategories, "gpu.doorbell");
-    annotation(&w_, "qp_num", r.qp_num);
-    annotation(&w_, "producer_index", r.producer_index);
-    annotation(&w_, "delta", r.delta);
-    if (r.wqe_class) annotation(&w_, "wqes", r.wqes);
-    if (r.kernel) annotation(&w_, "kernel", *r.kernel);
+    w_.begin_event(r.ts_ns, kInstant, track_uuid(TrackKind::gpu_doorbells, gpu_track_index(pid_, r.gpu)));
+    static const char* const kNames[2][3] = {{"doorbell", "data doorbell", "control doorbell"},
+                                             {"BlueFlame doorbell", "BlueFlame data doorbell", "BlueFlame control doorbell"}};
+    w_.name(kNames[r.blueflame ? 1 : 0][r.wqe_class <= 2 ? r.wqe_class : 0]);
+    w_.category("gpu.doorbell");
+    w_.annotation("qp_num", r.qp_num);
+    w_.annotation("producer_index", r.producer_index);
+    w_.annotation("delta", r.delta);
+    if (r.wqe_class) w_.annotation("wqes", r.wqes);
+    if (r.kernel) w_.annotation_text("kernel", *r.kernel);
     if (r.qp_id >= 0) {
       const QpRow& q = m_.qps[static_cast<size_t>(r.qp_id)];
-      if (q.remote_qp_id != kNone)
-        annotation(&w_, "peer", process_label(m_.processes[m_.qps[static_cast<size_t>(q.remote_qp_id)].process_id]));
+      if (q.remote_qp_id != kNone) w_.annotation_text("peer", peer_label(m_.qps[static_cast<size_t>(q.remote_qp_id)].process_id));
     }
-    end_event(te);
+    w_.end_event();
   }
 
   void gpu_op(const OpRecord& r, const GpuWqeRecord& w) override {
@@ -174,32 +175,30 @@ class PerfettoFileSink : public FileSink {
       track = track_uuid(TrackKind::send_lane, lane_index(static_cast<uint64_t>(r.qp_id), 0));
       lanes_[track];
     }
-    size_t te = begin_event(r.ts_ns, kInstant, track);
-    w_.str(kTeName, op_class_name(r.op_class));
-    w_.str(kTeCategories, "gpu.wqe");
-    annotation(&w_, "bytes", r.bytes);
-    annotation(&w_, "wqe_index", w.wqe_index);
-    char hex[24];
-    snprintf(hex, sizeof hex, "0x%" PRIx64, w.remote_addr);
-    if (w.rkey) annotation(&w_, "remote_addr", std::string_view(hex)), annotation(&w_, "rkey", w.rkey);
-    if (w.inline_data) annotation(&w_, "inline", uint64_t{1});
-    if (r.op_class == kOpAtomicFa || r.op_class == kOpAtomicCs) annotation(&w_, "operand", w.swap_add);
-    if (w.kernel) annotation(&w_, "kernel", *w.kernel);
-    if (r.peer_process_id >= 0) annotation(&w_, "peer", process_label(m_.processes[static_cast<size_t>(r.peer_process_id)]));
-    end_event(te);
+    w_.begin_event(r.ts_ns, kInstant, track);
+    w_.name(op_class_name(r.op_class));
+    w_.category("gpu.wqe");
+    w_.annotation("bytes", r.bytes);
+    w_.annotation("wqe_index", w.wqe_index);
+    if (w.rkey) w_.annotation_hex("remote_addr", w.remote_addr), w_.annotation("rkey", w.rkey);
+    if (w.inline_data) w_.annotation("inline", uint64_t{1});
+    if (r.op_class == kOpAtomicFa || r.op_class == kOpAtomicCs) w_.annotation("operand", w.swap_add);
+    if (w.kernel) w_.annotation_text("kernel", *w.kernel);
+    if (r.peer_process_id >= 0) w_.annotation_text("peer", peer_label(r.peer_process_id));
+    w_.end_event();
   }
 
   void launch(const LaunchRecord& r) override {
     const int64_t gpu = out_->has_gpu_track(pid_, r.gpu) ? r.gpu : -1;
-    size_t te = begin_event(r.ts_ns, kInstant, track_uuid(TrackKind::gpu_kernels, gpu_track_index(pid_, gpu)));
-    w_.str(kTeName, r.name ? "launch " + *r.name : std::string("launch"));
-    w_.str(kTeCategories, "gpu.launch");
-    annotation(&w_, "grid", std::to_string(r.grid[0]) + "x" + std::to_string(r.grid[1]) + "x" + std::to_string(r.grid[2]));
-    annotation(&w_, "block", std::to_string(r.block[0]) + "x" + std::to_string(r.block[1]) + "x" + std::to_string(r.block[2]));
-    annotation(&w_, "stream", r.stream);
-    if (r.result) annotation_i(&w_, "result", r.result);
-    if (gpu != r.gpu) annotation_i(&w_, "device", r.gpu);
-    end_event(te);
+    w_.begin_event(r.ts_ns, kInstant, track_uuid(TrackKind::gpu_kernels, gpu_track_index(pid_, gpu)));
+    w_.name(r.name ? "launch " + *r.name : std::string("launch"));
+    w_.category("gpu.launch");
+    w_.annotation_text("grid", std::to_string(r.grid[0]) + "x" + std::to_string(r.grid[1]) + "x" + std::to_string(r.grid[2]));
+    w_.annotation_text("block", std::to_string(r.block[0]) + "x" + std::to_string(r.block[1]) + "x" + std::to_string(r.block[2]));
+    w_.annotation("stream", r.stream);
+    if (r.result) w_.annotation_int("result", r.result);
+    if (gpu != r.gpu) w_.annotation_int("device", r.gpu);
+    w_.end_event();
   }
 
   void finish() override {
@@ -220,7 +219,7 @@ class PerfettoFileSink : public FileSink {
     }
     for (const auto& [gpu, bins] : gpu_bins_) emit_counter(track_uuid(TrackKind::gpu_bytes, gpu_track_index(pid_, gpu)), bins);
     describe_lanes();
-    flush();
+    w_.flush();
   }
 
  private:
@@ -244,13 +243,13 @@ class PerfettoFileSink : public FileSink {
           ++lanes_full_;
           continue;
         }
-        const uint64_t track = group + static_cast<uint64_t>(lane);
-        size_t te = begin_event(start, kSliceBegin, track);
+        const uint64_t track = lane_track(group, static_cast<uint32_t>(lane));
+        w_.begin_event(start, kSliceBegin, track);
         auto name = p.kernel_names.find(sp.function);
-        w_.str(kTeName, name != p.kernel_names.end() ? name->second : std::string("kernel"));
-        w_.str(kTeCategories, "gpu.kernel");
-        end_event(te);
-        end_event(begin_event(end, kSliceEnd, track));
+        w_.name(name != p.kernel_names.end() ? std::string_view(name->second) : std::string_view("kernel"));
+        w_.category("gpu.kernel");
+        w_.end_event();
+        slice_end(end, track);
       }
     }
   }
@@ -258,9 +257,8 @@ class PerfettoFileSink : public FileSink {
   // The lanes this file used, under their QP (process, GPU) track.
   void describe_lanes() {
     for (const auto& [group, lanes] : lanes_) {
-      const auto kind = static_cast<TrackKind>(group >> 56);
-      const uint64_t index = (group & ((1ull << 56) - 1)) - 1;  // lane_index(g, 0)
-      const uint64_t g = index >> kLaneBits;
+      const TrackKind kind = track_kind(group);
+      const uint64_t g = lane_group(track_index(group));
       Track t;
       t.merge_by_name = true;
       switch (kind) {
@@ -290,8 +288,8 @@ class PerfettoFileSink : public FileSink {
       }
       const uint32_t n = std::max<uint32_t>(1, lanes.count());
       for (uint32_t l = 0; l < n; ++l) {
-        t.uuid = group + l;
-        descriptor(&w_, t);
+        t.uuid = lane_track(group, l);
+        w_.describe(t);
       }
     }
     for (uint64_t qp : completion_qps_) {
@@ -301,30 +299,33 @@ class PerfettoFileSink : public FileSink {
       t.name = "completions";
       t.description = "work completions polled from this QP's completion queues";
       t.rank = 2;
-      descriptor(&w_, t);
+      w_.describe(t);
     }
     if (lanes_full_) {
       // Said in the trace itself: more slices in flight at once than lanes.
-      size_t te = begin_event(m_.start_ns, kInstant, track_uuid(TrackKind::process, pid_));
-      w_.str(kTeName, "slices drawn as instants (too many in flight)");
-      annotation(&w_, "count", lanes_full_);
-      end_event(te);
+      w_.begin_event(m_.start_ns, kInstant, track_uuid(TrackKind::process, pid_));
+      w_.name("slices drawn as instants (too many in flight)");
+      w_.annotation("count", lanes_full_);
+      w_.end_event();
     }
   }
 
-  size_t begin_event(int64_t ts, uint64_t type, uint64_t track) {
-    packet_ = w_.begin(kPacket);
-    w_.u64(kTimestamp, static_cast<uint64_t>(ts));
-    w_.u64(kSequenceId, seq_);
-    size_t te = w_.begin(kTrackEvent);
-    w_.u64(kTeType, type);
-    w_.u64(kTeTrack, track);
-    return te;
+  void slice_end(int64_t ts, uint64_t track) {
+    w_.begin_event(ts, kSliceEnd, track);
+    w_.end_event();
   }
-  void end_event(size_t te) {
-    w_.end(te);
-    w_.end(packet_);
-    if (w_.size() >= (1u << 20)) flush();
+  // A process's label, built once: it is an interned annotation value on most operations.
+  const std::string& peer_label(int64_t process_id) {
+    std::string& l = peer_labels_[process_id];
+    if (l.empty()) l = process_label(m_.processes[static_cast<size_t>(process_id)]);
+    return l;
+  }
+  std::string_view completion_name(const CompletionRecord& r) {
+    const int key = r.status == 0 ? (r.qp_id >= 0 ? static_cast<int>(r.opcode) : -1) : 100000 + static_cast<int>(r.status);
+    std::string& n = completion_names_[key];
+    if (n.empty())
+      n = r.status == 0 ? "completion " + (r.qp_id >= 0 ? wc_opcode_name(r.opcode) : std::string("RECV")) : "completion " + wc_status_name(r.status);
+    return n;
   }
   size_t bin_of(int64_t ts) const {
     int64_t b = (ts - m_.start_ns) / out_->bin_ns();
@@ -335,20 +336,17 @@ class PerfettoFileSink : public FileSink {
     if (bins.empty()) bins.assign(bins_, 0);
     bins[bin_of(ts)] += bytes;
   }
-  void emit_counter(uint64_t track, const std::vector<uint64_t>& bins) { write_counter(&w_, seq_, m_.start_ns, out_->bin_ns(), track, bins); }
-  void flush() {
-    if (!w_.size()) return;
-    out_->append(w_.buffer());
-    w_.clear();
+  void emit_counter(uint64_t track, const std::vector<uint64_t>& bins) {
+    write_counter(bins, m_.start_ns, out_->bin_ns(), [&](int64_t ts, double v) { w_.counter(ts, track, v); });
   }
 
  private:
   PerfettoExport* out_;
   const ExperimentModel& m_;
   uint32_t pid_;
-  uint64_t seq_;
-  ProtoWriter w_;
-  size_t packet_ = 0;
+  PacketSequence w_;
+  std::unordered_map<int64_t, std::string> peer_labels_;
+  std::unordered_map<int, std::string> completion_names_;
   size_t first_qp_ = 0, bins_ = 1;
   std::vector<std::vector<uint64_t>> qp_bins_, qp_doorbell_bins_;
   std::map<int64_t, std::vector<uint64_t>> gpu_bins_;  // bytes of recovered operations, per GPU
@@ -387,7 +385,7 @@ bool PerfettoExport::finish(std::string* error) {
   // The host counters' own sequence, after every process's (sequence ids are process_id + 1).
   const uint64_t seq = model_->processes.size() + 1;
   for (const auto& [host, bins] : host_bins_)
-    write_counter(&w, seq, model_->start_ns, bin_ns_, track_uuid(TrackKind::host_bytes, host), bins);
+    write_counter(bins, model_->start_ns, bin_ns_, [&](int64_t ts, double v) { counter_packet(&w, seq, ts, track_uuid(TrackKind::host_bytes, host), v); });
   append(w.buffer());
   ok_ &= fclose(f_) == 0;
   f_ = nullptr;

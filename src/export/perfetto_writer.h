@@ -23,8 +23,9 @@
 //   instants on their QP's send queue.
 // - Timestamps are the normalized CLOCK_REALTIME ns; a clock snapshot declares REALTIME the trace
 //   clock, so the UI can show wall-clock time.
-// Every file's events go to their own packet sequence, buffered per file and appended to the
-// output under a lock in large blocks; packets need no order in a Perfetto file.
+// Every file's events go to their own packet sequence (perfetto_sequence.h: interned texts, the
+// sequence's own clock, deflate-compressed blocks), buffered per file and appended to the output
+// under a lock in large blocks; packets need no order in a Perfetto file.
 #pragma once
 #include <cstdio>
 #include <map>
@@ -39,7 +40,9 @@
 
 namespace sigmatrace::exporter {
 
-// Track uuids: (kind << 56) | (index + 1).
+// Track uuids: ((index + 1) << 5) | kind, so that the uuids events name most (a QP's first lane,
+// a thread) are short varints. A lane's index puts the lane above the group: lane 0 of group g is
+// index g.
 enum class TrackKind : uint64_t {
   host = 1, process = 2, thread = 3, qp = 4, qp_bytes = 5, process_bytes = 6,
   gpu_doorbells = 7,  // index: gpu_track_index(process, gpu)
@@ -53,11 +56,19 @@ enum class TrackKind : uint64_t {
   kernel_lane = 15,   // index: lane_index(gpu_track_index(process, gpu), lane): kernels' run times
   host_bytes = 16,    // index: host
 };
+constexpr uint32_t kTrackKindBits = 5;
 // One track per (process, GPU) (gpu -1: doorbells of QPs whose queues are in host memory).
 constexpr uint64_t gpu_track_index(uint32_t process_id, int64_t gpu) { return uint64_t{process_id} * 1024 + static_cast<uint64_t>(gpu + 1); }
-constexpr uint32_t kLaneBits = 16;  // lanes per group: more slices in flight at once become instants
-constexpr uint64_t lane_index(uint64_t group, uint32_t lane) { return (group << kLaneBits) | lane; }
-constexpr uint64_t track_uuid(TrackKind k, uint64_t index) { return (static_cast<uint64_t>(k) << 56) | (index + 1); }
+constexpr uint32_t kLaneBits = 16;        // lanes per group: more slices in flight at once become instants
+constexpr uint32_t kLaneGroupBits = 32;   // groups: QPs, (process, layer), (process, GPU)
+constexpr uint64_t lane_index(uint64_t group, uint32_t lane) { return (uint64_t{lane} << kLaneGroupBits) | group; }
+constexpr uint64_t lane_group(uint64_t index) { return index & ((uint64_t{1} << kLaneGroupBits) - 1); }
+constexpr uint32_t lane_of(uint64_t index) { return static_cast<uint32_t>(index >> kLaneGroupBits); }
+constexpr uint64_t track_uuid(TrackKind k, uint64_t index) { return ((index + 1) << kTrackKindBits) | static_cast<uint64_t>(k); }
+constexpr TrackKind track_kind(uint64_t uuid) { return static_cast<TrackKind>(uuid & ((1u << kTrackKindBits) - 1)); }
+constexpr uint64_t track_index(uint64_t uuid) { return (uuid >> kTrackKindBits) - 1; }
+// The track of lane `lane` of the group whose lane 0 is `lane0`.
+constexpr uint64_t lane_track(uint64_t lane0, uint32_t lane) { return lane0 + (uint64_t{lane} << (kLaneGroupBits + kTrackKindBits)); }
 
 // The pid and tid Perfetto is given: the real ones, unless two hosts of the experiment have a
 // process (thread) with the same number, which Perfetto would merge into one; then the host's
@@ -73,7 +84,8 @@ class PerfettoExport : public analysis::ExperimentSink {
   ~PerfettoExport() override;
   // Opens the output (under a temporary name) and writes the clock snapshot and the track
   // descriptors known before the pass (lanes are described by the files that use them).
-  bool open(const std::string& path, const analysis::ExperimentModel& model, std::string* error);
+  // `compress`: deflate the files' packet blocks (off: plain packets, e.g. for protoc --decode).
+  bool open(const std::string& path, const analysis::ExperimentModel& model, bool compress, std::string* error);
   std::unique_ptr<analysis::FileSink> open_file(uint32_t process_id) override;
   bool finish(std::string* error);  // writes the host counters, closes and renames into place
 
@@ -82,6 +94,10 @@ class PerfettoExport : public analysis::ExperimentSink {
   const analysis::ExperimentModel& model() const { return *model_; }
   const PerfettoIds& ids() const { return ids_; }
   int64_t bin_ns() const { return bin_ns_; }
+  bool compress() const { return compress_; }
+  // The origin of every sequence's clock: 1 ms before the experiment starts (events a little
+  // earlier, e.g. a kernel span, still get a small positive timestamp).
+  int64_t origin_ns() const { return origin_ns_; }
   // The (process, GPU) pairs that have GPU tracks (launches on another device go to (process, -1)).
   bool has_gpu_track(uint32_t process_id, int64_t gpu) const { return gpu_tracks_.count({process_id, gpu}) != 0; }
 
@@ -93,6 +109,8 @@ class PerfettoExport : public analysis::ExperimentSink {
   std::string path_, tmp_path_;
   std::mutex mu_;
   int64_t bin_ns_ = 1000000;
+  int64_t origin_ns_ = 0;
+  bool compress_ = true;
   std::set<std::pair<uint32_t, int64_t>> gpu_tracks_;
   std::map<uint32_t, std::vector<uint64_t>> host_bins_;
 };

@@ -1,7 +1,7 @@
 // A small append-only protobuf encoder (no libprotobuf at run time). Messages are written in place
-// into one growing buffer: a nested message reserves four bytes for its length and back-fills them
-// with a redundant (non-minimal) varint when it ends, which every protobuf reader accepts, so no
-// message is ever built separately and copied. Limits: a nested message < 256 MiB.
+// into one growing buffer: a nested message reserves one byte for its length and, when it ends
+// longer than 127 bytes, moves its body up to make room for the longer varint. Trace events are
+// almost all shorter, so a length costs one byte and the move is rare (a packet-sized memmove).
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -46,19 +46,28 @@ class ProtoWriter {
     buf_.append(s.data(), s.size());
   }
 
-  // begin(field) ... end(token): a nested message written in place.
+  void bytes(uint32_t field, const void* data, size_t n) { str(field, std::string_view(static_cast<const char*>(data), n)); }
+
+  // begin(field) ... end(token): a nested message written in place. Tokens of enclosing messages
+  // stay valid: a body that moves is always the innermost open one.
   size_t begin(uint32_t field) {
     tag(field, kLen);
-    buf_.append(4, '\0');
+    buf_.push_back('\0');
     return buf_.size();
   }
   void end(size_t token) {
-    uint32_t n = static_cast<uint32_t>(buf_.size() - token);
-    char* p = &buf_[token - 4];
-    p[0] = static_cast<char>((n & 0x7f) | 0x80);
-    p[1] = static_cast<char>(((n >> 7) & 0x7f) | 0x80);
-    p[2] = static_cast<char>(((n >> 14) & 0x7f) | 0x80);
-    p[3] = static_cast<char>((n >> 21) & 0x7f);
+    const size_t n = buf_.size() - token;
+    if (n < 0x80) {
+      buf_[token - 1] = static_cast<char>(n);
+      return;
+    }
+    char len[10];
+    int k = 0;
+    for (uint64_t v = n; v >= 0x80; v >>= 7) len[k++] = static_cast<char>(v | 0x80);
+    len[k] = static_cast<char>(n >> (7 * k));
+    ++k;
+    buf_.insert(token - 1, static_cast<size_t>(k - 1), '\0');
+    std::memcpy(&buf_[token - 1], len, static_cast<size_t>(k));
   }
 
  private:

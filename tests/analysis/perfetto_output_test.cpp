@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -66,8 +67,12 @@ class PerfettoOutput : public ::testing::Test {
     spec.qps_per_pair = 2;
     spec.messages_per_qp = 10;
     truth = analysis::write_synthetic_experiment(dir.path(), spec);
-    run = analyze_dir(dir.path());
+    exporter::AnalysisOptions o;
+    o.dir = dir.path();
+    o.compress_perfetto = false;  // protoc decodes plain packets only
+    run = exporter::run_analysis(o);
     ASSERT_TRUE(run.ok) << run.error;
+    expect_valid_timeline(dir.path());
     ProcessResult r = run_process({"/bin/sh", "-c",
                                    std::string(SIGMATRACE_PROTOC) + " --proto_path=" + SIGMATRACE_PROTO_DIR +
                                        " --decode=sigmatrace_pftrace.Trace perfetto_subset.proto < " + (dir / "trace.pftrace")});
@@ -78,9 +83,54 @@ class PerfettoOutput : public ::testing::Test {
     for (auto& [k, p] : root.children) {
       ASSERT_EQ(k, "packet");
       if (const Node* td = p.child("track_descriptor")) tracks[td->u("uuid")] = *td;
-      else if (p.child("track_event")) events.push_back(p);
+      else resolve(p);
     }
   }
+
+  // What Perfetto's importer does with a sequence's incremental state: interned texts become
+  // names, categories and annotation keys again, and timestamps on the sequence's clock become
+  // REALTIME (its first packet relates the two).
+  struct Sequence {
+    std::map<std::string, std::map<uint64_t, std::string>> interned;  // table -> iid -> text
+    bool has_clock = false;
+    uint64_t origin = 0;
+  };
+  void resolve(Node p) {
+    Sequence& sq = sequences[p.u("trusted_packet_sequence_id")];
+    if (const Node* id = p.child("interned_data"))
+      for (const auto& [table, entry] : id->children) {
+        const std::string text = entry.get(table == "debug_annotation_string_values" ? "str" : "name");
+        ASSERT_TRUE(sq.interned[table].emplace(entry.u("iid"), text).second) << table << " iid " << entry.u("iid") << " interned twice";
+      }
+    if (p.child("trace_packet_defaults")) {
+      const Node* cs = p.child("clock_snapshot");
+      ASSERT_NE(cs, nullptr) << "a sequence's clock is declared with its defaults";
+      uint64_t own = 0, realtime = 0;
+      for (auto [it, end] = cs->children.equal_range("clocks"); it != end; ++it)
+        (it->second.u("clock_id") == 64 ? own : realtime) = it->second.u("timestamp");
+      sq.has_clock = true, sq.origin = realtime - own;
+    }
+    auto te = p.children.find("track_event");
+    if (te == p.children.end()) return;
+    auto text = [&](const char* table, uint64_t iid) {
+      auto& t = sq.interned[table];
+      EXPECT_TRUE(t.count(iid)) << table << " iid " << iid << " used before it was interned";
+      return t[iid];
+    };
+    Node& e = te->second;
+    if (!e.get("name_iid").empty()) e.scalars.emplace("name", text("event_names", e.u("name_iid")));
+    for (auto [it, end] = e.scalars.equal_range("category_iids"); it != end; ++it)
+      e.scalars.emplace("categories", text("event_categories", std::stoull(it->second)));
+    for (auto& [k, a] : e.children)
+      if (k == "debug_annotations" && !a.get("name_iid").empty()) a.scalars.emplace("name", text("debug_annotation_names", a.u("name_iid")));
+    if (sq.has_clock && p.get("timestamp_clock_id").empty()) {
+      const uint64_t ts = sq.origin + p.u("timestamp");
+      p.scalars.erase("timestamp");
+      p.scalars.emplace("timestamp", std::to_string(ts));
+    }
+    events.push_back(std::move(p));
+  }
+  std::map<uint64_t, Sequence> sequences;
   TempDir dir;
   analysis::SyntheticSpec spec;
   analysis::SyntheticTruth truth;
@@ -98,9 +148,8 @@ TEST_F(PerfettoOutput, DecodesWithOnlyKnownFields) {
   EXPECT_FALSE(std::regex_search(text, std::regex("(^|\\n) *[0-9]+(:| \\{)"))) << "unknown field in trace.pftrace";
 }
 
-uint64_t index_of(uint64_t track) { return (track & ((1ull << 56) - 1)) - 1; }
-uint64_t kind_of(uint64_t track) { return track >> 56; }
-bool is(uint64_t track, exporter::TrackKind k) { return kind_of(track) == static_cast<uint64_t>(k); }
+uint64_t index_of(uint64_t track) { return exporter::track_index(track); }
+bool is(uint64_t track, exporter::TrackKind k) { return exporter::track_kind(track) == k; }
 
 TEST_F(PerfettoOutput, ProcessesAndThreadsArePerfettosOwnAndQpsNestUnderThem) {
   using exporter::TrackKind;
@@ -137,7 +186,7 @@ TEST_F(PerfettoOutput, ProcessesAndThreadsArePerfettosOwnAndQpsNestUnderThem) {
     }
     if (is(id, TrackKind::send_lane) || is(id, TrackKind::recv_lane)) {
       ++lanes;
-      EXPECT_EQ(t.u("parent_uuid"), uuid(TrackKind::qp, index_of(id) >> exporter::kLaneBits));
+      EXPECT_EQ(t.u("parent_uuid"), uuid(TrackKind::qp, exporter::lane_group(index_of(id))));
       EXPECT_EQ(t.get("name"), is(id, TrackKind::send_lane) ? "send queue" : "receive queue");
       EXPECT_EQ(t.u("sibling_merge_behavior"), 1u) << "lanes of one queue form one track in the UI";
     }
@@ -200,7 +249,7 @@ TEST_F(PerfettoOutput, WorkRequestsAreSlicesFromPostToCompletionWithForwardFlows
     EXPECT_GE(in.second, out.second) << "flow runs backwards";
     ASSERT_TRUE(is(in.first, TrackKind::completions));
     ASSERT_TRUE(is(out.first, TrackKind::send_lane) || is(out.first, TrackKind::recv_lane));
-    const uint64_t out_qp = index_of(out.first) >> exporter::kLaneBits, in_qp = index_of(in.first);
+    const uint64_t out_qp = exporter::lane_group(index_of(out.first)), in_qp = index_of(in.first);
     if (out_qp == in_qp) {
       ++to_completion;
     } else {
@@ -226,6 +275,42 @@ TEST_F(PerfettoOutput, WorkRequestsAreSlicesFromPostToCompletionWithForwardFlows
         if (p["host"] == run.model->hosts[index_of(track)]) bytes += out_bytes(p);
     EXPECT_NEAR(integral, bytes, bytes * 1e-9 + 1e-6) << track;
   }
+}
+
+// The compressed blocks hold exactly the plain packets, and a Full-mode experiment's timeline
+// stays within its size target (25 bytes per traced event).
+TEST(PerfettoSize, CompressedBlocksHoldThePlainTimelineInAFewBytesPerEvent) {
+  TempDir dir;
+  analysis::SyntheticSpec spec;
+  spec.processes = 4;
+  spec.hosts = 2;
+  spec.messages_per_qp = 10000;  // large enough that the per-experiment part (tracks, counters) is small
+  analysis::write_synthetic_experiment(dir.path(), spec);
+  auto analyze = [&](bool compress) {
+    exporter::AnalysisOptions o;
+    o.dir = dir.path();
+    o.sqlite = false;
+    o.compress_perfetto = compress;
+    exporter::AnalysisRun run = exporter::run_analysis(o);
+    EXPECT_TRUE(run.ok) << run.error;
+    const std::string path = dir / (compress ? "compressed.pftrace" : "plain.pftrace");
+    EXPECT_EQ(std::rename((dir / "trace.pftrace").c_str(), path.c_str()), 0);
+    return std::make_pair(run.pass.events, path);
+  };
+  const auto [events, plain] = analyze(false);
+  const auto [events2, compressed] = analyze(true);
+  ASSERT_EQ(events, events2);
+  const TimelineReport a = check_timeline(plain, ""), b = check_timeline(compressed, "");
+  EXPECT_TRUE(a.problems.empty()) << a.problems.front();
+  EXPECT_TRUE(b.problems.empty()) << b.problems.front();
+  EXPECT_EQ(a.summary(), b.summary());
+  EXPECT_GT(a.slices, events / 2);
+  // The same packets (files' blocks interleave in a different order from run to run).
+  EXPECT_EQ(uncompressed_pftrace(compressed).size(), uncompressed_pftrace(plain).size());
+  const double per_event = static_cast<double>(std::ifstream(compressed, std::ios::ate | std::ios::binary).tellg()) / static_cast<double>(events);
+  EXPECT_LE(per_event, 25.0) << "bytes per event of trace.pftrace";
+  std::printf("%llu events: %.1f bytes per event compressed, %.1f plain\n", static_cast<unsigned long long>(events), per_event,
+              static_cast<double>(std::ifstream(plain, std::ios::ate | std::ios::binary).tellg()) / static_cast<double>(events));
 }
 
 TEST(PerfettoIds, PidsAndTidsThatTwoHostsShareAreMadeDistinct) {

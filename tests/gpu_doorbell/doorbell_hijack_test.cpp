@@ -180,8 +180,7 @@ TEST(DoorbellAnalysis, EveryDoorbellIsInTheOutputsWithItsQpPeerAndKernel) {
   EXPECT_EQ(sql("SELECT name, entry, grid_x, block_x FROM kernel_launch"), "name,entry,grid_x,block_x\nput_quiet_kernel,cuLaunchKernel," +
                                                                             std::to_string(qps) + ",32\n");
   // The timeline has the GPU's doorbell and launch tracks and a doorbell-rate counter per QP.
-  std::ifstream f(dir + "/trace.pftrace", std::ios::binary);
-  const std::string pf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string pf = uncompressed_pftrace(dir + "/trace.pftrace");
   for (const char* name : {"GPU (host-memory queues) doorbells", "GPU (host-memory queues) kernel launches", "doorbells/s QP",
                            "launch put_quiet_kernel", "producer_index"})
     EXPECT_NE(pf.find(name), std::string::npos) << name;

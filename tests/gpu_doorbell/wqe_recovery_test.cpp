@@ -267,8 +267,7 @@ TEST(WqeRecoveryAnalysis, RecoveredOperationsAreOpRowsWithTheirDoorbellGpuKernel
   const std::string json((std::istreambuf_iterator<char>(jf)), std::istreambuf_iterator<char>());
   for (const std::string& want : {"\"wqes_recovered\": " + recovered, std::string("\"gpu\": {"), std::string("\"gpu_label\": \"")})
     EXPECT_NE(json.find(want), std::string::npos) << want;
-  std::ifstream f(dir + "/trace.pftrace", std::ios::binary);
-  const std::string pf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string pf = uncompressed_pftrace(dir + "/trace.pftrace");
   for (const char* name : {"data doorbell", "control doorbell", "gpu.wqe", "bytes/s GPU (host-memory queues)", "remote_addr"})
     EXPECT_NE(pf.find(name), std::string::npos) << name;
 }

@@ -6,10 +6,15 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
+
+#ifdef SIGMATRACE_TIMELINE_CHECK_ZLIB
+#include <zlib.h>
+#endif
 
 #ifdef SIGMATRACE_TIMELINE_CHECK_SQLITE
 #include <sqlite3.h>
@@ -69,6 +74,34 @@ struct Wire {
   Wire sub() const { return Wire{data, data + size}; }
   std::string text() const { return std::string(reinterpret_cast<const char*>(data), size); }
 };
+
+// False when the block does not inflate (or this checker was built without zlib).
+bool inflate_block(const uint8_t* data, size_t size, std::string* out) {
+#ifndef SIGMATRACE_TIMELINE_CHECK_ZLIB
+  (void)data, (void)size, (void)out;
+  return false;
+#else
+  z_stream z{};
+  if (inflateInit(&z) != Z_OK) return false;
+  z.next_in = const_cast<Bytef*>(data);
+  z.avail_in = static_cast<uInt>(size);
+  int rc = Z_OK;
+  char buf[1 << 16];
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out->append(buf, sizeof buf - z.avail_out);
+  }
+  inflateEnd(&z);
+  return rc == Z_STREAM_END;
+#endif
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
 
 struct TrackInfo {
   uint64_t parent = 0;
@@ -136,7 +169,17 @@ void read_descriptor(Wire w, std::map<uint64_t, TrackInfo>* tracks, Problems* pr
   (*tracks)[uuid] = t;
 }
 
-Event read_event(Wire w) {
+// What the importer keeps per packet sequence: whether its state was started (a packet with
+// SEQ_INCREMENTAL_STATE_CLEARED), its interned categories, and its own clock's origin on REALTIME.
+struct SequenceState {
+  bool cleared = false;
+  std::map<uint64_t, std::string> categories;
+  std::set<uint64_t> names;
+  bool has_clock = false;
+  int64_t origin = 0;
+};
+
+Event read_event(Wire w, const SequenceState& sq, Problems* problems) {
   Event e;
   while (w.next()) {
     switch (w.field) {
@@ -144,6 +187,15 @@ Event read_event(Wire w) {
       case 11: e.track = w.value; break;
       case 22:
         if (e.category.empty()) e.category = w.text();
+        break;
+      case 3: {  // category_iids
+        auto it = sq.categories.find(w.value);
+        if (it == sq.categories.end()) problems->add("category iid used before it was interned", std::to_string(w.value));
+        else if (e.category.empty()) e.category = it->second;
+        break;
+      }
+      case 10:  // name_iid
+        if (!sq.names.count(w.value)) problems->add("name iid used before it was interned", std::to_string(w.value));
         break;
       case 47: e.flows.push_back(w.value); break;
       case 48: e.terminating.push_back(w.value); break;
@@ -197,32 +249,77 @@ TimelineReport check_timeline(const std::string& pftrace_path, const std::string
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::map<uint64_t, TrackInfo> tracks;
   std::vector<Event> events;
-  Wire trace{reinterpret_cast<const uint8_t*>(bytes.data()), reinterpret_cast<const uint8_t*>(bytes.data()) + bytes.size()};
-  while (trace.next()) {
-    if (trace.field != 1 || trace.type != 2) continue;
-    ++r.packets;
-    int64_t ts = 0;
-    uint32_t seq = 0;
-    bool have_ts = false;
-    Wire event{nullptr, nullptr};
-    for (Wire p = trace.sub(); p.next();) {
-      if (p.field == 8) ts = static_cast<int64_t>(p.value), have_ts = true;
-      else if (p.field == 10) seq = static_cast<uint32_t>(p.value);
-      else if (p.field == 60) read_descriptor(p.sub(), &tracks, &problems);
-      else if (p.field == 11) event = p.sub();
-      else if (p.field == 6) {
-        for (Wire c = p.sub(); c.next();)
-          if (c.field == 2) r.clock_snapshot = true;  // primary_trace_clock
+  std::map<uint32_t, SequenceState> sequences;
+  // The packets of a buffer (the file, or a compressed block unpacked), in file order.
+  std::function<void(const uint8_t*, size_t, const std::string&)> read_packets = [&](const uint8_t* data, size_t size, const std::string& where) {
+    Wire trace{data, data + size};
+    while (trace.next()) {
+      if (trace.field != 1 || trace.type != 2) continue;
+      ++r.packets;
+      int64_t ts = 0;
+      uint32_t seq = 0, flags = 0;
+      bool have_ts = false, own_clock = true;
+      Wire event{nullptr, nullptr}, interned{nullptr, nullptr}, snapshot{nullptr, nullptr};
+      bool defaults = false;
+      for (Wire p = trace.sub(); p.next();) {
+        if (p.field == 8) ts = static_cast<int64_t>(p.value), have_ts = true;
+        else if (p.field == 10) seq = static_cast<uint32_t>(p.value);
+        else if (p.field == 13) flags = static_cast<uint32_t>(p.value);
+        else if (p.field == 58) own_clock = false;  // an explicit clock: REALTIME
+        else if (p.field == 59) defaults = true;
+        else if (p.field == 12) interned = p.sub();
+        else if (p.field == 60) read_descriptor(p.sub(), &tracks, &problems);
+        else if (p.field == 11) event = p.sub();
+        else if (p.field == 6) snapshot = p.sub();
+        else if (p.field == 50) {
+          // compressed_packets: a zlib stream of more packets.
+          --r.packets;  // counted are the packets it holds
+          std::string out;
+          const bool ok = inflate_block(p.data, p.size, &out);
+          if (!ok) problems.add("compressed packets that do not inflate", where);
+          else read_packets(reinterpret_cast<const uint8_t*>(out.data()), out.size(), where + " (compressed block)");
+        }
       }
+      SequenceState& sq = sequences[seq];
+      if (flags & 1) sq = SequenceState{}, sq.cleared = true;
+      if ((flags & 2) && !sq.cleared) problems.add("packet that needs incremental state before its sequence was started (Perfetto skips it)", where);
+      if (interned.p)
+        for (Wire t = interned; t.next();) {
+          uint64_t iid = 0;
+          std::string text;
+          for (Wire x = t.sub(); x.next();) {
+            if (x.field == 1) iid = x.value;
+            if (x.field == 2) text = x.text();
+          }
+          if (t.field == 1) sq.categories[iid] = text;
+          if (t.field == 2) sq.names.insert(iid);
+        }
+      if (snapshot.p) {
+        int64_t own = -1, realtime = 0;
+        for (Wire c = snapshot; c.next();) {
+          if (c.field == 2) r.clock_snapshot = true;  // primary_trace_clock
+          if (c.field != 1) continue;
+          uint64_t id = 0, value = 0;
+          for (Wire x = c.sub(); x.next();) {
+            if (x.field == 1) id = x.value;
+            if (x.field == 2) value = x.value;
+          }
+          if (id == 64) own = static_cast<int64_t>(value);
+          if (id == 1) realtime = static_cast<int64_t>(value);
+        }
+        if (own >= 0) sq.has_clock = true, sq.origin = realtime - own;
+      }
+      if (defaults && !sq.has_clock) problems.add("sequence defaults without its clock declared", where);
+      if (!event.p) continue;
+      Event e = read_event(event, sq, &problems);
+      e.ts = sq.has_clock && own_clock ? sq.origin + ts : ts, e.seq = seq;
+      if (!have_ts) problems.add("track event without a timestamp", "packet " + std::to_string(r.packets));
+      if (!seq) problems.add("track event without a sequence id (dropped by Perfetto)", "packet " + std::to_string(r.packets));
+      events.push_back(std::move(e));
     }
-    if (!event.p) continue;
-    Event e = read_event(event);
-    e.ts = ts, e.seq = seq;
-    if (!have_ts) problems.add("track event without a timestamp", "packet " + std::to_string(r.packets));
-    if (!seq) problems.add("track event without a sequence id (dropped by Perfetto)", "packet " + std::to_string(r.packets));
-    events.push_back(std::move(e));
-  }
-  if (trace.bad) problems.add("trace.pftrace does not decode", "at byte " + std::to_string(trace.p - reinterpret_cast<const uint8_t*>(bytes.data())));
+    if (trace.bad) problems.add("trace.pftrace does not decode", where + " at byte " + std::to_string(trace.p - data));
+  };
+  read_packets(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), pftrace_path);
   if (!r.clock_snapshot) problems.add("no clock snapshot declaring the trace clock", pftrace_path);
 
   // Processes and threads, and which process (pid) each track belongs to.
@@ -357,6 +454,21 @@ TimelineReport check_timeline(const std::string& pftrace_path, const std::string
 #endif
   r.problems = problems.list();
   return r;
+}
+
+std::string uncompressed_pftrace(const std::string& path) {
+  const std::string bytes = read_file(path);
+  std::string out;
+  Wire trace{reinterpret_cast<const uint8_t*>(bytes.data()), reinterpret_cast<const uint8_t*>(bytes.data()) + bytes.size()};
+  const uint8_t* start = trace.p;
+  while (trace.next()) {
+    bool compressed = false;
+    for (Wire p = trace.sub(); p.next();)
+      if (p.field == 50) compressed = inflate_block(p.data, p.size, &out);
+    if (!compressed) out.append(reinterpret_cast<const char*>(start), static_cast<size_t>(trace.p - start));
+    start = trace.p;
+  }
+  return out;
 }
 
 void expect_valid_timeline(const std::string& dir) {

@@ -32,6 +32,9 @@ TimelineReport check_timeline(const std::string& pftrace_path, const std::string
 
 // GoogleTest helper: checks DIR/trace.pftrace (with DIR/trace.sqlite when it exists) and adds a
 // failure per problem.
+// The file's packets with every compressed block unpacked in place (for tests that look for texts).
+std::string uncompressed_pftrace(const std::string& path);
+
 void expect_valid_timeline(const std::string& experiment_dir);
 
 }  // namespace sigmatrace::test
