@@ -1,7 +1,7 @@
 // Analysis throughput on an experiment (bench/analysis/README in docs/performance.md):
 // decode + clock normalization + topology + association + aggregation (no timeline or SQL export),
 // for each worker count given, then optionally the complete analysis with all outputs.
-//   analysis_throughput DIR [--threads 1,2,4] [--outputs] [--repeat R]
+//   analysis_throughput DIR [--threads 1,2,4] [--outputs] [--budget EVENTS] [--repeat R]
 // Prints events/s and events/s per worker. The files should be in the page cache (run once before)
 // so that the disk is not what is measured.
 #include <sys/resource.h>
@@ -40,19 +40,22 @@ void report(const char* what, unsigned threads, const AnalysisRun& r, double cpu
 
 int main(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') {
-    std::fprintf(stderr, "usage: analysis_throughput DIR [--threads 1,2,4] [--outputs] [--repeat R]\n");
+    std::fprintf(stderr, "usage: analysis_throughput DIR [--threads 1,2,4] [--outputs] [--budget EVENTS] [--repeat R]\n");
     return 2;
   }
   std::string dir = argv[1];
   std::vector<unsigned> threads = {1, 2};
   bool outputs = false;
   int repeat = 3;
+  uint64_t budget = 0;  // the timeline in full detail, so that every event is written (sigmatrace analyze: 10 M)
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
       threads.clear();
       std::stringstream ss(argv[++i]);
       for (std::string t; std::getline(ss, t, ',');) threads.push_back(static_cast<unsigned>(std::stoul(t)));
+    } else if (a == "--budget" && i + 1 < argc) {
+      budget = std::stoull(argv[++i]);
     } else if (a == "--outputs") {
       outputs = true;
     } else if (a == "--repeat" && i + 1 < argc) {
@@ -87,6 +90,7 @@ int main(int argc, char** argv) {
     AnalysisOptions o;
     o.dir = dir;
     o.threads = threads.back();
+    o.timeline.budget_events = budget;
     double c0 = cpu_seconds();
     AnalysisRun r = sigmatrace::exporter::run_analysis(o);
     if (!r.ok) {

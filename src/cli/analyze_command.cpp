@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <sstream>
 #include <thread>
 
 #include "cli/commands.h"
@@ -23,6 +24,8 @@ struct AnalyzeOptions {
   std::string dir;
   unsigned threads = 0;
   bool no_perfetto = false, no_sqlite = false, quiet = false, plain_perfetto = false;
+  std::string window, ranks, hosts, layers;
+  uint64_t budget = exporter::TimelineRequest{}.budget_events;
   size_t top = 10;
 };
 
@@ -92,6 +95,20 @@ int run_analyze(const AnalyzeOptions& o) {
   ao.perfetto = !o.no_perfetto;
   ao.sqlite = !o.no_sqlite;
   ao.compress_perfetto = !o.plain_perfetto;
+  ao.timeline.budget_events = o.budget;
+  if (!o.window.empty() && !exporter::parse_time_window(o.window, &ao.timeline)) {
+    print_error("analyze: --window " + o.window + ": expected FROM:TO in seconds since the experiment's start (either may be left out)");
+    return 2;
+  }
+  if (!o.ranks.empty() && !exporter::parse_rank_list(o.ranks, &ao.timeline.ranks)) {
+    print_error("analyze: --ranks " + o.ranks + ": expected a list such as 0,2,4-7");
+    return 2;
+  }
+  for (auto [list, out] : {std::pair{&o.hosts, &ao.timeline.hosts}, std::pair{&o.layers, &ao.timeline.layers}}) {
+    std::stringstream ss(*list);
+    for (std::string item; std::getline(ss, item, ',');)
+      if (!item.empty()) out->push_back(item);
+  }
   ao.progress = &progress;
   exporter::AnalysisRun run;
   {
@@ -121,6 +138,12 @@ CommandRunner add_analyze_command(CLI::App& app) {
   sub->add_flag("--no-sqlite", o->no_sqlite, "do not write trace.sqlite");
   sub->add_flag("--uncompressed-perfetto", o->plain_perfetto,
                 "write trace.pftrace's packets plain instead of in deflate-compressed blocks (for protoc --decode; several times larger)");
+  sub->add_option("--window", o->window, "timeline only: FROM:TO, seconds since the experiment's start (e.g. 2.5:3)");
+  sub->add_option("--ranks", o->ranks, "timeline only: these ranks (e.g. 0,4-7)");
+  sub->add_option("--hosts", o->hosts, "timeline only: the processes of these hosts (comma-separated)");
+  sub->add_option("--layers", o->layers, "timeline only: these layers (ibv,gpu,ucx,ofi)");
+  sub->add_option("--timeline-budget", o->budget,
+                  "events drawn one by one in trace.pftrace before counters take over (default 10000000, about 250 MB; 0: no limit)");
   sub->add_flag("-q,--quiet", o->quiet, "do not print the summary");
   sub->add_option("--top", o->top, "connections and QPs listed in the summary (default 10)");
   return [o] { return run_analyze(*o); };

@@ -12,6 +12,22 @@ namespace sigmatrace::exporter {
 using namespace sigmatrace::analysis;
 
 namespace {
+// What trace.pftrace holds, for aggregate.json and the summary.
+nlohmann::json timeline_json(const TimelineSelection& s, const ExperimentModel& m, uint64_t left_out, uint64_t summarised) {
+  nlohmann::json j;
+  size_t processes = 0;
+  for (bool p : s.process) processes += p;
+  j["processes"] = processes;
+  j["events_left_out"] = left_out;       // outside the window, the layers or the processes chosen
+  j["events_summarised"] = summarised;   // after the budget's cut-off: in the counters only
+  j["budget_events"] = s.budget_events;
+  if (s.from_ns > m.start_ns) j["from_ns"] = s.from_ns;
+  if (s.to_ns < m.end_ns) j["to_ns"] = s.to_ns;
+  if (s.detail_end_ns < m.end_ns) j["detail_end_ns"] = s.detail_end_ns;
+  j["complete"] = !s.active;
+  return j;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -39,8 +55,9 @@ AnalysisRun run_analysis(const AnalysisOptions& o) {
   std::unique_ptr<PerfettoExport> perfetto;
   std::unique_ptr<SqliteExport> sqlite;
   if (o.perfetto) {
+    if (!resolve_timeline_selection(o.timeline, m, &run.timeline, &run.error)) return run;
     perfetto = std::make_unique<PerfettoExport>();
-    if (!perfetto->open(o.dir + "/" + kPerfettoFile, m, o.compress_perfetto, &run.error)) return run;
+    if (!perfetto->open(o.dir + "/" + kPerfettoFile, m, o.compress_perfetto, run.timeline, &run.error)) return run;
     sinks.push_back(perfetto.get());
   }
   if (o.sqlite) {
@@ -63,7 +80,11 @@ AnalysisRun run_analysis(const AnalysisOptions& o) {
   auto t2 = std::chrono::steady_clock::now();
   if (o.progress) o.progress->pass = 3;
   run.aggregate_json = aggregates_to_json(m, run.aggregates, run.pass);
-  if (perfetto && !perfetto->finish(&run.error)) return run;
+  if (perfetto) {
+    if (!perfetto->finish(&run.error)) return run;
+    run.timeline_left_out = perfetto->left_out(), run.timeline_summarised = perfetto->summarised();
+    run.aggregate_json["timeline"] = timeline_json(run.timeline, m, run.timeline_left_out, run.timeline_summarised);
+  }
   if (sqlite && !sqlite->finish(m, run.aggregates, &run.error)) return run;
   if (o.json && !write_json_file(o.dir + "/" + kAggregateFile, run.aggregate_json, &run.error)) return run;
   run.outputs_s = seconds_since(t2);

@@ -9,6 +9,7 @@
 #include "analysis/aggregates.h"
 #include "analysis/experiment_model.h"
 #include "analysis/pipeline.h"
+#include "export/timeline_selection.h"
 
 namespace sigmatrace::exporter {
 
@@ -21,6 +22,7 @@ struct AnalysisOptions {
   unsigned threads = 0;  // 0: all cores
   bool perfetto = true, sqlite = true, json = true;
   bool compress_perfetto = true;  // deflate trace.pftrace's packet blocks
+  TimelineRequest timeline;        // what trace.pftrace holds (the other outputs are complete)
   analysis::Progress* progress = nullptr;
 };
 
@@ -32,6 +34,8 @@ struct AnalysisRun {
   analysis::SecondPassResult pass;
   nlohmann::json aggregate_json;
   double first_pass_s = 0, second_pass_s = 0, outputs_s = 0;
+  TimelineSelection timeline;                  // as resolved
+  uint64_t timeline_left_out = 0, timeline_summarised = 0;
 };
 
 AnalysisRun run_analysis(const AnalysisOptions& o);

@@ -48,9 +48,12 @@ PerfettoIds perfetto_ids(const ExperimentModel& m) {
   return ids;
 }
 
-bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, bool compress, std::string* error) {
+bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, bool compress, const TimelineSelection& selection,
+                          std::string* error) {
   model_ = &m;
   compress_ = compress;
+  selection_ = selection;
+  const TimelineSelection& sel = selection_;
   origin_ns_ = m.start_ns - 1000000;
   ids_ = perfetto_ids(m);
   path_ = path;
@@ -96,7 +99,11 @@ bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, boo
     w.end(p);
   }
   auto host_rank = [&](uint32_t host) { return static_cast<int64_t>(host) * 1000000; };
+  std::vector<bool> host_selected(m.hosts.size(), false);
+  for (const ProcessRow& p : m.processes)
+    if (sel.has_process(p.process_id)) host_selected[p.host_id] = true;
   for (size_t h = 0; h < m.hosts.size(); ++h) {
+    if (!host_selected[h]) continue;
     descriptor(&w, {track_uuid(TrackKind::host, h), 0, "host " + m.hosts[h], "the processes of this host follow", host_rank(static_cast<uint32_t>(h))});
     Track c{track_uuid(TrackKind::host_bytes, h), track_uuid(TrackKind::host, h), "bytes/s host " + m.hosts[h],
             "bytes posted per second by this host's processes (all QPs)", 0};
@@ -104,6 +111,7 @@ bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, boo
     descriptor(&w, c);
   }
   for (const ProcessRow& p : m.processes) {
+    if (!sel.has_process(p.process_id)) continue;
     const int64_t pid = ids_.pid[p.process_id];
     size_t pk = w.begin(kPacket);
     w.u64(kTimestamp, start);
@@ -126,6 +134,7 @@ bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, boo
     descriptor(&w, c);
   }
   for (const ThreadRow& t : m.threads) {
+    if (!sel.has_process(t.process_id)) continue;
     size_t pk = w.begin(kPacket);
     w.u64(kTimestamp, start);
     size_t td = w.begin(kTrackDescriptor);
@@ -139,6 +148,7 @@ bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, boo
     w.end(pk);
   }
   for (const QpRow& q : m.qps) {
+    if (!sel.has_process(q.process_id)) continue;
     std::string name = "QP " + std::to_string(q.qp_num) + " " + qp_type_name(q.qp_type);
     if (q.device_id != kNone) name += " " + m.devices[static_cast<size_t>(q.device_id)].name;
     if (q.remote_qp_id != kNone) {
@@ -156,7 +166,7 @@ bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, boo
   // GPU-initiated QP or launched kernels; a doorbells/s counter per GPU-initiated QP.
   std::set<std::pair<uint32_t, int64_t>>& gpus = gpu_tracks_;
   for (const QpRow& q : m.qps) {
-    if (!q.gpu_initiated) continue;
+    if (!q.gpu_initiated || !sel.has_process(q.process_id)) continue;
     gpus.insert({q.process_id, q.gpu});
     Track c{track_uuid(TrackKind::qp_doorbells, q.qp_id), track_uuid(TrackKind::process, q.process_id), "doorbells/s QP " + std::to_string(q.qp_num),
             "doorbells per second its GPU rang on this QP", 3000000 + q.qp_id};
@@ -164,7 +174,7 @@ bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, boo
     descriptor(&w, c);
   }
   for (const ProcessRow& p : m.processes)
-    if (p.file->events_by_type.count("cuda_launch")) gpus.insert({p.process_id, -1});
+    if (sel.has_process(p.process_id) && p.file->events_by_type.count("cuda_launch")) gpus.insert({p.process_id, -1});
   for (const auto& [pid, gpu] : gpus) {
     const std::string g = gpu >= 0 ? "GPU " + std::to_string(gpu) : "GPU (host-memory queues)";
     const uint64_t parent = track_uuid(TrackKind::process, pid);

@@ -53,7 +53,9 @@ class PerfettoFileSink : public FileSink {
  public:
   PerfettoFileSink(PerfettoExport* out, uint32_t process_id)
       : out_(out), m_(out->model()), pid_(process_id),
-        w_(process_id + 1, out->origin_ns(), out->compress(), [out](const std::string& b) { out->append(b); }) {
+        w_(process_id + 1, out->origin_ns(), out->compress(), [out](const std::string& b) { out->append(b); }),
+        sel_(out->selection()),
+        summarising_(out->selection().detail_end_ns < out->model().end_ns) {
     first_qp_ = m_.qps.size();
     size_t last = 0;
     for (const auto& [num, ids] : m_.processes[pid_].qps_by_num)
@@ -66,6 +68,7 @@ class PerfettoFileSink : public FileSink {
   ~PerfettoFileSink() override { w_.flush(); }
 
   void call(const CallRecord& r) override {
+    if (!keep(r.ts_ns, call_layer_bit(r.name))) return;
     const uint64_t track = thread_track(r.thread_id);
     const bool slice = r.dur_ns > 0;
     w_.begin_event(r.ts_ns, slice ? kSliceBegin : kInstant, track);
@@ -85,6 +88,8 @@ class PerfettoFileSink : public FileSink {
   }
 
   void op(const OpRecord& r) override {
+    if (summarising_) count_op(r.ts_ns);
+    if (!keep(r.ts_ns, timeline_layer_bit(r.layer))) return;
     const bool receive = r.op_class == kOpRecv;
     uint64_t group;
     if (r.qp_id >= 0) group = track_uuid(receive ? TrackKind::recv_lane : TrackKind::send_lane, lane_index(static_cast<uint64_t>(r.qp_id), 0));
@@ -110,6 +115,7 @@ class PerfettoFileSink : public FileSink {
   }
 
   void completion(const CompletionRecord& r) override {
+    if (!keep(r.ts_ns, r.qp_id >= 0 ? unsigned{kLayerIbv} : unsigned{kLayerUcx | kLayerOfi})) return;
     uint64_t track = r.qp_id >= 0 ? track_uuid(TrackKind::completions, static_cast<uint64_t>(r.qp_id)) : thread_track(r.thread_id);
     if (r.qp_id >= 0) completion_qps_.insert(static_cast<uint64_t>(r.qp_id));
     w_.begin_event(r.ts_ns, kInstant, track);
@@ -117,12 +123,13 @@ class PerfettoFileSink : public FileSink {
     w_.category(r.status == 0 ? "ibv.wc" : "ibv.wc,error");
     if (r.qp_id >= 0) w_.annotation("wr_id", r.wr_id);
     w_.annotation("byte_len", r.byte_len);
-    if (r.flow_id) w_.terminating_flow(r.flow_id);
-    if (r.op_id >= 0) w_.terminating_flow(completion_flow_id(static_cast<uint64_t>(r.op_id)));
+    if (r.flow_id) end_flow(r.flow_id);
+    if (r.op_id >= 0) end_flow(completion_flow_id(static_cast<uint64_t>(r.op_id)));
     w_.end_event();
   }
 
   void error(const ErrorRecord& r) override {
+    if (!keep(r.ts_ns, timeline_layer_bit(r.layer))) return;
     if (r.kind == "completion") return;  // already an instant on the QP track
     w_.begin_event(r.ts_ns, kInstant, thread_track(r.thread_id));
     w_.name("error " + r.what);
@@ -133,6 +140,7 @@ class PerfettoFileSink : public FileSink {
   }
 
   void mark(const MarkRecord& r) override {
+    if (!keep(r.ts_ns, kAllLayers)) return;
     w_.begin_event(r.ts_ns, kInstant, thread_track(r.thread_id));
     w_.name("mark " + std::to_string(r.id));
     w_.annotation("value", r.value);
@@ -145,6 +153,7 @@ class PerfettoFileSink : public FileSink {
       if (bins.empty()) bins.assign(bins_, 0);
       bins[bin_of(r.ts_ns)] += 1;
     }
+    if (!keep(r.ts_ns, kLayerGpu)) return;
     w_.begin_event(r.ts_ns, kInstant, track_uuid(TrackKind::gpu_doorbells, gpu_track_index(pid_, r.gpu)));
     static const char* const kNames[2][3] = {{"doorbell", "data doorbell", "control doorbell"},
                                              {"BlueFlame doorbell", "BlueFlame data doorbell", "BlueFlame control doorbell"}};
@@ -169,6 +178,8 @@ class PerfettoFileSink : public FileSink {
       if (bins.empty()) bins.assign(bins_, 0);
       bins[bin_of(r.ts_ns)] += r.bytes;
     }
+    if (summarising_) count_op(r.ts_ns);
+    if (!keep(r.ts_ns, kLayerGpu)) return;
     // No completion of its own in the trace: an instant on its QP's send queue (lane 0).
     uint64_t track = thread_track(-1);
     if (r.qp_id >= 0) {
@@ -189,6 +200,7 @@ class PerfettoFileSink : public FileSink {
   }
 
   void launch(const LaunchRecord& r) override {
+    if (!keep(r.ts_ns, kLayerGpu)) return;
     const int64_t gpu = out_->has_gpu_track(pid_, r.gpu) ? r.gpu : -1;
     w_.begin_event(r.ts_ns, kInstant, track_uuid(TrackKind::gpu_kernels, gpu_track_index(pid_, gpu)));
     w_.name(r.name ? "launch " + *r.name : std::string("launch"));
@@ -218,8 +230,10 @@ class PerfettoFileSink : public FileSink {
       out_->add_host_bytes(m_.processes[pid_].host_id, process_bins);
     }
     for (const auto& [gpu, bins] : gpu_bins_) emit_counter(track_uuid(TrackKind::gpu_bytes, gpu_track_index(pid_, gpu)), bins);
+    if (summarising_) mark_detail_end();
     describe_lanes();
     w_.flush();
+    out_->add_left_out(left_out_, summarised_);
   }
 
  private:
@@ -237,7 +251,7 @@ class PerfettoFileSink : public FileSink {
       const uint64_t group = track_uuid(TrackKind::kernel_lane, lane_index(gpu_track_index(pid_, g), 0));
       for (const ProcessRow::Span& sp : spans) {
         const int64_t start = p.clock.to_ns(sp.start_tsc), end = p.clock.to_ns(sp.end_tsc);
-        if (end <= start) continue;
+        if (end <= start || !keep(start, kLayerGpu)) continue;
         const int64_t lane = lanes_[group].place(start, end);
         if (lane < 0) {
           ++lanes_full_;
@@ -310,6 +324,38 @@ class PerfettoFileSink : public FileSink {
     }
   }
 
+  // Whether an event at ts of this layer is drawn; what is not is counted (left out, or after
+  // the budget's cut-off: summarised).
+  bool keep(int64_t ts, unsigned layer) {
+    if (!sel_.in_window(ts) || !(sel_.layers & layer)) return ++left_out_, false;
+    if (ts > sel_.detail_end_ns) return ++summarised_, false;
+    return true;
+  }
+  // A flow's last event: with a selection, its first may be left out, so it ends nowhere.
+  void end_flow(uint64_t id) {
+    if (sel_.active) w_.flow(id);
+    else w_.terminating_flow(id);
+  }
+  void count_op(int64_t ts) {
+    if (op_bins_.empty()) op_bins_.assign(bins_, 0);
+    op_bins_[bin_of(ts)] += 1;
+  }
+  // Where per-operation detail ends: a mark on the process's track saying what follows only as
+  // counters, and the operations/s counter that carries on.
+  void mark_detail_end() {
+    Track c{track_uuid(TrackKind::process_ops, pid_), track_uuid(TrackKind::process, pid_), "operations/s " + process_label(m_.processes[pid_]),
+            "operations per second of this process (drawn one by one only before the timeline budget's cut-off)", -2};
+    c.counter_unit = "operations/s";
+    w_.describe(c);
+    if (!op_bins_.empty()) emit_counter(c.uuid, op_bins_);
+    w_.begin_event(sel_.detail_end_ns, kInstant, track_uuid(TrackKind::process, pid_));
+    w_.name("timeline budget: per-operation detail ends here (counters after it)");
+    w_.category("sigmatrace");
+    w_.annotation("budget_events", sel_.budget_events);
+    w_.annotation("events_summarised", summarised_);
+    w_.end_event();
+  }
+
   void slice_end(int64_t ts, uint64_t track) {
     w_.begin_event(ts, kSliceEnd, track);
     w_.end_event();
@@ -353,6 +399,10 @@ class PerfettoFileSink : public FileSink {
   std::map<uint64_t, Lanes> lanes_;                    // by the uuid of the group's lane 0
   std::set<uint64_t> completion_qps_;
   uint64_t lanes_full_ = 0;
+  const TimelineSelection& sel_;
+  const bool summarising_;  // the budget cuts the timeline: count operations for operations/s
+  std::vector<uint64_t> op_bins_;
+  uint64_t left_out_ = 0, summarised_ = 0;
 };
 
 }  // namespace
@@ -365,12 +415,18 @@ PerfettoExport::~PerfettoExport() {
 }
 
 std::unique_ptr<FileSink> PerfettoExport::open_file(uint32_t process_id) {
+  if (!selection_.has_process(process_id)) return std::make_unique<FileSink>();  // not in the timeline
   return std::make_unique<PerfettoFileSink>(this, process_id);
 }
 
 void PerfettoExport::append(const std::string& bytes) {
   std::lock_guard<std::mutex> g(mu_);
   if (fwrite(bytes.data(), 1, bytes.size(), f_) != bytes.size()) ok_ = false;
+}
+
+void PerfettoExport::add_left_out(uint64_t left_out, uint64_t summarised) {
+  std::lock_guard<std::mutex> g(mu_);
+  left_out_ += left_out, summarised_ += summarised;
 }
 
 void PerfettoExport::add_host_bytes(uint32_t host, const std::vector<uint64_t>& bins) {

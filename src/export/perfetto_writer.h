@@ -37,6 +37,7 @@
 
 #include "analysis/experiment_model.h"
 #include "analysis/records.h"
+#include "export/timeline_selection.h"
 
 namespace sigmatrace::exporter {
 
@@ -55,6 +56,7 @@ enum class TrackKind : uint64_t {
   layer_lane = 14,    // index: lane_index(process * 4 + layer, lane): UCX / libfabric operations
   kernel_lane = 15,   // index: lane_index(gpu_track_index(process, gpu), lane): kernels' run times
   host_bytes = 16,    // index: host
+  process_ops = 17,   // index: process: operations/s, where the budget summarised the timeline
 };
 constexpr uint32_t kTrackKindBits = 5;
 // One track per (process, GPU) (gpu -1: doorbells of QPs whose queues are in host memory).
@@ -85,7 +87,9 @@ class PerfettoExport : public analysis::ExperimentSink {
   // Opens the output (under a temporary name) and writes the clock snapshot and the track
   // descriptors known before the pass (lanes are described by the files that use them).
   // `compress`: deflate the files' packet blocks (off: plain packets, e.g. for protoc --decode).
-  bool open(const std::string& path, const analysis::ExperimentModel& model, bool compress, std::string* error);
+  // `selection`: what goes in (timeline_selection.h).
+  bool open(const std::string& path, const analysis::ExperimentModel& model, bool compress, const TimelineSelection& selection,
+            std::string* error);
   std::unique_ptr<analysis::FileSink> open_file(uint32_t process_id) override;
   bool finish(std::string* error);  // writes the host counters, closes and renames into place
 
@@ -95,6 +99,11 @@ class PerfettoExport : public analysis::ExperimentSink {
   const PerfettoIds& ids() const { return ids_; }
   int64_t bin_ns() const { return bin_ns_; }
   bool compress() const { return compress_; }
+  const TimelineSelection& selection() const { return selection_; }
+  // Events outside the selection, and operations after the budget's cut-off (as counters).
+  void add_left_out(uint64_t left_out, uint64_t summarised);  // thread-safe
+  uint64_t left_out() const { return left_out_; }
+  uint64_t summarised() const { return summarised_; }
   // The origin of every sequence's clock: 1 ms before the experiment starts (events a little
   // earlier, e.g. a kernel span, still get a small positive timestamp).
   int64_t origin_ns() const { return origin_ns_; }
@@ -111,6 +120,8 @@ class PerfettoExport : public analysis::ExperimentSink {
   int64_t bin_ns_ = 1000000;
   int64_t origin_ns_ = 0;
   bool compress_ = true;
+  TimelineSelection selection_;
+  uint64_t left_out_ = 0, summarised_ = 0;
   std::set<std::pair<uint32_t, int64_t>> gpu_tracks_;
   std::map<uint32_t, std::vector<uint64_t>> host_bins_;
 };

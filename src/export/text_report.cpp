@@ -160,6 +160,16 @@ std::string render_text_report(const json& a, size_t top) {
   add(&out, "dropped events: %" PRIu64 "\n", u(a, "events_dropped"));
   for (const json& p : procs)
     if (u(p, "events_dropped")) add(&out, "  %-12s %" PRIu64 "\n", s(p, "label").c_str(), u(p, "events_dropped"));
+  if (a.contains("timeline") && !a["timeline"].value("complete", true)) {
+    // trace.pftrace is not the whole experiment: say what it leaves out (SQL and JSON are complete).
+    const json& t = a["timeline"];
+    add(&out, "timeline (trace.pftrace): %" PRIu64 " processes, %" PRIu64 " events left out by the selection", u(t, "processes"),
+        u(t, "events_left_out"));
+    if (t.contains("detail_end_ns"))
+      add(&out, ", %" PRIu64 " after the budget's cut-off at +%.6f s only in its counters (budget %" PRIu64 " events)", u(t, "events_summarised"),
+          static_cast<double>(t["detail_end_ns"].get<int64_t>() - a.value("start_ns", int64_t{0})) / 1e9, u(t, "budget_events"));
+    add(&out, "\n");
+  }
   uint64_t untimed = 0;
   for (const json& p : procs) untimed += u(p, "receives_untimed");
   if (untimed)

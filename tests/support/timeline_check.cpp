@@ -365,6 +365,7 @@ TimelineReport check_timeline(const std::string& pftrace_path, const std::string
   std::unordered_map<uint64_t, uint64_t> active_flow;                           // flow id -> slice id it is at
   std::multiset<std::pair<int64_t, int64_t>> op_slices;
   uint64_t next_slice = 0;
+  bool any_event = false;
   for (size_t idx : order) {
     const Event& e = events[idx];
     auto t = tracks.find(e.track);
@@ -378,6 +379,8 @@ TimelineReport check_timeline(const std::string& pftrace_path, const std::string
       continue;
     }
     if (t->second.counter) problems.add("slice or instant on a counter track", t->second.name);
+    if (!any_event) r.first_ts = e.ts, any_event = true;
+    r.last_ts = e.ts;  // in timestamp order
     const int64_t pid = pid_of[e.track];
     if (!pid) problems.add("slice or instant on a track of no process or thread", t->second.name);
     else if (auto [it, fresh] = pid_of_seq.try_emplace(e.seq, pid); !fresh && it->second != pid)

@@ -22,6 +22,7 @@ struct TimelineReport {
   uint64_t slices = 0, slices_with_duration = 0, instants = 0, counters = 0;
   uint64_t flows = 0, flow_starts_without_end = 0;
   uint64_t op_slices_checked = 0;  // operations of trace.sqlite found as slices
+  int64_t first_ts = 0, last_ts = 0;  // of the slices and instants (not counters)
   bool clock_snapshot = false;
   std::vector<std::string> problems;  // empty: every invariant holds
   std::string summary() const;
@@ -30,10 +31,11 @@ struct TimelineReport {
 // sqlite_path may be empty (no cross-check), or name a trace.sqlite of the same analysis.
 TimelineReport check_timeline(const std::string& pftrace_path, const std::string& sqlite_path);
 
-// GoogleTest helper: checks DIR/trace.pftrace (with DIR/trace.sqlite when it exists) and adds a
-// failure per problem.
 // The file's packets with every compressed block unpacked in place (for tests that look for texts).
 std::string uncompressed_pftrace(const std::string& path);
+
+// GoogleTest helper: checks DIR/trace.pftrace (with DIR/trace.sqlite when it exists) and adds a
+// failure per problem.
 
 void expect_valid_timeline(const std::string& experiment_dir);
 
