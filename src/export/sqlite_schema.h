@@ -1,5 +1,12 @@
 // The CREATE statements of trace.sqlite (docs/sql.md describes every column).
+// The two tables with a row per traced event are stored compactly and read through views of the
+// documented shape: `op_row` and `completion_row` hold times relative to the experiment's start,
+// integer codes instead of repeated names (looked up in small tables), no column that the row's id
+// already holds (process_id = id >> 40) and a CQ number instead of its 64-bit handle; the views
+// `op` and `completion` add the start back and the names (sqlite_views()).
 #pragma once
+#include <cstdint>
+#include <string>
 
 namespace sigmatrace::exporter {
 
@@ -24,12 +31,17 @@ CREATE TABLE connection(connection_id INTEGER PRIMARY KEY, qp_a INTEGER, qp_b IN
 CREATE TABLE memory_region(mr_id INTEGER PRIMARY KEY, process_id INTEGER, handle INTEGER, pd INTEGER, addr INTEGER,
   length INTEGER, access INTEGER, lkey INTEGER, rkey INTEGER, memory_kind TEXT, gpu_ordinal INTEGER,
   reg_ts_ns INTEGER, dereg_ts_ns INTEGER);
-CREATE TABLE op(op_id INTEGER PRIMARY KEY, ts_ns INTEGER, dur_ns INTEGER, process_id INTEGER, thread_id INTEGER,
-  layer TEXT, qp_id INTEGER, opcode TEXT, bytes INTEGER, peer_process_id INTEGER, status INTEGER, wr_id INTEGER,
-  wr_count INTEGER, flow_id INTEGER, is_call INTEGER);
-CREATE TABLE completion(completion_id INTEGER PRIMARY KEY, ts_ns INTEGER, process_id INTEGER, thread_id INTEGER,
-  qp_id INTEGER, cq INTEGER, wr_id INTEGER, opcode TEXT, status TEXT, byte_len INTEGER, imm_data INTEGER,
-  src_qp INTEGER, vendor_err INTEGER, op_id INTEGER, flow_id INTEGER);
+CREATE TABLE op_row(op_id INTEGER PRIMARY KEY, ts INTEGER, dur INTEGER, thread_id INTEGER, layer INTEGER, qp_id INTEGER,
+  opcode INTEGER, bytes INTEGER, peer_process_id INTEGER, status INTEGER, wr_id INTEGER, wr_count INTEGER, flow_id INTEGER,
+  is_call INTEGER);
+CREATE TABLE completion_row(completion_id INTEGER PRIMARY KEY, ts INTEGER, thread_id INTEGER, qp_id INTEGER, cq INTEGER,
+  wr_id INTEGER, opcode INTEGER, status INTEGER, byte_len INTEGER, imm_data INTEGER, src_qp INTEGER, vendor_err INTEGER,
+  op_id INTEGER, flow_id INTEGER);
+CREATE TABLE layer_name(code INTEGER PRIMARY KEY, name TEXT);
+CREATE TABLE opcode_name(code INTEGER PRIMARY KEY, name TEXT);
+CREATE TABLE wc_opcode_name(code INTEGER PRIMARY KEY, name TEXT);
+CREATE TABLE wc_status_name(code INTEGER PRIMARY KEY, name TEXT);
+CREATE TABLE cq(cq_id INTEGER PRIMARY KEY, process_id INTEGER, handle INTEGER);
 CREATE TABLE error(error_id INTEGER PRIMARY KEY, ts_ns INTEGER, process_id INTEGER, thread_id INTEGER, layer TEXT,
   kind TEXT, what TEXT, object INTEGER, error INTEGER, qp_id INTEGER);
 CREATE TABLE drops(process_id INTEGER, thread_id INTEGER, tid INTEGER, events_recorded INTEGER,
@@ -60,14 +72,28 @@ CREATE TABLE qp_doorbells(qp_id INTEGER PRIMARY KEY, doorbells INTEGER, wqebbs I
 CREATE TABLE qp_stats(qp_id INTEGER, opcode TEXT, ops INTEGER, bytes INTEGER, PRIMARY KEY(qp_id, opcode));
 )sql";
 
+// Only what the documented queries join on: the send -> receive flows. Rows are stored by id,
+// which is by process and time (ids grow with time in each process).
 inline constexpr const char* kSqliteIndexes = R"sql(
-CREATE INDEX op_by_process ON op(process_id, ts_ns);
-CREATE INDEX op_by_qp ON op(qp_id, ts_ns);
-CREATE INDEX op_by_flow ON op(flow_id) WHERE flow_id IS NOT NULL;
-CREATE INDEX completion_by_qp ON completion(qp_id, ts_ns);
+CREATE INDEX op_by_flow ON op_row(flow_id) WHERE flow_id IS NOT NULL;
+CREATE INDEX completion_by_flow ON completion_row(flow_id) WHERE flow_id IS NOT NULL;
 CREATE INDEX doorbell_by_qp ON doorbell(qp_id, ts_ns);
 CREATE INDEX gpu_op_by_doorbell ON gpu_op(doorbell_id);
-CREATE INDEX completion_by_flow ON completion(flow_id) WHERE flow_id IS NOT NULL;
 )sql";
+
+// The views of the documented shape over the compact tables; start_ns: the experiment's start,
+// which the rows' times are relative to.
+inline std::string sqlite_views(int64_t start_ns) {
+  const std::string start = std::to_string(start_ns);
+  return "CREATE VIEW op AS SELECT op_id, ts + " + start + " AS ts_ns, dur AS dur_ns, op_id >> 40 AS process_id, thread_id, "
+         "(SELECT name FROM layer_name WHERE code = o.layer) AS layer, qp_id, "
+         "(SELECT name FROM opcode_name WHERE code = o.opcode) AS opcode, bytes, peer_process_id, status, wr_id, wr_count, "
+         "flow_id, is_call FROM op_row o;\n"
+         "CREATE VIEW completion AS SELECT completion_id, ts + " + start + " AS ts_ns, completion_id >> 40 AS process_id, "
+         "thread_id, qp_id, (SELECT handle FROM cq WHERE cq_id = c.cq) AS cq, wr_id, "
+         "CASE WHEN c.status = 0 THEN (SELECT name FROM wc_opcode_name WHERE code = c.opcode) ELSE 'UNDEFINED' END AS opcode, "
+         "(SELECT name FROM wc_status_name WHERE code = c.status) AS status, byte_len, imm_data, src_qp, vendor_err, op_id, "
+         "flow_id FROM completion_row c;\n";
+}
 
 }  // namespace sigmatrace::exporter

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "analysis/ibv_names.h"
 #include "export/sqlite_schema.h"
@@ -95,6 +96,14 @@ const char* launch_entry_name(uint64_t e) {
 
 const char* memory_kind_name(uint64_t k) { return k == 0 ? "host" : k == 1 ? "gpu" : "unknown"; }
 
+// op_row.layer: the codes of layer_name.
+constexpr const char* kLayers[] = {"ibv", "gpu", "ucx", "ofi"};
+int64_t layer_code(const char* layer) {
+  for (int64_t i = 0; i < 4; ++i)
+    if (std::strcmp(layer, kLayers[i]) == 0) return i;
+  return 0;
+}
+
 }  // namespace
 
 SqliteExport::~SqliteExport() {
@@ -115,21 +124,25 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
   path_ = path;
   tmp_path_ = path + ".tmp";
   std::remove(tmp_path_.c_str());
-  if (sqlite3_open(tmp_path_.c_str(), &db_) != SQLITE_OK) {
+  start_ns_ = m.start_ns;
+  // No mutex in SQLite: every use is under mu_ (or before the pass).
+  if (sqlite3_open_v2(tmp_path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
     *error = "cannot create " + tmp_path_ + ": " + sqlite3_errmsg(db_);
     return false;
   }
-  // The file is rebuilt from the traces on failure: no journal, no syncing.
-  if (!exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA page_size=65536;", error) ||
-      !exec(kSqliteSchema, error) || !exec("BEGIN", error))
+  // The file is rebuilt from the traces on failure: no journal, no syncing, nobody else opens it
+  // while it is written; a large page cache, so that the B-trees' inner pages are not re-read.
+  if (!exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA page_size=65536; PRAGMA locking_mode=EXCLUSIVE; "
+            "PRAGMA cache_size=-262144; PRAGMA temp_store=MEMORY;", error) ||
+      !exec(kSqliteSchema, error) || !exec(sqlite_views(m.start_ns).c_str(), error) || !exec("BEGIN", error))
     return false;
   auto prepare = [&](const char* sql, sqlite3_stmt** s) {
     if (sqlite3_prepare_v2(db_, sql, -1, s, nullptr) == SQLITE_OK) return true;
     *error = std::string("sqlite: ") + sqlite3_errmsg(db_);
     return false;
   };
-  if (!prepare("INSERT INTO op VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &op_) ||
-      !prepare("INSERT INTO completion VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &completion_) ||
+  if (!prepare("INSERT INTO op_row VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &op_) ||
+      !prepare("INSERT INTO completion_row VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &completion_) ||
       !prepare("INSERT INTO error VALUES(?,?,?,?,?,?,?,?,?,?)", &error_) ||
       !prepare("INSERT INTO doorbell VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", &doorbell_) ||
       !prepare("INSERT INTO gpu_op VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &gpu_op_) ||
@@ -147,7 +160,11 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
   Binder(s).t("experiment").t(m.dir).step();
   Binder(s).t("start_ns").t(std::to_string(m.start_ns)).step();
   Binder(s).t("end_ns").t(std::to_string(m.end_ns)).step();
-  Binder(s).t("schema_version").t("1").step();
+  Binder(s).t("schema_version").t("2").step();
+  stmt("INSERT INTO layer_name VALUES(?,?)");
+  for (int64_t i = 0; i < 4; ++i) Binder(s).i(i).t(kLayers[i]).step();
+  stmt("INSERT INTO opcode_name VALUES(?,?)");
+  for (unsigned i = 0; i < kOpClasses; ++i) Binder(s).i(i).t(op_class_name(i)).step();
   stmt("INSERT INTO host VALUES(?,?)");
   for (size_t h = 0; h < m.hosts.size(); ++h) Binder(s).i(static_cast<int64_t>(h)).t(m.hosts[h]).step();
   stmt("INSERT INTO process VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
@@ -220,9 +237,9 @@ std::unique_ptr<FileSink> SqliteExport::open_file(uint32_t) { return std::make_u
 void SqliteExport::insert_ops(const std::vector<OpRecord>& rows) {
   for (const OpRecord& r : rows) {
     Binder b(op_);
-    b.u(r.op_id).i(r.ts_ns);
+    b.u(r.op_id).i(r.ts_ns - start_ns_);
     if (r.dur_ns >= 0) b.i(r.dur_ns); else b.null();
-    b.i(r.process_id).id(r.thread_id).t(r.layer).id(r.qp_id).t(op_class_name(r.op_class)).u(r.bytes).id(r.peer_process_id);
+    b.id(r.thread_id).i(layer_code(r.layer)).id(r.qp_id).i(r.op_class).u(r.bytes).id(r.peer_process_id);
     if (r.status != -1 || r.is_call) b.i(r.status); else b.null();
     b.u(r.wr_id).i(r.wr_count);
     if (r.flow_id) b.u(r.flow_id); else b.null();
@@ -232,10 +249,12 @@ void SqliteExport::insert_ops(const std::vector<OpRecord>& rows) {
 
 void SqliteExport::insert_completions(const std::vector<CompletionRecord>& rows) {
   for (const CompletionRecord& r : rows) {
+    auto [cq, fresh] = cq_ids_.try_emplace({r.process_id, r.cq}, static_cast<int64_t>(cq_ids_.size()));
+    if (r.status == 0) wc_opcodes_.insert(r.opcode);
+    wc_statuses_.insert(r.status);
     Binder b(completion_);
-    b.u(r.completion_id).i(r.ts_ns).i(r.process_id).id(r.thread_id).id(r.qp_id).u(r.cq).u(r.wr_id)
-        .t(r.status == 0 ? wc_opcode_name(r.opcode) : std::string("UNDEFINED")).t(wc_status_name(r.status)).u(r.byte_len)
-        .u(r.imm_data).u(r.src_qp).u(r.vendor_err).id(r.op_id);
+    b.u(r.completion_id).i(r.ts_ns - start_ns_).id(r.thread_id).id(r.qp_id).i(cq->second).u(r.wr_id).u(r.opcode).u(r.status)
+        .u(r.byte_len).u(r.imm_data).u(r.src_qp).u(r.vendor_err).id(r.op_id);
     if (r.flow_id) b.u(r.flow_id); else b.null();
     b.step();
   }
@@ -281,6 +300,15 @@ void SqliteExport::insert_launches(const std::vector<LaunchRecord>& rows) {
 
 bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::string* error) {
   sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(db_, "INSERT INTO cq VALUES(?,?,?)", -1, &s, nullptr);
+  for (const auto& [key, id] : cq_ids_) Binder(s).i(id).i(key.first).u(key.second).step();
+  sqlite3_finalize(s);
+  sqlite3_prepare_v2(db_, "INSERT INTO wc_opcode_name VALUES(?,?)", -1, &s, nullptr);
+  for (uint64_t c : wc_opcodes_) Binder(s).u(c).t(wc_opcode_name(c)).step();
+  sqlite3_finalize(s);
+  sqlite3_prepare_v2(db_, "INSERT INTO wc_status_name VALUES(?,?)", -1, &s, nullptr);
+  for (uint64_t c : wc_statuses_) Binder(s).u(c).t(wc_status_name(c)).step();
+  sqlite3_finalize(s);
   sqlite3_prepare_v2(db_, "INSERT INTO gpu VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &s, nullptr);
   for (const GpuRow& g : agg.gpus) {
     const DoorbellCounters& d = g.doorbells;

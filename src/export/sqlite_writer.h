@@ -4,8 +4,10 @@
 // rows and inserts a batch at a time under one lock, inside a single transaction, so memory stays
 // bounded and SQLite stays fast. The database is built under a temporary name and renamed at the end.
 #pragma once
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "analysis/aggregates.h"
@@ -46,6 +48,9 @@ class SqliteExport : public analysis::ExperimentSink {
   sqlite3_stmt* gpu_op_ = nullptr;
   std::string path_, tmp_path_;
   std::mutex mu_;
+  int64_t start_ns_ = 0;                               // rows' times are relative to it
+  std::map<std::pair<uint32_t, uint64_t>, int64_t> cq_ids_;  // (process, CQ handle) -> cq_id
+  std::set<uint64_t> wc_opcodes_, wc_statuses_;        // the codes the lookup tables need
 };
 
 }  // namespace sigmatrace::exporter
