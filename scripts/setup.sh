@@ -8,7 +8,7 @@ packages=(
   libzstd-dev liblz4-dev                      # trace compression (linked statically into the profiler)
   libcli11-dev nlohmann-json3-dev             # command line, JSON outputs
   libsqlite3-dev sqlite3                      # SQL output
-  zlib1g-dev                                  # trace.pftrace compressed packet blocks
+  zlib1g-dev libdeflate-dev                   # trace.pftrace compressed packet blocks
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   protobuf-compiler                           # tests decode the Perfetto output with protoc --decode
   clang                                       # libFuzzer target for the trace reader

@@ -1,21 +1,27 @@
 // See perfetto_sequence.h.
 #include "export/perfetto_sequence.h"
 
+#ifdef SIGMATRACE_LIBDEFLATE
+#include <libdeflate.h>
+#else
 #include <zlib.h>
+#endif
 
 namespace sigmatrace::exporter::pftrace {
 
 PacketSequence::PacketSequence(uint32_t sequence_id, int64_t origin_ns, bool compress, Output out)
     : seq_(sequence_id), origin_(origin_ns), compress_(compress), out_(std::move(out)) {
+  // Level 1: higher levels cost several times the time for a few percent of size on this
+  // repetitive data.
   if (compress_) {
-    z_ = new z_stream_s{};
-    // Level 1: the timeline is written at tens of MB/s per worker; higher levels cost several
-    // times the time for a few percent of size on this repetitive data.
-    if (deflateInit(z_, 1) != Z_OK) {
-      delete z_;
-      z_ = nullptr;
-      compress_ = false;
-    }
+#ifdef SIGMATRACE_LIBDEFLATE
+    compressor_ = libdeflate_alloc_compressor(1);
+#else
+    auto* z = new z_stream{};
+    if (deflateInit(z, 1) == Z_OK) compressor_ = z;
+    else delete z;
+#endif
+    compress_ = compressor_ != nullptr;  // else written plain
   }
   // The sequence's first packet: its state starts here, its clock is declared (0 on it is
   // origin_ns on REALTIME) and made the default of its later packets.
@@ -39,10 +45,36 @@ PacketSequence::PacketSequence(uint32_t sequence_id, int64_t origin_ns, bool com
 }
 
 PacketSequence::~PacketSequence() {
-  if (z_) {
-    deflateEnd(z_);
-    delete z_;
-  }
+  if (!compressor_) return;
+#ifdef SIGMATRACE_LIBDEFLATE
+  libdeflate_free_compressor(static_cast<libdeflate_compressor*>(compressor_));
+#else
+  deflateEnd(static_cast<z_stream*>(compressor_));
+  delete static_cast<z_stream*>(compressor_);
+#endif
+}
+
+// The block as one zlib stream into *out; false if it did not fit (cannot happen: *out is sized
+// by the library's own bound).
+bool PacketSequence::compress_block(const std::string& raw, std::string* out) {
+#ifdef SIGMATRACE_LIBDEFLATE
+  auto* c = static_cast<libdeflate_compressor*>(compressor_);
+  out->resize(libdeflate_zlib_compress_bound(c, raw.size()));
+  const size_t n = libdeflate_zlib_compress(c, raw.data(), raw.size(), out->data(), out->size());
+  out->resize(n);
+  return n != 0;
+#else
+  auto* z = static_cast<z_stream*>(compressor_);
+  out->resize(deflateBound(z, raw.size()));
+  deflateReset(z);
+  z->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(raw.data()));
+  z->avail_in = static_cast<uInt>(raw.size());
+  z->next_out = reinterpret_cast<Bytef*>(out->data());
+  z->avail_out = static_cast<uInt>(out->size());
+  const bool ok = deflate(z, Z_FINISH) == Z_STREAM_END;
+  out->resize(out->size() - z->avail_out);
+  return ok;
+#endif
 }
 
 uint64_t PacketSequence::intern(Table t, std::string_view s) {
@@ -149,19 +181,12 @@ void PacketSequence::flush() {
   // One packet whose compressed_packets field holds the block (a zlib stream of the packets'
   // bytes, framed as in the file).
   const std::string& raw = w_.buffer();
-  std::string body(deflateBound(z_, raw.size()), '\0');
-  deflateReset(z_);
-  z_->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(raw.data()));
-  z_->avail_in = static_cast<uInt>(raw.size());
-  z_->next_out = reinterpret_cast<Bytef*>(body.data());
-  z_->avail_out = static_cast<uInt>(body.size());
-  if (deflate(z_, Z_FINISH) != Z_STREAM_END) {
-    // Cannot happen with a deflateBound-sized output; write the block as it is rather than lose it.
-    out_(raw);
+  std::string& body = packed_;
+  if (!compress_block(raw, &body)) {
+    out_(raw);  // rather than lose it
     w_.clear();
     return;
   }
-  body.resize(body.size() - z_->avail_out);
   ProtoWriter frame;
   size_t p = frame.begin(kPacket);
   frame.str(kCompressedPackets, body);

@@ -19,7 +19,6 @@
 #include "export/perfetto_wire.h"
 #include "export/protobuf_writer.h"
 
-struct z_stream_s;
 
 namespace sigmatrace::exporter::pftrace {
 
@@ -66,6 +65,7 @@ class PacketSequence {
   uint64_t intern(Table t, std::string_view s);
   size_t begin_annotation(std::string_view key);
   void timestamp(int64_t ts_ns);
+  bool compress_block(const std::string& raw, std::string* out);
   void maybe_flush() {
     if (w_.size() >= kBlockBytes) flush();
   }
@@ -76,12 +76,12 @@ class PacketSequence {
   bool compress_;
   Output out_;
   ProtoWriter w_;
-  std::string packed_;
+  std::string packed_;  // the last compressed block (its buffer reused)
   size_t packet_ = 0, event_ = 0;
   uint64_t raw_bytes_ = 0;
   std::unordered_map<std::string, uint64_t, Hash, std::equal_to<>> tables_[kTables];
   std::vector<Pending> pending_;
-  z_stream_s* z_ = nullptr;
+  void* compressor_ = nullptr;  // libdeflate's, or a zlib stream
 };
 
 }  // namespace sigmatrace::exporter::pftrace

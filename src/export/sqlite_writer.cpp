@@ -15,7 +15,7 @@ using namespace sigmatrace::analysis;
 
 namespace {
 
-constexpr size_t kBatchRows = 8192;
+constexpr size_t kBatchRows = 65536;
 
 // Binds a statement's parameters in order; -1 in an id column means NULL.
 class Binder {
@@ -35,15 +35,36 @@ class Binder {
   int n_ = 0;
 };
 
+bool mergeable_completion(const OpRecord& op, const CompletionRecord& c) {
+  // Everything the completion view gives back must be recoverable from the merged row.
+  return c.op_id == static_cast<int64_t>(op.op_id) && static_cast<int64_t>(c.completion_id) == op.completion_id &&
+         op.dur_ns >= 0 && c.ts_ns == op.ts_ns + op.dur_ns && c.qp_id == op.qp_id && c.wr_id == op.wr_id &&
+         static_cast<int64_t>(c.status) == op.status && (c.flow_id == 0 || c.flow_id == op.flow_id) &&
+         (c.thread_id == op.thread_id || c.thread_id >= 0);
+}
+
 class SqlFileSink : public FileSink {
  public:
   explicit SqlFileSink(SqliteExport* db) : db_(db) {}
   ~SqlFileSink() override { flush(); }
+  // A WR's own completion follows it (the association emits the op, then the completion that
+  // finished it): the op waits for it, and the two become one op_row row when the completion is
+  // exactly the one the op names (see mergeable_completion).
   void op(const OpRecord& r) override {
-    ops_.push_back(r);
-    if (ops_.size() >= kBatchRows) flush();
+    release_held();
+    if (r.completion_id >= 0) {
+      held_ = r, holding_ = true;
+      return;
+    }
+    push_op(r, nullptr);
   }
   void completion(const CompletionRecord& r) override {
+    if (holding_ && mergeable_completion(held_, r)) {
+      holding_ = false;
+      push_op(held_, &r);
+      return;
+    }
+    release_held();
     completions_.push_back(r);
     if (completions_.size() >= kBatchRows) flush();
   }
@@ -63,9 +84,19 @@ class SqlFileSink : public FileSink {
     gpu_ops_.emplace_back(op.op_id, w);
     this->op(op);
   }
-  void finish() override { flush(); }
+  void finish() override {
+    release_held();
+    flush();
+  }
 
  private:
+  void push_op(const OpRecord& r, const CompletionRecord* c) {
+    ops_.push_back({r, c != nullptr, c ? *c : CompletionRecord{}});
+    if (ops_.size() >= kBatchRows) flush();
+  }
+  void release_held() {
+    if (holding_) holding_ = false, push_op(held_, nullptr);
+  }
   void flush() {
     if (ops_.empty() && completions_.empty() && errors_.empty() && doorbells_.empty() && launches_.empty() && gpu_ops_.empty()) return;
     std::lock_guard<std::mutex> g(db_->lock());
@@ -78,7 +109,9 @@ class SqlFileSink : public FileSink {
     ops_.clear(), completions_.clear(), errors_.clear(), doorbells_.clear(), launches_.clear(), gpu_ops_.clear();
   }
   SqliteExport* db_;
-  std::vector<OpRecord> ops_;
+  OpRecord held_;
+  bool holding_ = false;
+  std::vector<SqliteExport::OpRow> ops_;
   std::vector<CompletionRecord> completions_;
   std::vector<ErrorRecord> errors_;
   std::vector<DoorbellRecord> doorbells_;
@@ -141,7 +174,7 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
     *error = std::string("sqlite: ") + sqlite3_errmsg(db_);
     return false;
   };
-  if (!prepare("INSERT INTO op_row VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &op_) ||
+  if (!prepare("INSERT INTO op_row VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &op_) ||
       !prepare("INSERT INTO completion_row VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &completion_) ||
       !prepare("INSERT INTO error VALUES(?,?,?,?,?,?,?,?,?,?)", &error_) ||
       !prepare("INSERT INTO doorbell VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", &doorbell_) ||
@@ -234,8 +267,12 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
 
 std::unique_ptr<FileSink> SqliteExport::open_file(uint32_t) { return std::make_unique<SqlFileSink>(this); }
 
-void SqliteExport::insert_ops(const std::vector<OpRecord>& rows) {
-  for (const OpRecord& r : rows) {
+int64_t SqliteExport::cq_id(uint32_t process_id, uint64_t handle) {
+  return cq_ids_.try_emplace({process_id, handle}, static_cast<int64_t>(cq_ids_.size())).first->second;
+}
+
+void SqliteExport::insert_ops(const std::vector<OpRow>& rows) {
+  for (const auto& [r, merged, c] : rows) {
     Binder b(op_);
     b.u(r.op_id).i(r.ts_ns - start_ns_);
     if (r.dur_ns >= 0) b.i(r.dur_ns); else b.null();
@@ -243,17 +280,26 @@ void SqliteExport::insert_ops(const std::vector<OpRecord>& rows) {
     if (r.status != -1 || r.is_call) b.i(r.status); else b.null();
     b.u(r.wr_id).i(r.wr_count);
     if (r.flow_id) b.u(r.flow_id); else b.null();
-    b.i(r.is_call).step();
+    b.i(r.is_call);
+    if (merged) {
+      if (c.status == 0) wc_opcodes_.insert(c.opcode);
+      wc_statuses_.insert(c.status);
+      b.i(static_cast<int64_t>(c.completion_id - r.op_id));
+      if (c.thread_id == r.thread_id) b.null(); else b.i(c.thread_id);
+      b.i(cq_id(c.process_id, c.cq)).u(c.opcode).u(c.byte_len).u(c.imm_data).u(c.src_qp).u(c.vendor_err).i(c.flow_id != 0);
+    } else {
+      b.null().null().null().null().null().null().null().null().null();
+    }
+    b.step();
   }
 }
 
 void SqliteExport::insert_completions(const std::vector<CompletionRecord>& rows) {
   for (const CompletionRecord& r : rows) {
-    auto [cq, fresh] = cq_ids_.try_emplace({r.process_id, r.cq}, static_cast<int64_t>(cq_ids_.size()));
     if (r.status == 0) wc_opcodes_.insert(r.opcode);
     wc_statuses_.insert(r.status);
     Binder b(completion_);
-    b.u(r.completion_id).i(r.ts_ns - start_ns_).id(r.thread_id).id(r.qp_id).i(cq->second).u(r.wr_id).u(r.opcode).u(r.status)
+    b.u(r.completion_id).i(r.ts_ns - start_ns_).id(r.thread_id).id(r.qp_id).i(cq_id(r.process_id, r.cq)).u(r.wr_id).u(r.opcode).u(r.status)
         .u(r.byte_len).u(r.imm_data).u(r.src_qp).u(r.vendor_err).id(r.op_id);
     if (r.flow_id) b.u(r.flow_id); else b.null();
     b.step();

@@ -28,8 +28,14 @@ class SqliteExport : public analysis::ExperimentSink {
   // Writes what depends on the finished aggregates, indexes, commits and renames into place.
   bool finish(const analysis::ExperimentModel& model, const analysis::Aggregates& agg, std::string* error);
 
+  // An operation, with its own completion when the two are stored as one row.
+  struct OpRow {
+    analysis::OpRecord op;
+    bool with_completion = false;
+    analysis::CompletionRecord completion;
+  };
   // Used by the file sinks (under the lock).
-  void insert_ops(const std::vector<analysis::OpRecord>& rows);
+  void insert_ops(const std::vector<OpRow>& rows);
   void insert_completions(const std::vector<analysis::CompletionRecord>& rows);
   void insert_errors(const std::vector<analysis::ErrorRecord>& rows);
   void insert_doorbells(const std::vector<analysis::DoorbellRecord>& rows);
@@ -39,6 +45,7 @@ class SqliteExport : public analysis::ExperimentSink {
 
  private:
   bool exec(const char* sql, std::string* error);
+  int64_t cq_id(uint32_t process_id, uint64_t handle);
   sqlite3* db_ = nullptr;
   sqlite3_stmt* op_ = nullptr;
   sqlite3_stmt* completion_ = nullptr;
