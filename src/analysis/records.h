@@ -5,10 +5,20 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace sigmatrace::analysis {
 
 // One operation: a work request (Full mode) or a post call (Simple mode).
+// The layers an operation or call belongs to (OpRecord::layer), numbered as the outputs code them.
+inline constexpr const char* kLayerNames[] = {"ibv", "gpu", "ucx", "ofi"};
+inline constexpr unsigned kLayerCount = 4;
+inline unsigned layer_index(std::string_view layer) {
+  for (unsigned i = 0; i < kLayerCount; ++i)
+    if (layer == kLayerNames[i]) return i;
+  return 0;
+}
+
 struct OpRecord {
   uint64_t op_id = 0;          // unique in the experiment: process_id << 40 | n
   int64_t ts_ns = 0;           // post time, normalized

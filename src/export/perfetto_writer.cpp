@@ -93,7 +93,7 @@ class PerfettoFileSink : public FileSink {
     const bool receive = r.op_class == kOpRecv;
     uint64_t group;
     if (r.qp_id >= 0) group = track_uuid(receive ? TrackKind::recv_lane : TrackKind::send_lane, lane_index(static_cast<uint64_t>(r.qp_id), 0));
-    else group = track_uuid(TrackKind::layer_lane, lane_index(uint64_t{pid_} * 4 + layer_number(r.layer), 0));
+    else group = track_uuid(TrackKind::layer_lane, lane_index(uint64_t{pid_} * kLayerCount + layer_index(r.layer), 0));
     bool slice = r.dur_ns > 0;
     int64_t lane = slice ? lanes_[group].place(r.ts_ns, r.ts_ns + r.dur_ns) : 0;
     if (lane < 0) ++lanes_full_, lane = 0, slice = false;
@@ -237,8 +237,6 @@ class PerfettoFileSink : public FileSink {
   }
 
  private:
-  static uint64_t layer_number(std::string_view layer) { return layer == "ucx" ? 1 : layer == "ofi" ? 2 : layer == "gpu" ? 3 : 0; }
-
   uint64_t thread_track(int64_t thread_id) const {
     return thread_id >= 0 ? track_uuid(TrackKind::thread, static_cast<uint64_t>(thread_id)) : track_uuid(TrackKind::process, pid_);
   }
@@ -286,9 +284,9 @@ class PerfettoFileSink : public FileSink {
           break;
         case TrackKind::layer_lane:
           t.parent = track_uuid(TrackKind::process, pid_);
-          t.name = g % 4 == 1 ? "UCX operations" : g % 4 == 2 ? "libfabric operations" : "operations";
+          t.name = g % kLayerCount == 2 ? "UCX operations" : g % kLayerCount == 3 ? "libfabric operations" : "operations";
           t.description = "operations of this process's layer, from their call to their completion where it was traced";
-          t.rank = 400000 + static_cast<int64_t>(g % 4);
+          t.rank = 400000 + static_cast<int64_t>(g % kLayerCount);
           break;
         case TrackKind::kernel_lane: {
           const int64_t gpu = static_cast<int64_t>(g % 1024) - 1;

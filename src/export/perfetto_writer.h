@@ -53,7 +53,7 @@ enum class TrackKind : uint64_t {
   send_lane = 11,     // index: lane_index(qp, lane)
   recv_lane = 12,     // the same
   completions = 13,   // index: qp
-  layer_lane = 14,    // index: lane_index(process * 4 + layer, lane): UCX / libfabric operations
+  layer_lane = 14,    // index: lane_index(process * kLayerCount + layer_index(layer), lane): UCX / libfabric operations
   kernel_lane = 15,   // index: lane_index(gpu_track_index(process, gpu), lane): kernels' run times
   host_bytes = 16,    // index: host
   process_ops = 17,   // index: process: operations/s, where the budget summarised the timeline

@@ -4,7 +4,6 @@
 #include <sqlite3.h>
 
 #include <cstdio>
-#include <cstring>
 
 #include "analysis/ibv_names.h"
 #include "export/sqlite_schema.h"
@@ -129,14 +128,6 @@ const char* launch_entry_name(uint64_t e) {
 
 const char* memory_kind_name(uint64_t k) { return k == 0 ? "host" : k == 1 ? "gpu" : "unknown"; }
 
-// op_row.layer: the codes of layer_name.
-constexpr const char* kLayers[] = {"ibv", "gpu", "ucx", "ofi"};
-int64_t layer_code(const char* layer) {
-  for (int64_t i = 0; i < 4; ++i)
-    if (std::strcmp(layer, kLayers[i]) == 0) return i;
-  return 0;
-}
-
 }  // namespace
 
 SqliteExport::~SqliteExport() {
@@ -195,7 +186,7 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
   Binder(s).t("end_ns").t(std::to_string(m.end_ns)).step();
   Binder(s).t("schema_version").t("2").step();
   stmt("INSERT INTO layer_name VALUES(?,?)");
-  for (int64_t i = 0; i < 4; ++i) Binder(s).i(i).t(kLayers[i]).step();
+  for (unsigned i = 0; i < kLayerCount; ++i) Binder(s).i(i).t(kLayerNames[i]).step();  // op_row.layer: layer_index()
   stmt("INSERT INTO opcode_name VALUES(?,?)");
   for (unsigned i = 0; i < kOpClasses; ++i) Binder(s).i(i).t(op_class_name(i)).step();
   stmt("INSERT INTO host VALUES(?,?)");
@@ -276,7 +267,7 @@ void SqliteExport::insert_ops(const std::vector<OpRow>& rows) {
     Binder b(op_);
     b.u(r.op_id).i(r.ts_ns - start_ns_);
     if (r.dur_ns >= 0) b.i(r.dur_ns); else b.null();
-    b.id(r.thread_id).i(layer_code(r.layer)).id(r.qp_id).i(r.op_class).u(r.bytes).id(r.peer_process_id);
+    b.id(r.thread_id).i(layer_index(r.layer)).id(r.qp_id).i(r.op_class).u(r.bytes).id(r.peer_process_id);
     if (r.status != -1 || r.is_call) b.i(r.status); else b.null();
     b.u(r.wr_id).i(r.wr_count);
     if (r.flow_id) b.u(r.flow_id); else b.null();

@@ -9,13 +9,6 @@
 
 namespace sigmatrace::exporter {
 
-unsigned timeline_layer_bit(const char* layer) {
-  if (std::strcmp(layer, "gpu") == 0) return kLayerGpu;
-  if (std::strcmp(layer, "ucx") == 0) return kLayerUcx;
-  if (std::strcmp(layer, "ofi") == 0) return kLayerOfi;
-  return kLayerIbv;
-}
-
 unsigned call_layer_bit(const char* name) {
   if (std::strncmp(name, "ucp_", 4) == 0 || std::strncmp(name, "uct_", 4) == 0) return kLayerUcx;
   if (std::strncmp(name, "fi_", 3) == 0) return kLayerOfi;
@@ -71,14 +64,14 @@ bool resolve_timeline_selection(const TimelineRequest& r, const analysis::Experi
   const double span_s = static_cast<double>(m.end_ns - m.start_ns) / 1e9;
   if (r.from_s) s.from_ns = m.start_ns + static_cast<int64_t>(std::llround(*r.from_s * 1e9));
   if (r.to_s) s.to_ns = m.start_ns + static_cast<int64_t>(std::llround(*r.to_s * 1e9));
-  if (s.from_ns > s.to_ns || (r.from_s && *r.from_s > span_s)) {
+  if (s.from_ns > s.to_ns || (r.from_s && *r.from_s > span_s) || (r.to_s && *r.to_s < 0)) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "--window selects nothing: the experiment spans 0 to %.6f s", span_s);
     *error = buf;
     return false;
   }
   for (const std::string& l : r.layers) {
-    if (l != "ibv" && l != "gpu" && l != "ucx" && l != "ofi") {
+    if (std::find(std::begin(analysis::kLayerNames), std::end(analysis::kLayerNames), l) == std::end(analysis::kLayerNames)) {
       *error = "--layers: unknown layer '" + l + "' (ibv, gpu, ucx, ofi)";
       return false;
     }

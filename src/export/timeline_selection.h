@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "analysis/experiment_model.h"
+#include "analysis/records.h"
 
 namespace sigmatrace::exporter {
 
@@ -29,8 +30,9 @@ struct TimelineRequest {
   uint64_t budget_events = 10'000'000;  // 0: no budget
 };
 
+// One bit per layer: 1 << analysis::layer_index().
 enum TimelineLayer : unsigned { kLayerIbv = 1, kLayerGpu = 2, kLayerUcx = 4, kLayerOfi = 8, kAllLayers = 15 };
-unsigned timeline_layer_bit(const char* layer);  // of an op's layer name
+inline unsigned timeline_layer_bit(const char* layer) { return 1u << analysis::layer_index(layer); }
 unsigned call_layer_bit(const char* call_name);  // of a traced call, by its API's prefix
 
 // Resolved against the experiment.
