@@ -268,6 +268,47 @@ TEST(CompletionPairing, SignalledWrsUnderCqModerationThenFlushesOfEachOutstandin
                                       "6|700|5|2", "7|651|5|3", "8|602|5|4"}));
 }
 
+// trace.sqlite keeps a WR and the completion that reported it in one op_row row and the other
+// completions in completion_row; the completion view gives every one back as it was: a
+// completion polled by another thread keeps its thread, one of a WR that was never traced has no op.
+TEST(CompletionStorage, MergedAndSeparateCompletionsReadBackThroughTheView) {
+  TempDir dir;
+  format::TraceFileWriter w;
+  ASSERT_TRUE(w.open(dir / "h1.r0.p7.sgt", {{"host", "h1"}, {"pid", "7"}, {"rank", "0"}, {"mode", "full"}}));
+  w.add(0, format::EventType::clock_sync, 1000, {uint64_t{5000}, uint64_t{1}});  // 2 TSC ticks per ns
+  w.add(0, format::EventType::clock_sync, 9000, {uint64_t{9000}, uint64_t{2}});
+  const uint64_t ctx = 0xc0, qp = 0x90, qpn = 0x99, cq = 0xa0, kSignaled = 2, kWrite = 0, kWcWrite = 1;
+  w.add(7, format::EventType::ibv_qp_create, 1100, {ctx, uint64_t{0xd0}, qp, qpn, uint64_t{2}, cq, cq, uint64_t{0}, uint64_t{16}, uint64_t{16},
+                                                    uint64_t{0}});
+  auto post = [&](uint64_t tsc, uint64_t wr_id) {
+    w.add(7, format::EventType::ibv_send_wr, tsc, {qpn, wr_id, kWrite, uint64_t{64}, uint64_t{1}, uint64_t{0x1000}, uint64_t{5}, kSignaled,
+                                                   uint64_t{0}});
+  };
+  auto complete = [&](uint32_t tid, uint64_t tsc, uint64_t wr_id) {
+    w.add(tid, format::EventType::ibv_completion, tsc, {cq, qpn, wr_id, uint64_t{0}, kWcWrite, uint64_t{0}, uint64_t{0}, uint64_t{0}, uint64_t{0},
+                                                        uint64_t{0}});
+  };
+  post(2000, 1);
+  complete(7, 2600, 1);   // the posting thread
+  post(2800, 2);
+  complete(8, 3400, 2);   // another thread polls it
+  complete(7, 3600, 42);  // a WR that was not traced
+  w.add(0, format::EventType::file_end, 9000, {uint64_t{1}, uint64_t{8}, uint64_t{0}, uint64_t{0}});
+  ASSERT_TRUE(w.close());
+  exporter::AnalysisRun run = analyze_dir(dir.path());
+  ASSERT_TRUE(run.ok) << run.error;
+  const std::string db = dir / "trace.sqlite";
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM op_row WHERE c_delta IS NOT NULL"), 2);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM completion_row"), 1);
+  // wr_id | ns after its WR's post (NULL: no WR) | the polling thread's tid | status | opcode
+  EXPECT_EQ(sql_rows(db, "SELECT c.wr_id, c.ts_ns - o.ts_ns, t.tid, c.status, c.opcode, c.cq FROM completion c "
+                         "LEFT JOIN op o USING (op_id) JOIN thread t ON t.thread_id = c.thread_id ORDER BY c.ts_ns"),
+            (std::vector<std::string>{"1|300|7|SUCCESS|RDMA_WRITE|160", "2|300|8|SUCCESS|RDMA_WRITE|160", "42|NULL|7|SUCCESS|RDMA_WRITE|160"}));
+  // Their own ids, whichever table holds them (process 0: numbered in the order the analysis read
+  // them, thread 7's events before thread 8's).
+  EXPECT_EQ(sql_rows(db, "SELECT wr_id, completion_id FROM completion ORDER BY wr_id"), (std::vector<std::string>{"1|0", "2|2", "42|1"}));
+}
+
 }  // namespace
 }  // namespace sigmatrace::test
 
