@@ -206,17 +206,29 @@ TEST(AnalyzeRanks, RanksComeFromMpiWhenTheLauncherSetNone) {
       EXPECT_EQ(run.aggregate_json["matrices"]["rank"]["bytes"][s][d].get<uint64_t>(), truth.bytes[s][d]) << s << "->" << d;
 }
 
+// A hand-written trace of one process (h1, rank 0, pid 7) in `mode`, its clock at 2 TSC ticks per
+// ns from tsc 1000 (5000 ns) to until_tsc.
+bool open_one_process_trace(format::TraceFileWriter* w, const TempDir& dir, const char* mode, uint64_t until_tsc) {
+  if (!w->open(dir / "h1.r0.p7.sgt", {{"host", "h1"}, {"pid", "7"}, {"rank", "0"}, {"mode", mode}})) return false;
+  w->add(0, format::EventType::clock_sync, 1000, {uint64_t{5000}, uint64_t{1}});
+  w->add(0, format::EventType::clock_sync, until_tsc, {5000 + (until_tsc - 1000) / 2, uint64_t{2}});
+  return true;
+}
+constexpr uint64_t kQpNum = 0x99;
+// Its RC QP kQpNum (thread 7), on CQ cq for both queues.
+void add_rc_qp(format::TraceFileWriter* w, uint64_t cq) {
+  w->add(7, format::EventType::ibv_qp_create, 1100, {uint64_t{0xc0}, uint64_t{0xd0}, uint64_t{0x90}, kQpNum, uint64_t{2}, cq, cq, uint64_t{0},
+                                                     uint64_t{16}, uint64_t{16}, uint64_t{0}});
+}
+
 // A QP's bandwidth is its bytes over its active span, from the first post (or completion) to the
 // last, on the normalized clock: 2 x 500 bytes posted 1000 ns apart is 1 GB/s.
 TEST(AnalyzeSimple, QpBandwidthIsBytesOverTheActiveSpan) {
   TempDir dir;
   format::TraceFileWriter w;
-  ASSERT_TRUE(w.open(dir / "h1.r0.p7.sgt", {{"host", "h1"}, {"pid", "7"}, {"rank", "0"}, {"mode", "simple"}}));
-  w.add(0, format::EventType::clock_sync, 1000, {uint64_t{5000}, uint64_t{1}});  // 2 TSC ticks per ns
-  w.add(0, format::EventType::clock_sync, 5000, {uint64_t{7000}, uint64_t{2}});
-  const uint64_t ctx = 0xc0, qp = 0x90, qpn = 0x99;
-  w.add(7, format::EventType::ibv_qp_create, 1100, {ctx, uint64_t{0xd0}, qp, qpn, uint64_t{2}, uint64_t{0}, uint64_t{0}, uint64_t{0},
-                                                    uint64_t{16}, uint64_t{16}, uint64_t{0}});
+  ASSERT_TRUE(open_one_process_trace(&w, dir, "simple", 5000));
+  const uint64_t qpn = kQpNum;
+  add_rc_qp(&w, 0);
   w.add(7, format::EventType::ibv_post_send, 2000, {qpn, uint64_t{1}, uint64_t{500}, uint64_t{1}, uint64_t{0}});  // 5500 ns
   w.add(7, format::EventType::ibv_post_send, 4000, {qpn, uint64_t{1}, uint64_t{500}, uint64_t{1}, uint64_t{0}});  // 6500 ns
   w.add(0, format::EventType::file_end, 5000, {uint64_t{1}, uint64_t{5}, uint64_t{0}, uint64_t{0}});
@@ -235,12 +247,9 @@ TEST(AnalyzeSimple, QpBandwidthIsBytesOverTheActiveSpan) {
 TEST(CompletionPairing, SignalledWrsUnderCqModerationThenFlushesOfEachOutstandingWr) {
   TempDir dir;
   format::TraceFileWriter w;
-  ASSERT_TRUE(w.open(dir / "h1.r0.p7.sgt", {{"host", "h1"}, {"pid", "7"}, {"rank", "0"}, {"mode", "full"}}));
-  w.add(0, format::EventType::clock_sync, 1000, {uint64_t{5000}, uint64_t{1}});  // 2 TSC ticks per ns
-  w.add(0, format::EventType::clock_sync, 9000, {uint64_t{9000}, uint64_t{2}});
-  const uint64_t ctx = 0xc0, qp = 0x90, qpn = 0x99, cq = 0xa0, kSignaled = 2, kWrite = 0, kFlushErr = 5, kWcWrite = 1;
-  w.add(7, format::EventType::ibv_qp_create, 1100, {ctx, uint64_t{0xd0}, qp, qpn, uint64_t{2}, cq, cq, uint64_t{0}, uint64_t{16}, uint64_t{16},
-                                                    uint64_t{0}});
+  ASSERT_TRUE(open_one_process_trace(&w, dir, "full", 9000));
+  const uint64_t qpn = kQpNum, cq = 0xa0, kSignaled = 2, kWrite = 0, kFlushErr = 5, kWcWrite = 1;
+  add_rc_qp(&w, cq);
   auto post = [&](uint64_t tsc, bool signaled) {
     w.add(7, format::EventType::ibv_send_wr, tsc, {qpn, uint64_t{0}, kWrite, uint64_t{64}, uint64_t{1}, uint64_t{0x1000}, uint64_t{5},
                                                    signaled ? kSignaled : uint64_t{0}, uint64_t{0}});
@@ -274,12 +283,9 @@ TEST(CompletionPairing, SignalledWrsUnderCqModerationThenFlushesOfEachOutstandin
 TEST(CompletionStorage, MergedAndSeparateCompletionsReadBackThroughTheView) {
   TempDir dir;
   format::TraceFileWriter w;
-  ASSERT_TRUE(w.open(dir / "h1.r0.p7.sgt", {{"host", "h1"}, {"pid", "7"}, {"rank", "0"}, {"mode", "full"}}));
-  w.add(0, format::EventType::clock_sync, 1000, {uint64_t{5000}, uint64_t{1}});  // 2 TSC ticks per ns
-  w.add(0, format::EventType::clock_sync, 9000, {uint64_t{9000}, uint64_t{2}});
-  const uint64_t ctx = 0xc0, qp = 0x90, qpn = 0x99, cq = 0xa0, kSignaled = 2, kWrite = 0, kWcWrite = 1;
-  w.add(7, format::EventType::ibv_qp_create, 1100, {ctx, uint64_t{0xd0}, qp, qpn, uint64_t{2}, cq, cq, uint64_t{0}, uint64_t{16}, uint64_t{16},
-                                                    uint64_t{0}});
+  ASSERT_TRUE(open_one_process_trace(&w, dir, "full", 9000));
+  const uint64_t qpn = kQpNum, cq = 0xa0, kSignaled = 2, kWrite = 0, kWcWrite = 1;
+  add_rc_qp(&w, cq);
   auto post = [&](uint64_t tsc, uint64_t wr_id) {
     w.add(7, format::EventType::ibv_send_wr, tsc, {qpn, wr_id, kWrite, uint64_t{64}, uint64_t{1}, uint64_t{0x1000}, uint64_t{5}, kSignaled,
                                                    uint64_t{0}});
@@ -320,9 +326,7 @@ namespace {
 TEST(AnalyzeAggregate, CountersReachProcessTotalsAndTheMatrix) {
   TempDir dir;
   format::TraceFileWriter w;
-  ASSERT_TRUE(w.open(dir / "h1.r0.p7.sgt", {{"host", "h1"}, {"pid", "7"}, {"rank", "0"}, {"mode", "aggregate"}}));
-  w.add(0, format::EventType::clock_sync, 1000, {uint64_t{5000}, uint64_t{1}});
-  w.add(0, format::EventType::clock_sync, 3000, {uint64_t{6000}, uint64_t{2}});
+  ASSERT_TRUE(open_one_process_trace(&w, dir, "aggregate", 3000));
   auto key = static_cast<uint64_t>(format::AggregateKey::ibv_qp_opcode);
   w.add(0, format::EventType::aggregate_entry, 3000, {uint64_t{7}, key, uint64_t{0x99}, uint64_t{0} /*WRITE*/, uint64_t{10}, uint64_t{40960}});
   w.add(0, format::EventType::aggregate_entry, 3000, {uint64_t{7}, key, uint64_t{0x99}, uint64_t{4} /*READ*/, uint64_t{3}, uint64_t{300}});
