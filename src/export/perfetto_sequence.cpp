@@ -172,7 +172,6 @@ void PacketSequence::counter(int64_t ts_ns, uint64_t track, double value) {
 
 void PacketSequence::flush() {
   if (!w_.size()) return;
-  raw_bytes_ += w_.size();
   if (!compress_) {
     out_(w_.buffer());
     w_.clear();

@@ -49,7 +49,6 @@ class PacketSequence {
   void describe(const Track& t) { descriptor(&w_, t); maybe_flush(); }
 
   void flush();  // writes what is buffered (compressed when asked)
-  uint64_t raw_bytes() const { return raw_bytes_; }  // before compression
 
  private:
   enum Table : uint8_t { kCategories, kNames, kAnnotationNames, kAnnotationStrings, kTables };
@@ -78,7 +77,6 @@ class PacketSequence {
   ProtoWriter w_;
   std::string packed_;  // the last compressed block (its buffer reused)
   size_t packet_ = 0, event_ = 0;
-  uint64_t raw_bytes_ = 0;
   std::unordered_map<std::string, uint64_t, Hash, std::equal_to<>> tables_[kTables];
   std::vector<Pending> pending_;
   void* compressor_ = nullptr;  // libdeflate's, or a zlib stream

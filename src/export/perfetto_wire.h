@@ -36,11 +36,11 @@ constexpr uint32_t kPdPid = 1, kPdName = 6, kPdLabels = 8, kThPid = 1, kThTid = 
 // CounterDescriptor
 constexpr uint32_t kCdUnitName = 6;
 // TrackEvent
-constexpr uint32_t kTeDebug = 4, kTeType = 9, kTeTrack = 11, kTeCategories = 22, kTeName = 23, kTeDoubleValue = 44,
+constexpr uint32_t kTeDebug = 4, kTeType = 9, kTeTrack = 11, kTeDoubleValue = 44,
                    kTeFlowIds = 47, kTeTerminatingFlowIds = 48, kTeNameIid = 10, kTeCategoryIids = 3;
 constexpr uint64_t kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4;
 // DebugAnnotation
-constexpr uint32_t kDaName = 10, kDaUint = 3, kDaInt = 4, kDaString = 6, kDaNameIid = 1, kDaStringIid = 17, kDaPointer = 7;
+constexpr uint32_t kDaUint = 3, kDaInt = 4, kDaNameIid = 1, kDaStringIid = 17, kDaPointer = 7;
 constexpr uint64_t kExplicitOrdering = 3, kMergeByName = 1, kMergeNone = 2;
 
 struct Track {

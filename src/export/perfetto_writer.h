@@ -65,7 +65,6 @@ constexpr uint32_t kLaneBits = 16;        // lanes per group: more slices in fli
 constexpr uint32_t kLaneGroupBits = 32;   // groups: QPs, (process, layer), (process, GPU)
 constexpr uint64_t lane_index(uint64_t group, uint32_t lane) { return (uint64_t{lane} << kLaneGroupBits) | group; }
 constexpr uint64_t lane_group(uint64_t index) { return index & ((uint64_t{1} << kLaneGroupBits) - 1); }
-constexpr uint32_t lane_of(uint64_t index) { return static_cast<uint32_t>(index >> kLaneGroupBits); }
 constexpr uint64_t track_uuid(TrackKind k, uint64_t index) { return ((index + 1) << kTrackKindBits) | static_cast<uint64_t>(k); }
 constexpr TrackKind track_kind(uint64_t uuid) { return static_cast<TrackKind>(uuid & ((1u << kTrackKindBits) - 1)); }
 constexpr uint64_t track_index(uint64_t uuid) { return (uuid >> kTrackKindBits) - 1; }

@@ -46,8 +46,6 @@ class ProtoWriter {
     buf_.append(s.data(), s.size());
   }
 
-  void bytes(uint32_t field, const void* data, size_t n) { str(field, std::string_view(static_cast<const char*>(data), n)); }
-
   // begin(field) ... end(token): a nested message written in place. Tokens of enclosing messages
   // stay valid: a body that moves is always the innermost open one.
   size_t begin(uint32_t field) {
