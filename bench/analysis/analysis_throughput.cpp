@@ -98,6 +98,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     report("+outputs", threads.back(), r, cpu_seconds() - c0);
+    std::printf("trace.sqlite: %llu rows inserted by SQLite after the leaf pages (out of order beyond the sort window)\n",
+                static_cast<unsigned long long>(r.sqlite_late_rows));
   }
   return 0;
 }

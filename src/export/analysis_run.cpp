@@ -85,7 +85,10 @@ AnalysisRun run_analysis(const AnalysisOptions& o) {
     run.timeline_left_out = perfetto->left_out(), run.timeline_summarised = perfetto->summarised();
     run.aggregate_json["timeline"] = timeline_json(run.timeline, m, run.timeline_left_out, run.timeline_summarised);
   }
-  if (sqlite && !sqlite->finish(m, run.aggregates, &run.error)) return run;
+  if (sqlite) {
+    if (!sqlite->finish(m, run.aggregates, &run.error)) return run;
+    run.sqlite_late_rows = sqlite->late_rows();
+  }
   if (o.json && !write_json_file(o.dir + "/" + kAggregateFile, run.aggregate_json, &run.error)) return run;
   run.outputs_s = seconds_since(t2);
   run.ok = true;

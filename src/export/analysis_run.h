@@ -36,6 +36,7 @@ struct AnalysisRun {
   double first_pass_s = 0, second_pass_s = 0, outputs_s = 0;
   TimelineSelection timeline;                  // as resolved
   uint64_t timeline_left_out = 0, timeline_summarised = 0;
+  uint64_t sqlite_late_rows = 0;  // op/completion rows SQLite inserted after the leaf pages (sqlite_btree.h)
 };
 
 AnalysisRun run_analysis(const AnalysisOptions& o);

@@ -2,7 +2,7 @@
 // The two tables with a row per traced event are stored compactly and read through views of the
 // documented shape: `op_row` and `completion_row` hold times relative to the experiment's start,
 // integer codes instead of repeated names (looked up in small tables), no column that the row's id
-// already holds (process_id = id >> 40) and a CQ number instead of its 64-bit handle. A work
+// already holds (process_id = id >> 40) and a CQ number (per process) instead of its 64-bit handle. A work
 // request and the completion that reported it are one op_row row: the completion's own columns are
 // c_* (c_delta: completion_id - op_id; its time is the op's ts + dur, its QP, wr_id and status the
 // op's, c_thread NULL when the op's thread polled it, c_flow 1 when it carries the op's flow id);
@@ -46,7 +46,7 @@ CREATE TABLE layer_name(code INTEGER PRIMARY KEY, name TEXT);
 CREATE TABLE opcode_name(code INTEGER PRIMARY KEY, name TEXT);
 CREATE TABLE wc_opcode_name(code INTEGER PRIMARY KEY, name TEXT);
 CREATE TABLE wc_status_name(code INTEGER PRIMARY KEY, name TEXT);
-CREATE TABLE cq(cq_id INTEGER PRIMARY KEY, process_id INTEGER, handle INTEGER);
+CREATE TABLE cq(process_id INTEGER, number INTEGER, handle INTEGER, PRIMARY KEY(process_id, number));
 CREATE TABLE error(error_id INTEGER PRIMARY KEY, ts_ns INTEGER, process_id INTEGER, thread_id INTEGER, layer TEXT,
   kind TEXT, what TEXT, object INTEGER, error INTEGER, qp_id INTEGER);
 CREATE TABLE drops(process_id INTEGER, thread_id INTEGER, tid INTEGER, events_recorded INTEGER,
@@ -95,12 +95,12 @@ inline std::string sqlite_views(int64_t start_ns) {
          "(SELECT name FROM opcode_name WHERE code = o.opcode) AS opcode, bytes, peer_process_id, status, wr_id, wr_count, "
          "flow_id, is_call FROM op_row o;\n"
          "CREATE VIEW completion AS SELECT completion_id, ts + " + start + " AS ts_ns, completion_id >> 40 AS process_id, "
-         "thread_id, qp_id, (SELECT handle FROM cq WHERE cq_id = c.cq) AS cq, wr_id, "
+         "thread_id, qp_id, (SELECT handle FROM cq WHERE cq.process_id = c.completion_id >> 40 AND number = c.cq) AS cq, wr_id, "
          "CASE WHEN c.status = 0 THEN (SELECT name FROM wc_opcode_name WHERE code = c.opcode) ELSE 'UNDEFINED' END AS opcode, "
          "(SELECT name FROM wc_status_name WHERE code = c.status) AS status, byte_len, imm_data, src_qp, vendor_err, op_id, "
          "flow_id FROM completion_row c "
          "UNION ALL SELECT op_id + c_delta, ts + dur + " + start + ", op_id >> 40, COALESCE(c_thread, thread_id), qp_id, "
-         "(SELECT handle FROM cq WHERE cq_id = o.c_cq), wr_id, "
+         "(SELECT handle FROM cq WHERE cq.process_id = o.op_id >> 40 AND number = o.c_cq), wr_id, "
          "CASE WHEN o.status = 0 THEN (SELECT name FROM wc_opcode_name WHERE code = o.c_opcode) ELSE 'UNDEFINED' END, "
          "(SELECT name FROM wc_status_name WHERE code = o.status), c_byte_len, c_imm, c_src_qp, c_vendor_err, op_id, "
          "CASE WHEN c_flow THEN flow_id END FROM op_row o WHERE c_delta IS NOT NULL;\n";

@@ -3,7 +3,9 @@
 
 #include <sqlite3.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "analysis/ibv_names.h"
 #include "export/sqlite_schema.h"
@@ -15,6 +17,10 @@ using namespace sigmatrace::analysis;
 namespace {
 
 constexpr size_t kBatchRows = 65536;
+// Rows sorted at a time by each file's leaf writers: a WR is emitted when its completion is seen,
+// so the rows of one file come out of order by at most the WRs outstanding at once.
+constexpr size_t kSortWindowRows = 65536;
+constexpr uint32_t kPageSize = 65536;
 
 // Binds a statement's parameters in order; -1 in an id column means NULL.
 class Binder {
@@ -27,6 +33,10 @@ class Binder {
   Binder& t(const std::string& v) { sqlite3_bind_text(s_, ++n_, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); return *this; }
   Binder& t(const char* v) { sqlite3_bind_text(s_, ++n_, v, -1, SQLITE_STATIC); return *this; }
   Binder& null() { sqlite3_bind_null(s_, ++n_); return *this; }
+  Binder& row(const SqlRow& r) {
+    for (unsigned c = 0; c < r.count; ++c) r.is_null(c) ? null() : i(r.value[c]);
+    return *this;
+  }
   bool step() { return sqlite3_step(s_) == SQLITE_DONE; }
 
  private:
@@ -42,10 +52,13 @@ bool mergeable_completion(const OpRecord& op, const CompletionRecord& c) {
          (c.thread_id == op.thread_id || c.thread_id >= 0);
 }
 
+// One trace file's rows: op_row and completion_row go to its own sorted leaf pages (no lock); the
+// small tables are batched and inserted under the lock.
 class SqlFileSink : public FileSink {
  public:
-  explicit SqlFileSink(SqliteExport* db) : db_(db) {}
-  ~SqlFileSink() override { flush(); }
+  SqlFileSink(SqliteExport* db, uint32_t process_id)
+      : db_(db), process_id_(process_id), ops_(db->scratch(), kSortWindowRows), completions_(db->scratch(), kSortWindowRows) {}
+  ~SqlFileSink() override { finish(); }
   // A WR's own completion follows it (the association emits the op, then the completion that
   // finished it): the op waits for it, and the two become one op_row row when the completion is
   // exactly the one the op names (see mergeable_completion).
@@ -64,8 +77,8 @@ class SqlFileSink : public FileSink {
       return;
     }
     release_held();
-    completions_.push_back(r);
-    if (completions_.size() >= kBatchRows) flush();
+    SqlRow row = completion_row(r);
+    if (!completions_.add(row)) late_.completions.push_back(row);
   }
   void error(const ErrorRecord& r) override {
     errors_.push_back(r);
@@ -84,34 +97,72 @@ class SqlFileSink : public FileSink {
     this->op(op);
   }
   void finish() override {
+    if (finished_) return;
+    finished_ = true;
     release_held();
+    bool ok = ops_.finish() && completions_.finish();
     flush();
+    std::lock_guard<std::mutex> g(db_->lock());
+    db_->add_file_rows(process_id_, ops_.pages(), completions_.pages(), std::move(late_), cqs_, ok);
   }
 
  private:
   void push_op(const OpRecord& r, const CompletionRecord* c) {
-    ops_.push_back({r, c != nullptr, c ? *c : CompletionRecord{}});
-    if (ops_.size() >= kBatchRows) flush();
+    SqlRow row = op_row(r, c);
+    if (!ops_.add(row)) late_.ops.push_back(row);
   }
   void release_held() {
     if (holding_) holding_ = false, push_op(held_, nullptr);
   }
+  int64_t cq_number(uint64_t handle) { return cqs_.try_emplace(handle, static_cast<int64_t>(cqs_.size())).first->second; }
+  void saw_completion_codes(uint64_t status, uint64_t opcode) {
+    late_.wc_statuses.add(status);
+    if (status == 0) late_.wc_opcodes.add(opcode);
+  }
+  // The columns of op_row and completion_row (sqlite_schema.h).
+  SqlRow op_row(const OpRecord& r, const CompletionRecord* c) {
+    SqlRow b;
+    b.u(r.op_id).i(r.ts_ns - db_->start_ns());
+    if (r.dur_ns >= 0) b.i(r.dur_ns); else b.null();
+    b.id(r.thread_id).i(layer_index(r.layer)).id(r.qp_id).i(r.op_class).u(r.bytes).id(r.peer_process_id);
+    if (r.status != -1 || r.is_call) b.i(r.status); else b.null();
+    b.u(r.wr_id).i(r.wr_count);
+    if (r.flow_id) b.u(r.flow_id); else b.null();
+    b.i(r.is_call);
+    if (c) {
+      saw_completion_codes(c->status, c->opcode);
+      b.i(static_cast<int64_t>(c->completion_id - r.op_id));
+      if (c->thread_id == r.thread_id) b.null(); else b.i(c->thread_id);
+      b.i(cq_number(c->cq)).u(c->opcode).u(c->byte_len).u(c->imm_data).u(c->src_qp).u(c->vendor_err).i(c->flow_id != 0);
+    } else {
+      b.null().null().null().null().null().null().null().null().null();
+    }
+    return b;
+  }
+  SqlRow completion_row(const CompletionRecord& r) {
+    saw_completion_codes(r.status, r.opcode);
+    SqlRow b;
+    b.u(r.completion_id).i(r.ts_ns - db_->start_ns()).id(r.thread_id).id(r.qp_id).i(cq_number(r.cq)).u(r.wr_id).u(r.opcode)
+        .u(r.status).u(r.byte_len).u(r.imm_data).u(r.src_qp).u(r.vendor_err).id(r.op_id);
+    if (r.flow_id) b.u(r.flow_id); else b.null();
+    return b;
+  }
   void flush() {
-    if (ops_.empty() && completions_.empty() && errors_.empty() && doorbells_.empty() && launches_.empty() && gpu_ops_.empty()) return;
+    if (errors_.empty() && doorbells_.empty() && launches_.empty() && gpu_ops_.empty()) return;
     std::lock_guard<std::mutex> g(db_->lock());
-    db_->insert_ops(ops_);
     db_->insert_gpu_ops(gpu_ops_);
-    db_->insert_completions(completions_);
     db_->insert_errors(errors_);
     db_->insert_doorbells(doorbells_);
     db_->insert_launches(launches_);
-    ops_.clear(), completions_.clear(), errors_.clear(), doorbells_.clear(), launches_.clear(), gpu_ops_.clear();
+    errors_.clear(), doorbells_.clear(), launches_.clear(), gpu_ops_.clear();
   }
   SqliteExport* db_;
+  uint32_t process_id_;
   OpRecord held_;
-  bool holding_ = false;
-  std::vector<SqliteExport::OpRow> ops_;
-  std::vector<CompletionRecord> completions_;
+  bool holding_ = false, finished_ = false;
+  SortedLeafWriter ops_, completions_;
+  SqliteExport::LateRows late_;
+  std::map<uint64_t, int64_t> cqs_;  // CQ handle -> its number in this process
   std::vector<ErrorRecord> errors_;
   std::vector<DoorbellRecord> doorbells_;
   std::vector<LaunchRecord> launches_;
@@ -131,9 +182,46 @@ const char* memory_kind_name(uint64_t k) { return k == 0 ? "host" : k == 1 ? "gp
 }  // namespace
 
 SqliteExport::~SqliteExport() {
-  for (sqlite3_stmt* s : {op_, completion_, error_, doorbell_, launch_, gpu_op_})
+  for (sqlite3_stmt* s : {error_, doorbell_, launch_, gpu_op_})
     if (s) sqlite3_finalize(s);
   if (db_) sqlite3_close(db_);
+  scratch_.remove();
+}
+
+int64_t SqliteExport::root_page(const char* table) {
+  sqlite3_stmt* s = nullptr;
+  int64_t page = -1;
+  if (sqlite3_prepare_v2(db_, "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = ?", -1, &s, nullptr) == SQLITE_OK) {
+    sqlite3_bind_text(s, 1, table, -1, SQLITE_STATIC);
+    if (sqlite3_step(s) == SQLITE_ROW) page = sqlite3_column_int64(s, 0);
+  }
+  sqlite3_finalize(s);
+  return page;
+}
+
+bool SqliteExport::insert_late_rows(std::string* error) {
+  late_row_count_ = late_.ops.size() + late_.completions.size();
+  if (!late_row_count_) return true;
+  if (sqlite3_open_v2(tmp_path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    *error = "cannot reopen " + tmp_path_ + ": " + sqlite3_errmsg(db_);
+    return false;
+  }
+  if (!exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-262144; BEGIN", error))
+    return false;
+  auto insert = [&](const char* sql, const std::vector<SqlRow>& rows) {
+    sqlite3_stmt* s = nullptr;
+    bool ok = sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) == SQLITE_OK;
+    for (size_t i = 0; ok && i < rows.size(); ++i) ok = Binder(s).row(rows[i]).step();
+    if (!ok) *error = std::string("sqlite: ") + sqlite3_errmsg(db_);
+    sqlite3_finalize(s);
+    return ok;
+  };
+  if (!insert("INSERT INTO op_row VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", late_.ops) ||
+      !insert("INSERT INTO completion_row VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", late_.completions) || !exec("COMMIT", error))
+    return false;
+  sqlite3_close(db_);
+  db_ = nullptr;
+  return true;
 }
 
 bool SqliteExport::exec(const char* sql, std::string* error) {
@@ -149,6 +237,8 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
   tmp_path_ = path + ".tmp";
   std::remove(tmp_path_.c_str());
   start_ns_ = m.start_ns;
+  scratch_path_ = path + ".rows.tmp";
+  if (!scratch_.open(scratch_path_, kPageSize, error)) return false;
   // No mutex in SQLite: every use is under mu_ (or before the pass).
   if (sqlite3_open_v2(tmp_path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
     *error = "cannot create " + tmp_path_ + ": " + sqlite3_errmsg(db_);
@@ -156,8 +246,10 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
   }
   // The file is rebuilt from the traces on failure: no journal, no syncing, nobody else opens it
   // while it is written; a large page cache, so that the B-trees' inner pages are not re-read.
-  if (!exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA page_size=65536; PRAGMA locking_mode=EXCLUSIVE; "
-            "PRAGMA cache_size=-262144; PRAGMA temp_store=MEMORY;", error) ||
+  // Its page size is the one the per-event tables' leaf pages are built with (sqlite_btree.h).
+  const std::string pragmas = "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA page_size=" + std::to_string(kPageSize) +
+                              "; PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-262144; PRAGMA temp_store=MEMORY;";
+  if (!exec(pragmas.c_str(), error) ||
       !exec(kSqliteSchema, error) || !exec(sqlite_views(m.start_ns).c_str(), error) || !exec("BEGIN", error))
     return false;
   auto prepare = [&](const char* sql, sqlite3_stmt** s) {
@@ -165,9 +257,7 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
     *error = std::string("sqlite: ") + sqlite3_errmsg(db_);
     return false;
   };
-  if (!prepare("INSERT INTO op_row VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &op_) ||
-      !prepare("INSERT INTO completion_row VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &completion_) ||
-      !prepare("INSERT INTO error VALUES(?,?,?,?,?,?,?,?,?,?)", &error_) ||
+  if (!prepare("INSERT INTO error VALUES(?,?,?,?,?,?,?,?,?,?)", &error_) ||
       !prepare("INSERT INTO doorbell VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", &doorbell_) ||
       !prepare("INSERT INTO gpu_op VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &gpu_op_) ||
       !prepare("INSERT INTO kernel_launch VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &launch_))
@@ -184,7 +274,7 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
   Binder(s).t("experiment").t(m.dir).step();
   Binder(s).t("start_ns").t(std::to_string(m.start_ns)).step();
   Binder(s).t("end_ns").t(std::to_string(m.end_ns)).step();
-  Binder(s).t("schema_version").t("2").step();
+  Binder(s).t("schema_version").t("3").step();
   stmt("INSERT INTO layer_name VALUES(?,?)");
   for (unsigned i = 0; i < kLayerCount; ++i) Binder(s).i(i).t(kLayerNames[i]).step();  // op_row.layer: layer_index()
   stmt("INSERT INTO opcode_name VALUES(?,?)");
@@ -256,45 +346,18 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
   return true;
 }
 
-std::unique_ptr<FileSink> SqliteExport::open_file(uint32_t) { return std::make_unique<SqlFileSink>(this); }
+std::unique_ptr<FileSink> SqliteExport::open_file(uint32_t process_id) { return std::make_unique<SqlFileSink>(this, process_id); }
 
-int64_t SqliteExport::cq_id(uint32_t process_id, uint64_t handle) {
-  return cq_ids_.try_emplace({process_id, handle}, static_cast<int64_t>(cq_ids_.size())).first->second;
-}
-
-void SqliteExport::insert_ops(const std::vector<OpRow>& rows) {
-  for (const auto& [r, merged, c] : rows) {
-    Binder b(op_);
-    b.u(r.op_id).i(r.ts_ns - start_ns_);
-    if (r.dur_ns >= 0) b.i(r.dur_ns); else b.null();
-    b.id(r.thread_id).i(layer_index(r.layer)).id(r.qp_id).i(r.op_class).u(r.bytes).id(r.peer_process_id);
-    if (r.status != -1 || r.is_call) b.i(r.status); else b.null();
-    b.u(r.wr_id).i(r.wr_count);
-    if (r.flow_id) b.u(r.flow_id); else b.null();
-    b.i(r.is_call);
-    if (merged) {
-      if (c.status == 0) wc_opcodes_.insert(c.opcode);
-      wc_statuses_.insert(c.status);
-      b.i(static_cast<int64_t>(c.completion_id - r.op_id));
-      if (c.thread_id == r.thread_id) b.null(); else b.i(c.thread_id);
-      b.i(cq_id(c.process_id, c.cq)).u(c.opcode).u(c.byte_len).u(c.imm_data).u(c.src_qp).u(c.vendor_err).i(c.flow_id != 0);
-    } else {
-      b.null().null().null().null().null().null().null().null().null();
-    }
-    b.step();
-  }
-}
-
-void SqliteExport::insert_completions(const std::vector<CompletionRecord>& rows) {
-  for (const CompletionRecord& r : rows) {
-    if (r.status == 0) wc_opcodes_.insert(r.opcode);
-    wc_statuses_.insert(r.status);
-    Binder b(completion_);
-    b.u(r.completion_id).i(r.ts_ns - start_ns_).id(r.thread_id).id(r.qp_id).i(cq_id(r.process_id, r.cq)).u(r.wr_id).u(r.opcode).u(r.status)
-        .u(r.byte_len).u(r.imm_data).u(r.src_qp).u(r.vendor_err).id(r.op_id);
-    if (r.flow_id) b.u(r.flow_id); else b.null();
-    b.step();
-  }
+void SqliteExport::add_file_rows(uint32_t process_id, const std::vector<LeafPage>& ops, const std::vector<LeafPage>& completions,
+                                 LateRows late, const std::map<uint64_t, int64_t>& cqs, bool ok) {
+  rows_ok_ &= ok;
+  op_leaves_.insert(op_leaves_.end(), ops.begin(), ops.end());
+  completion_leaves_.insert(completion_leaves_.end(), completions.begin(), completions.end());
+  late_.ops.insert(late_.ops.end(), late.ops.begin(), late.ops.end());
+  late_.completions.insert(late_.completions.end(), late.completions.begin(), late.completions.end());
+  late_.wc_opcodes.add(late.wc_opcodes);
+  late_.wc_statuses.add(late.wc_statuses);
+  for (const auto& [handle, number] : cqs) cqs_.push_back({process_id, number, handle});
 }
 
 void SqliteExport::insert_errors(const std::vector<ErrorRecord>& rows) {
@@ -337,14 +400,18 @@ void SqliteExport::insert_launches(const std::vector<LaunchRecord>& rows) {
 
 bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::string* error) {
   sqlite3_stmt* s = nullptr;
+  if (!rows_ok_) {
+    *error = "cannot write " + scratch_path_ + ": " + std::strerror(errno);
+    return false;
+  }
   sqlite3_prepare_v2(db_, "INSERT INTO cq VALUES(?,?,?)", -1, &s, nullptr);
-  for (const auto& [key, id] : cq_ids_) Binder(s).i(id).i(key.first).u(key.second).step();
+  for (const CqNumber& c : cqs_) Binder(s).i(c.process_id).i(c.number).u(c.handle).step();
   sqlite3_finalize(s);
   sqlite3_prepare_v2(db_, "INSERT INTO wc_opcode_name VALUES(?,?)", -1, &s, nullptr);
-  for (uint64_t c : wc_opcodes_) Binder(s).u(c).t(wc_opcode_name(c)).step();
+  for (uint64_t c : late_.wc_opcodes.codes()) Binder(s).u(c).t(wc_opcode_name(c)).step();
   sqlite3_finalize(s);
   sqlite3_prepare_v2(db_, "INSERT INTO wc_status_name VALUES(?,?)", -1, &s, nullptr);
-  for (uint64_t c : wc_statuses_) Binder(s).u(c).t(wc_status_name(c)).step();
+  for (uint64_t c : late_.wc_statuses.codes()) Binder(s).u(c).t(wc_status_name(c)).step();
   sqlite3_finalize(s);
   sqlite3_prepare_v2(db_, "INSERT INTO gpu VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &s, nullptr);
   for (const GpuRow& g : agg.gpus) {
@@ -378,13 +445,26 @@ bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::
       if (agg.qp[q.qp_id].ops[i] || agg.qp[q.qp_id].bytes[i])
         Binder(s).i(q.qp_id).t(op_class_name(i)).u(agg.qp[q.qp_id].ops[i]).u(agg.qp[q.qp_id].bytes[i]).step();
   sqlite3_finalize(s);
-  for (sqlite3_stmt** st : {&op_, &completion_, &error_, &doorbell_, &launch_, &gpu_op_}) {
+  for (sqlite3_stmt** st : {&error_, &doorbell_, &launch_, &gpu_op_}) {
     sqlite3_finalize(*st);
     *st = nullptr;
   }
-  if (!exec(kSqliteIndexes, error) || !exec("COMMIT", error)) return false;
+  if (!exec(kSqliteIndexes, error)) return false;
+  int64_t op_root = root_page("op_row"), completion_root = root_page("completion_row");
+  if (op_root <= 0 || completion_root <= 0) {
+    *error = "sqlite: no root page for op_row or completion_row";
+    return false;
+  }
+  if (!exec("COMMIT", error)) return false;
   sqlite3_close(db_);
   db_ = nullptr;
+  // The per-event tables' pages go in with SQLite closed; the rows that came too late for them
+  // are then inserted as usual.
+  if (!append_table_btree(tmp_path_, static_cast<uint32_t>(op_root), scratch_, std::move(op_leaves_), error) ||
+      !append_table_btree(tmp_path_, static_cast<uint32_t>(completion_root), scratch_, std::move(completion_leaves_), error))
+    return false;
+  scratch_.remove();
+  if (!insert_late_rows(error)) return false;
   if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
     *error = "cannot rename " + tmp_path_ + " to " + path_;
     return false;

@@ -1,0 +1,323 @@
+// See sqlite_btree.h.
+#include "export/sqlite_btree.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace sigmatrace::exporter {
+
+namespace {
+
+constexpr uint8_t kLeafTablePage = 13, kInteriorTablePage = 5;
+constexpr uint32_t kLeafHeader = 8, kInteriorHeader = 12;
+constexpr uint64_t kLockByteOffset = 0x40000000;
+
+size_t varint_size(uint64_t v) {
+  if (v & (uint64_t{0xff000000} << 32)) return 9;
+  size_t n = 1;
+  while (v >>= 7) ++n;
+  return n;
+}
+
+// SQLite's varint: big-endian groups of 7 bits, the high bit set on all but the last; a 9th byte
+// carries 8 bits.
+size_t put_varint(uint8_t* p, uint64_t v) {
+  if (v <= 0x7f) {
+    p[0] = static_cast<uint8_t>(v);
+    return 1;
+  }
+  if (v & (uint64_t{0xff000000} << 32)) {
+    p[8] = static_cast<uint8_t>(v);
+    v >>= 8;
+    for (int i = 7; i >= 0; --i, v >>= 7) p[i] = static_cast<uint8_t>((v & 0x7f) | 0x80);
+    return 9;
+  }
+  uint8_t tmp[10];
+  size_t n = 0;
+  for (; v; v >>= 7) tmp[n++] = static_cast<uint8_t>((v & 0x7f) | 0x80);
+  tmp[0] &= 0x7f;
+  for (size_t i = 0; i < n; ++i) p[i] = tmp[n - 1 - i];
+  return n;
+}
+
+void put16(uint8_t* p, uint32_t v) { p[0] = static_cast<uint8_t>(v >> 8), p[1] = static_cast<uint8_t>(v); }
+void put32(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 24), p[1] = static_cast<uint8_t>(v >> 16), p[2] = static_cast<uint8_t>(v >> 8), p[3] = static_cast<uint8_t>(v);
+}
+uint32_t get16(const uint8_t* p) { return uint32_t{p[0]} << 8 | p[1]; }
+uint32_t get32(const uint8_t* p) { return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3]; }
+
+// A page's "start of the cell content area": 0 stands for 65536.
+uint32_t content_field(uint32_t start) { return start == 65536 ? 0 : start; }
+
+bool pwrite_all(int fd, const uint8_t* p, size_t n, uint64_t off) {
+  while (n) {
+    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w, n -= static_cast<size_t>(w), off += static_cast<uint64_t>(w);
+  }
+  return true;
+}
+
+bool pread_all(int fd, uint8_t* p, size_t n, uint64_t off) {
+  while (n) {
+    ssize_t r = ::pread(fd, p, n, static_cast<off_t>(off));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r, n -= static_cast<size_t>(r), off += static_cast<uint64_t>(r);
+  }
+  return true;
+}
+
+// A child of an interior page: its page number and the largest rowid below it.
+struct Child {
+  uint32_t page;
+  int64_t last_rowid;
+};
+
+size_t interior_cell_size(const Child& c) { return 2 + 4 + varint_size(static_cast<uint64_t>(c.last_rowid)); }
+
+// Writes children [begin, end) as one interior page: cells for all but the last, which is the
+// right-most pointer.
+void build_interior(const Child* begin, const Child* end, uint32_t page_size, std::vector<uint8_t>* page) {
+  page->assign(page_size, 0);
+  uint8_t* p = page->data();
+  uint32_t content = page_size, cells = 0;
+  for (const Child* c = begin; c + 1 < end; ++c, ++cells) {
+    uint8_t cell[13];
+    put32(cell, c->page);
+    size_t n = 4 + put_varint(cell + 4, static_cast<uint64_t>(c->last_rowid));
+    content -= static_cast<uint32_t>(n);
+    std::memcpy(p + content, cell, n);
+    put16(p + kInteriorHeader + 2 * cells, content);
+  }
+  p[0] = kInteriorTablePage;
+  put16(p + 3, cells);
+  put16(p + 5, content_field(content));
+  put32(p + 8, (end - 1)->page);
+}
+
+}  // namespace
+
+size_t encode_sqlite_record(const SqlRow& row, std::vector<uint8_t>* out) {
+  // Header: its own size, then a serial type per column (all under 128, so a byte each); body:
+  // each integer big-endian in the fewest bytes its serial type allows (0 and 1 take none).
+  uint8_t header[SqlRow::kMaxColumns + 1], body[SqlRow::kMaxColumns * 8];
+  size_t h = 1, b = 0;
+  header[0] = static_cast<uint8_t>(1 + row.count);
+  for (unsigned c = 0; c < row.count; ++c) {
+    if (c == 0 || row.is_null(c)) {  // column 0: the rowid alias
+      header[h++] = 0;
+      continue;
+    }
+    int64_t v = row.value[c];
+    if (v == 0 || v == 1) {
+      header[h++] = static_cast<uint8_t>(8 + v);
+      continue;
+    }
+    uint8_t type;
+    size_t bytes;
+    if (v >= -128 && v <= 127) type = 1, bytes = 1;
+    else if (v >= -32768 && v <= 32767) type = 2, bytes = 2;
+    else if (v >= -8388608 && v <= 8388607) type = 3, bytes = 3;
+    else if (v >= INT32_MIN && v <= INT32_MAX) type = 4, bytes = 4;
+    else if (v >= -(int64_t{1} << 47) && v < (int64_t{1} << 47)) type = 5, bytes = 6;
+    else type = 6, bytes = 8;
+    header[h++] = type;
+    uint64_t u = static_cast<uint64_t>(v);
+    for (size_t i = 0; i < bytes; ++i) body[b + i] = static_cast<uint8_t>(u >> (8 * (bytes - 1 - i)));
+    b += bytes;
+  }
+  out->insert(out->end(), header, header + h);
+  out->insert(out->end(), body, body + b);
+  return h + b;
+}
+
+LeafScratchFile::~LeafScratchFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool LeafScratchFile::open(const std::string& path, uint32_t page_size, std::string* error) {
+  path_ = path;
+  page_size_ = page_size;
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    *error = "cannot create " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+bool LeafScratchFile::write(const uint8_t* page, uint64_t* slot) {
+  *slot = next_slot_.fetch_add(1, std::memory_order_relaxed);
+  return pwrite_all(fd_, page, page_size_, *slot * page_size_);
+}
+
+void LeafScratchFile::remove() {
+  if (fd_ >= 0) ::close(fd_), fd_ = -1;
+  if (!path_.empty()) ::unlink(path_.c_str());
+}
+
+SortedLeafWriter::SortedLeafWriter(LeafScratchFile* scratch, size_t window_rows)
+    : scratch_(scratch), window_(window_rows), page_(scratch->page_size(), 0), content_start_(scratch->page_size()) {
+  pending_.reserve(2 * window_);
+}
+
+bool SortedLeafWriter::add(const SqlRow& row) {
+  int64_t rowid = row.value[0];
+  if (have_written_ && rowid <= last_written_) return false;
+  uint32_t offset = static_cast<uint32_t>(records_.size());
+  uint32_t size = static_cast<uint32_t>(encode_sqlite_record(row, &records_));
+  pending_.push_back({rowid, offset, size});
+  if (pending_.size() >= 2 * window_) write_sorted(window_);
+  return true;
+}
+
+// Sorts what is pending and writes the n lowest rows; the others wait for rows still to come.
+void SortedLeafWriter::write_sorted(size_t n) {
+  std::sort(pending_.begin(), pending_.end(), [](const Pending& a, const Pending& b) { return a.rowid < b.rowid; });
+  n = std::min(n, pending_.size());
+  for (size_t i = 0; i < n; ++i) append_cell(pending_[i].rowid, records_.data() + pending_[i].offset, pending_[i].size);
+  if (n) have_written_ = true, last_written_ = pending_[n - 1].rowid;
+  spare_.clear();
+  for (size_t i = n; i < pending_.size(); ++i) {
+    Pending& p = pending_[i];
+    uint32_t offset = static_cast<uint32_t>(spare_.size());
+    spare_.insert(spare_.end(), records_.begin() + p.offset, records_.begin() + p.offset + p.size);
+    pending_[i - n] = {p.rowid, offset, p.size};
+  }
+  pending_.resize(pending_.size() - n);
+  records_.swap(spare_);
+}
+
+void SortedLeafWriter::append_cell(int64_t rowid, const uint8_t* record, uint32_t size) {
+  uint8_t prefix[18];
+  size_t pre = put_varint(prefix, size);
+  pre += put_varint(prefix + pre, static_cast<uint64_t>(rowid));
+  // SQLite counts a cell as at least 4 bytes; every per-event record is longer than that.
+  uint32_t cell = static_cast<uint32_t>(std::max<size_t>(4, pre + size));
+  if (kLeafHeader + 2 * (cells_ + 1) + cell > content_start_ && cells_ && !flush_page()) return;
+  content_start_ -= cell;
+  uint8_t* p = page_.data() + content_start_;
+  std::memcpy(p, prefix, pre);
+  std::memcpy(p + pre, record, size);
+  put16(page_.data() + kLeafHeader + 2 * cells_, content_start_);
+  if (!cells_) page_first_ = rowid;
+  page_last_ = rowid;
+  ++cells_;
+}
+
+bool SortedLeafWriter::flush_page() {
+  uint8_t* p = page_.data();
+  p[0] = kLeafTablePage;
+  put16(p + 3, cells_);
+  put16(p + 5, content_field(content_start_));
+  uint32_t gap = kLeafHeader + 2 * cells_;
+  std::memset(p + gap, 0, content_start_ - gap);  // unused space: zeros, not the previous page's cells
+  uint64_t slot = 0;
+  if (!scratch_->write(p, &slot)) {
+    failed_ = true;
+  } else {
+    pages_.push_back({slot, page_first_, page_last_});
+  }
+  cells_ = 0;
+  content_start_ = scratch_->page_size();
+  return !failed_;
+}
+
+bool SortedLeafWriter::finish() {
+  write_sorted(pending_.size());
+  if (cells_) flush_page();
+  return !failed_;
+}
+
+bool append_table_btree(const std::string& db_path, uint32_t root_page, const LeafScratchFile& scratch,
+                        std::vector<LeafPage> leaves, std::string* error) {
+  if (leaves.empty()) return true;  // the root SQLite made stays an empty leaf
+  int fd = ::open(db_path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    *error = "cannot open " + db_path + ": " + std::strerror(errno);
+    return false;
+  }
+  auto fail = [&](const std::string& what) {
+    *error = db_path + ": " + what;
+    ::close(fd);
+    return false;
+  };
+  uint8_t header[100];
+  if (!pread_all(fd, header, sizeof header, 0)) return fail("cannot read its header");
+  uint32_t page_size = get16(header + 16) == 1 ? 65536 : get16(header + 16);
+  if (page_size != scratch.page_size() || header[20] != 0) return fail("page size or reserved space differs from the rows' pages");
+  if (get32(header + 44) != 4) return fail("schema format is not 4 (integers 0 and 1 need no body only from format 4)");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fail("cannot stat it");
+  uint32_t page_count = static_cast<uint32_t>(static_cast<uint64_t>(st.st_size) / page_size);
+  if (get32(header + 92) == get32(header + 24) && get32(header + 28)) page_count = get32(header + 28);
+
+  std::sort(leaves.begin(), leaves.end(), [](const LeafPage& a, const LeafPage& b) { return a.first_rowid < b.first_rowid; });
+  for (size_t i = 1; i < leaves.size(); ++i)
+    if (leaves[i].first_rowid <= leaves[i - 1].last_rowid) return fail("rows of two writers overlap (rowid " + std::to_string(leaves[i].first_rowid) + ")");
+
+  std::vector<uint8_t> page(page_size);
+  // SQLite never uses the page holding the byte at 1 GiB (its file-locking byte).
+  const uint32_t lock_page = static_cast<uint32_t>(kLockByteOffset / page_size) + 1;
+  auto next_page = [&] {
+    if (++page_count == lock_page) ++page_count;
+    return page_count;
+  };
+  auto write_page = [&](uint32_t pgno, const uint8_t* p) { return pwrite_all(fd, p, page_size, uint64_t{pgno - 1} * page_size); };
+  if (leaves.size() == 1) {  // the whole table is one leaf: it is the root
+    if (!pread_all(scratch.fd(), page.data(), page_size, leaves[0].slot * page_size) || !write_page(root_page, page.data()))
+      return fail("cannot write its root page");
+    ::close(fd);
+    return true;
+  }
+  std::vector<Child> level;
+  level.reserve(leaves.size());
+  for (const LeafPage& l : leaves) {
+    if (!pread_all(scratch.fd(), page.data(), page_size, l.slot * page_size) || !write_page(next_page(), page.data()))
+      return fail("cannot copy the rows' pages");
+    level.push_back({page_count, l.last_rowid});
+  }
+  // Interior levels, bottom up, until one page holds every child: that one is the root.
+  for (;;) {
+    size_t all = kInteriorHeader;
+    for (size_t i = 0; i + 1 < level.size(); ++i) all += interior_cell_size(level[i]);
+    if (all <= page_size) {
+      build_interior(level.data(), level.data() + level.size(), page_size, &page);
+      if (!write_page(root_page, page.data())) return fail("cannot write its root page");
+      break;
+    }
+    // Pack children greedily; a page needs at least two, so the last may take one from the one before.
+    std::vector<size_t> starts{0};
+    size_t used = kInteriorHeader;
+    for (size_t i = 0; i < level.size(); ++i) {
+      size_t cost = interior_cell_size(level[i]);  // the cost of child i if it is not the right-most one
+      if (i > starts.back() && used + cost > page_size) starts.push_back(i), used = kInteriorHeader;
+      used += cost;
+    }
+    if (level.size() - starts.back() == 1) --starts.back();
+    std::vector<Child> up;
+    for (size_t k = 0; k < starts.size(); ++k) {
+      size_t end = k + 1 < starts.size() ? starts[k + 1] : level.size();
+      build_interior(level.data() + starts[k], level.data() + end, page_size, &page);
+      if (!write_page(next_page(), page.data())) return fail("cannot write an interior page");
+      up.push_back({page_count, level[end - 1].last_rowid});
+    }
+    level.swap(up);
+  }
+  // The page count in the header is trusted only while "version-valid-for" equals the change counter.
+  put32(header + 28, page_count);
+  std::memcpy(header + 92, header + 24, 4);
+  if (!pwrite_all(fd, header, sizeof header, 0)) return fail("cannot update its header");
+  ::close(fd);
+  return true;
+}
+
+}  // namespace sigmatrace::exporter
