@@ -1,6 +1,8 @@
 // See perfetto_sequence.h.
 #include "export/perfetto_sequence.h"
 
+#include <cstring>
+
 #ifdef SIGMATRACE_LIBDEFLATE
 #include <libdeflate.h>
 #else
@@ -78,13 +80,21 @@ bool PacketSequence::compress_block(const std::string& raw, std::string* out) {
 }
 
 uint64_t PacketSequence::intern(Table t, std::string_view s) {
+  // Nearly every text comes from the same few places (literals, the model's labels): a text at
+  // the pointer seen last time is checked against its interned copy instead of hashed.
+  RecentText& recent = recent_[t][((reinterpret_cast<uintptr_t>(s.data()) >> 3) ^ s.size()) % kRecentTexts];
+  if (recent.data == s.data() && recent.interned.size() == s.size() &&
+      (s.empty() || std::memcmp(recent.interned.data(), s.data(), s.size()) == 0))
+    return recent.iid;
   auto& table = tables_[t];
   auto it = table.find(s);
-  if (it != table.end()) return it->second;
-  const uint64_t iid = table.size() + 1;  // iids start at 1
-  auto [at, fresh] = table.emplace(std::string(s), iid);
-  pending_.push_back({t, iid, at->first});
-  return iid;
+  if (it == table.end()) {
+    const uint64_t iid = table.size() + 1;  // iids start at 1
+    it = table.emplace(std::string(s), iid).first;
+    pending_.push_back({t, iid, it->first});
+  }
+  recent = {s.data(), it->first, it->second};
+  return it->second;
 }
 
 void PacketSequence::timestamp(int64_t ts_ns) {

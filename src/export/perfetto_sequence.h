@@ -78,6 +78,13 @@ class PacketSequence {
   std::string packed_;  // the last compressed block (its buffer reused)
   size_t packet_ = 0, event_ = 0;
   std::unordered_map<std::string, uint64_t, Hash, std::equal_to<>> tables_[kTables];
+  struct RecentText {
+    const char* data = nullptr;  // where the text was last passed from
+    std::string_view interned;   // its copy in the table
+    uint64_t iid = 0;
+  };
+  static constexpr size_t kRecentTexts = 64;
+  RecentText recent_[kTables][kRecentTexts];
   std::vector<Pending> pending_;
   void* compressor_ = nullptr;  // libdeflate's, or a zlib stream
 };
