@@ -143,9 +143,10 @@ LeafScratchFile::~LeafScratchFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-bool LeafScratchFile::open(const std::string& path, uint32_t page_size, std::string* error) {
+bool LeafScratchFile::open(const std::string& path, uint32_t page_size, std::string* error, uint32_t first_page) {
   path_ = path;
   page_size_ = page_size;
+  first_page_ = first_page;
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     *error = "cannot create " + path + ": " + std::strerror(errno);
@@ -156,12 +157,24 @@ bool LeafScratchFile::open(const std::string& path, uint32_t page_size, std::str
 
 bool LeafScratchFile::write(const uint8_t* page, uint64_t* slot) {
   *slot = next_slot_.fetch_add(1, std::memory_order_relaxed);
-  return pwrite_all(fd_, page, page_size_, *slot * page_size_);
+  return pwrite_all(fd_, page, page_size_, offset(*slot));
+}
+
+uint32_t LeafScratchFile::page_of(uint64_t slot) const {
+  uint64_t page = first_page_ + slot;
+  if (page >= lock_byte_page(page_size_)) ++page;  // the slots step over SQLite's locking page
+  return static_cast<uint32_t>(page);
 }
 
 void LeafScratchFile::remove() {
   if (fd_ >= 0) ::close(fd_), fd_ = -1;
   if (!path_.empty()) ::unlink(path_.c_str());
+  path_.clear();
+}
+
+void LeafScratchFile::release() {
+  if (fd_ >= 0) ::close(fd_), fd_ = -1;
+  path_.clear();
 }
 
 SortedLeafWriter::SortedLeafWriter(LeafScratchFile* scratch, size_t window_rows)
@@ -237,87 +250,174 @@ bool SortedLeafWriter::finish() {
   return !failed_;
 }
 
+namespace {
+
+// A database file being extended past what SQLite wrote: its header, its pages, the next free
+// page number.
+class DatabasePages {
+ public:
+  ~DatabasePages() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool open(const std::string& path, uint32_t expected_page_size, std::string* error) {
+    path_ = path, error_ = error;
+    fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd_ < 0) return fail(std::string("cannot open it: ") + std::strerror(errno));
+    if (!pread_all(fd_, header_, sizeof header_, 0)) return fail("cannot read its header");
+    page_size_ = get16(header_ + 16) == 1 ? 65536 : get16(header_ + 16);
+    if (page_size_ != expected_page_size || header_[20] != 0) return fail("page size or reserved space differs from the rows' pages");
+    if (get32(header_ + 44) != 4) return fail("schema format is not 4 (integers 0 and 1 need no body only from format 4)");
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) return fail("cannot stat it");
+    page_count_ = static_cast<uint32_t>(static_cast<uint64_t>(st.st_size) / page_size_);
+    if (get32(header_ + 92) == get32(header_ + 24) && get32(header_ + 28)) page_count_ = get32(header_ + 28);
+    page_.resize(page_size_);
+    return true;
+  }
+  bool fail(const std::string& what) {
+    *error_ = path_ + ": " + what;
+    return false;
+  }
+  int fd() const { return fd_; }
+  uint32_t page_size() const { return page_size_; }
+  uint32_t page_count() const { return page_count_; }
+  void set_page_count(uint32_t n) { page_count_ = n; }
+  std::vector<uint8_t>& buffer() { return page_; }
+  bool write(uint32_t pgno, const uint8_t* p) { return pwrite_all(fd_, p, page_size_, uint64_t{pgno - 1} * page_size_); }
+  // SQLite never uses the page holding the byte at 1 GiB (its file-locking byte).
+  uint32_t next() {
+    if (++page_count_ == lock_byte_page(page_size_)) ++page_count_;
+    return page_count_;
+  }
+
+  // Interior levels above `level` (two or more children), bottom up, until one page holds every
+  // child: that one is written at root_page.
+  bool build_interior_levels(std::vector<Child> level, uint32_t root_page) {
+    for (;;) {
+      size_t all = kInteriorHeader;
+      for (size_t i = 0; i + 1 < level.size(); ++i) all += interior_cell_size(level[i]);
+      if (all <= page_size_) {
+        build_interior(level.data(), level.data() + level.size(), page_size_, &page_);
+        return write(root_page, page_.data()) || fail("cannot write a root page");
+      }
+      // Pack children greedily; a page needs at least two, so the last may take one from the one before.
+      std::vector<size_t> starts{0};
+      size_t used = kInteriorHeader;
+      for (size_t i = 0; i < level.size(); ++i) {
+        size_t cost = interior_cell_size(level[i]);  // as if child i were not the right-most one
+        if (i > starts.back() && used + cost > page_size_) starts.push_back(i), used = kInteriorHeader;
+        used += cost;
+      }
+      if (level.size() - starts.back() == 1) --starts.back();
+      std::vector<Child> up;
+      for (size_t k = 0; k < starts.size(); ++k) {
+        size_t end = k + 1 < starts.size() ? starts[k + 1] : level.size();
+        build_interior(level.data() + starts[k], level.data() + end, page_size_, &page_);
+        uint32_t pgno = next();
+        if (!write(pgno, page_.data())) return fail("cannot write an interior page");
+        up.push_back({pgno, level[end - 1].last_rowid});
+      }
+      level.swap(up);
+    }
+  }
+
+  // Puts `pages` on the freelist (trunk pages, each listing the ones after it, before the
+  // freelist SQLite left) and writes the header with the final page count.
+  bool finish(const std::vector<uint32_t>& pages) {
+    // SQLite fills a trunk to 8 entries short of its capacity (older versions read no further).
+    const size_t per_trunk = page_size_ / 4 - 8;
+    uint32_t next_trunk = get32(header_ + 32);
+    size_t groups = (pages.size() + per_trunk) / (per_trunk + 1);
+    for (size_t g = groups; g-- > 0;) {  // last group first: each trunk names the next one
+      size_t first = g * (per_trunk + 1), end = std::min(pages.size(), first + per_trunk + 1);
+      std::fill(page_.begin(), page_.end(), 0);
+      put32(page_.data(), next_trunk);
+      put32(page_.data() + 4, static_cast<uint32_t>(end - first - 1));
+      for (size_t k = first + 1; k < end; ++k) put32(page_.data() + 8 + 4 * (k - first - 1), pages[k]);
+      if (!write(pages[first], page_.data())) return fail("cannot write a freelist page");
+      next_trunk = pages[first];
+    }
+    put32(header_ + 32, next_trunk);
+    put32(header_ + 36, get32(header_ + 36) + static_cast<uint32_t>(pages.size()));
+    // The page count in the header is trusted only while "version-valid-for" equals the change counter.
+    put32(header_ + 28, page_count_);
+    std::memcpy(header_ + 92, header_ + 24, 4);
+    return pwrite_all(fd_, header_, sizeof header_, 0) || fail("cannot update its header");
+  }
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+  std::string* error_ = nullptr;
+  uint8_t header_[100];
+  uint32_t page_size_ = 0, page_count_ = 0;
+  std::vector<uint8_t> page_;
+};
+
+bool sort_leaves(std::vector<LeafPage>* leaves, DatabasePages* db) {
+  std::sort(leaves->begin(), leaves->end(), [](const LeafPage& a, const LeafPage& b) { return a.first_rowid < b.first_rowid; });
+  for (size_t i = 1; i < leaves->size(); ++i)
+    if ((*leaves)[i].first_rowid <= (*leaves)[i - 1].last_rowid)
+      return db->fail("rows of two writers overlap (rowid " + std::to_string((*leaves)[i].first_rowid) + ")");
+  return true;
+}
+
+}  // namespace
+
+uint32_t lock_byte_page(uint32_t page_size) { return static_cast<uint32_t>(kLockByteOffset / page_size) + 1; }
+
 bool append_table_btree(const std::string& db_path, uint32_t root_page, const LeafScratchFile& scratch,
                         std::vector<LeafPage> leaves, std::string* error) {
   if (leaves.empty()) return true;  // the root SQLite made stays an empty leaf
-  int fd = ::open(db_path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
-    *error = "cannot open " + db_path + ": " + std::strerror(errno);
-    return false;
-  }
-  auto fail = [&](const std::string& what) {
-    *error = db_path + ": " + what;
-    ::close(fd);
-    return false;
+  DatabasePages db;
+  if (!db.open(db_path, scratch.page_size(), error) || !sort_leaves(&leaves, &db)) return false;
+  std::vector<uint8_t>& page = db.buffer();
+  auto copy_leaf = [&](const LeafPage& l, uint32_t to) {
+    return pread_all(scratch.fd(), page.data(), page.size(), scratch.offset(l.slot)) && db.write(to, page.data());
   };
-  uint8_t header[100];
-  if (!pread_all(fd, header, sizeof header, 0)) return fail("cannot read its header");
-  uint32_t page_size = get16(header + 16) == 1 ? 65536 : get16(header + 16);
-  if (page_size != scratch.page_size() || header[20] != 0) return fail("page size or reserved space differs from the rows' pages");
-  if (get32(header + 44) != 4) return fail("schema format is not 4 (integers 0 and 1 need no body only from format 4)");
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return fail("cannot stat it");
-  uint32_t page_count = static_cast<uint32_t>(static_cast<uint64_t>(st.st_size) / page_size);
-  if (get32(header + 92) == get32(header + 24) && get32(header + 28)) page_count = get32(header + 28);
-
-  std::sort(leaves.begin(), leaves.end(), [](const LeafPage& a, const LeafPage& b) { return a.first_rowid < b.first_rowid; });
-  for (size_t i = 1; i < leaves.size(); ++i)
-    if (leaves[i].first_rowid <= leaves[i - 1].last_rowid) return fail("rows of two writers overlap (rowid " + std::to_string(leaves[i].first_rowid) + ")");
-
-  std::vector<uint8_t> page(page_size);
-  // SQLite never uses the page holding the byte at 1 GiB (its file-locking byte).
-  const uint32_t lock_page = static_cast<uint32_t>(kLockByteOffset / page_size) + 1;
-  auto next_page = [&] {
-    if (++page_count == lock_page) ++page_count;
-    return page_count;
-  };
-  auto write_page = [&](uint32_t pgno, const uint8_t* p) { return pwrite_all(fd, p, page_size, uint64_t{pgno - 1} * page_size); };
-  if (leaves.size() == 1) {  // the whole table is one leaf: it is the root
-    if (!pread_all(scratch.fd(), page.data(), page_size, leaves[0].slot * page_size) || !write_page(root_page, page.data()))
-      return fail("cannot write its root page");
-    ::close(fd);
-    return true;
-  }
+  if (leaves.size() == 1) return copy_leaf(leaves[0], root_page) || db.fail("cannot write its root page");  // the one leaf is the root
   std::vector<Child> level;
-  level.reserve(leaves.size());
   for (const LeafPage& l : leaves) {
-    if (!pread_all(scratch.fd(), page.data(), page_size, l.slot * page_size) || !write_page(next_page(), page.data()))
-      return fail("cannot copy the rows' pages");
-    level.push_back({page_count, l.last_rowid});
+    uint32_t pgno = db.next();
+    if (!copy_leaf(l, pgno)) return db.fail("cannot copy the rows' pages");
+    level.push_back({pgno, l.last_rowid});
   }
-  // Interior levels, bottom up, until one page holds every child: that one is the root.
-  for (;;) {
-    size_t all = kInteriorHeader;
-    for (size_t i = 0; i + 1 < level.size(); ++i) all += interior_cell_size(level[i]);
-    if (all <= page_size) {
-      build_interior(level.data(), level.data() + level.size(), page_size, &page);
-      if (!write_page(root_page, page.data())) return fail("cannot write its root page");
-      break;
+  return db.build_interior_levels(std::move(level), root_page) && db.finish({});
+}
+
+bool assemble_in_place(const std::string& sqlite_path, const LeafScratchFile& scratch, std::vector<ScratchTable> tables,
+                       std::string* error) {
+  DatabasePages small;
+  if (!small.open(sqlite_path, scratch.page_size(), error)) return false;
+  const uint32_t n = small.page_count();
+  if (n >= scratch.first_page()) return small.fail("more pages than the space reserved for them");
+  std::vector<uint8_t>& page = small.buffer();
+  for (uint32_t p = 1; p <= n; ++p)
+    if (!pread_all(small.fd(), page.data(), page.size(), uint64_t{p - 1} * page.size()) ||
+        !pwrite_all(scratch.fd(), page.data(), page.size(), uint64_t{p - 1} * page.size()))
+      return small.fail("cannot copy its pages into " + scratch.path());
+
+  DatabasePages db;
+  if (!db.open(scratch.path(), scratch.page_size(), error)) return false;
+  std::vector<uint32_t> free_pages;
+  for (uint32_t p = n + 1; p < scratch.first_page(); ++p) free_pages.push_back(p);
+  db.set_page_count(std::max(scratch.first_page() - 1, scratch.slots() ? scratch.page_of(scratch.slots() - 1) : 0));
+  for (ScratchTable& t : tables) {
+    if (t.leaves.empty()) continue;
+    if (!sort_leaves(&t.leaves, &db)) return false;
+    if (t.leaves.size() == 1) {  // the one leaf is the root; its own page is freed
+      uint32_t leaf = scratch.page_of(t.leaves[0].slot);
+      if (!pread_all(db.fd(), db.buffer().data(), db.page_size(), uint64_t{leaf - 1} * db.page_size()) ||
+          !db.write(t.root_page, db.buffer().data()))
+        return db.fail("cannot write a root page");
+      free_pages.push_back(leaf);
+      continue;
     }
-    // Pack children greedily; a page needs at least two, so the last may take one from the one before.
-    std::vector<size_t> starts{0};
-    size_t used = kInteriorHeader;
-    for (size_t i = 0; i < level.size(); ++i) {
-      size_t cost = interior_cell_size(level[i]);  // the cost of child i if it is not the right-most one
-      if (i > starts.back() && used + cost > page_size) starts.push_back(i), used = kInteriorHeader;
-      used += cost;
-    }
-    if (level.size() - starts.back() == 1) --starts.back();
-    std::vector<Child> up;
-    for (size_t k = 0; k < starts.size(); ++k) {
-      size_t end = k + 1 < starts.size() ? starts[k + 1] : level.size();
-      build_interior(level.data() + starts[k], level.data() + end, page_size, &page);
-      if (!write_page(next_page(), page.data())) return fail("cannot write an interior page");
-      up.push_back({page_count, level[end - 1].last_rowid});
-    }
-    level.swap(up);
+    std::vector<Child> level;
+    for (const LeafPage& l : t.leaves) level.push_back({scratch.page_of(l.slot), l.last_rowid});
+    if (!db.build_interior_levels(std::move(level), t.root_page)) return false;
   }
-  // The page count in the header is trusted only while "version-valid-for" equals the change counter.
-  put32(header + 28, page_count);
-  std::memcpy(header + 92, header + 24, 4);
-  if (!pwrite_all(fd, header, sizeof header, 0)) return fail("cannot update its header");
-  ::close(fd);
-  return true;
+  return db.finish(free_pages);
 }
 
 }  // namespace sigmatrace::exporter

@@ -47,22 +47,34 @@ struct LeafPage {
   int64_t first_rowid, last_rowid;
 };
 
-// The scratch file the workers' leaves go to; thread-safe (slots are taken atomically, written with pwrite).
+// The file the workers' leaves go to, thread-safe (slots are taken atomically, written with
+// pwrite). Slot k is page first_page + k of a database (the locking page stepped over): with
+// first_page above the pages SQLite needs, the file becomes the database itself
+// (assemble_in_place); with 1 it is scratch, copied from (append_table_btree).
 class LeafScratchFile {
  public:
   ~LeafScratchFile();
-  bool open(const std::string& path, uint32_t page_size, std::string* error);
+  bool open(const std::string& path, uint32_t page_size, std::string* error, uint32_t first_page = 1);
   uint32_t page_size() const { return page_size_; }
+  uint32_t first_page() const { return first_page_; }
+  const std::string& path() const { return path_; }
   int fd() const { return fd_; }
+  uint64_t slots() const { return next_slot_.load(); }
+  uint32_t page_of(uint64_t slot) const;
+  uint64_t offset(uint64_t slot) const { return uint64_t{page_of(slot) - 1} * page_size_; }
   bool write(const uint8_t* page, uint64_t* slot);
-  void remove();
+  void remove();   // closes and deletes the file
+  void release();  // closes it and keeps it: it is the database now
 
  private:
   int fd_ = -1;
   std::string path_;
-  uint32_t page_size_ = 0;
+  uint32_t page_size_ = 0, first_page_ = 1;
   std::atomic<uint64_t> next_slot_{0};
 };
+
+// The page SQLite leaves unused: the one holding the byte at 1 GiB.
+uint32_t lock_byte_page(uint32_t page_size);
 
 // One table's rows from one trace file: sorts them in a window and packs them into leaf pages.
 class SortedLeafWriter {
@@ -102,5 +114,17 @@ class SortedLeafWriter {
 // *error when the file is not one this can extend (page size, format) or the leaves overlap.
 bool append_table_btree(const std::string& db_path, uint32_t root_page, const LeafScratchFile& scratch,
                         std::vector<LeafPage> leaves, std::string* error);
+
+// A table whose leaves are in the scratch file, and its root page in SQLite's database.
+struct ScratchTable {
+  uint32_t root_page;
+  std::vector<LeafPage> leaves;
+};
+
+// Makes the scratch file the database, without copying the leaves: SQLite's pages (fewer than
+// the scratch's first_page) are copied in front of them, the pages between go on the freelist, and
+// each table's interior pages are appended, its top one at its root page.
+bool assemble_in_place(const std::string& sqlite_path, const LeafScratchFile& scratch, std::vector<ScratchTable> tables,
+                       std::string* error);
 
 }  // namespace sigmatrace::exporter

@@ -2,6 +2,7 @@
 #include "export/sqlite_writer.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -21,6 +22,9 @@ constexpr size_t kBatchRows = 65536;
 // so the rows of one file come out of order by at most the WRs outstanding at once.
 constexpr size_t kSortWindowRows = 65536;
 constexpr uint32_t kPageSize = 65536;
+// Pages kept in front of the leaves for what SQLite writes (schema, model tables, errors,
+// doorbells, launches): 16 MiB, a hole in the file where unused (then on the freelist).
+constexpr uint32_t kReservedPages = 256;
 
 // Binds a statement's parameters in order; -1 in an id column means NULL.
 class Binder {
@@ -185,7 +189,8 @@ SqliteExport::~SqliteExport() {
   for (sqlite3_stmt* s : {error_, doorbell_, launch_, gpu_op_})
     if (s) sqlite3_finalize(s);
   if (db_) sqlite3_close(db_);
-  scratch_.remove();
+  scratch_.remove();  // after a failure: neither half is kept
+  if (!tables_path_.empty()) std::remove(tables_path_.c_str());
 }
 
 int64_t SqliteExport::root_page(const char* table) {
@@ -237,11 +242,14 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
   tmp_path_ = path + ".tmp";
   std::remove(tmp_path_.c_str());
   start_ns_ = m.start_ns;
-  scratch_path_ = path + ".rows.tmp";
-  if (!scratch_.open(scratch_path_, kPageSize, error)) return false;
+  // The workers' leaf pages go straight to the file that becomes trace.sqlite, after room for
+  // what SQLite itself writes (built beside it, then copied in front: sqlite_btree.h).
+  tables_path_ = path + ".tables.tmp";
+  std::remove(tables_path_.c_str());
+  if (!scratch_.open(tmp_path_, kPageSize, error, kReservedPages + 1)) return false;
   // No mutex in SQLite: every use is under mu_ (or before the pass).
-  if (sqlite3_open_v2(tmp_path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
-    *error = "cannot create " + tmp_path_ + ": " + sqlite3_errmsg(db_);
+  if (sqlite3_open_v2(tables_path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    *error = "cannot create " + tables_path_ + ": " + sqlite3_errmsg(db_);
     return false;
   }
   // The file is rebuilt from the traces on failure: no journal, no syncing, nobody else opens it
@@ -401,7 +409,7 @@ void SqliteExport::insert_launches(const std::vector<LaunchRecord>& rows) {
 bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::string* error) {
   sqlite3_stmt* s = nullptr;
   if (!rows_ok_) {
-    *error = "cannot write " + scratch_path_ + ": " + std::strerror(errno);
+    *error = "cannot write " + tmp_path_ + ": " + std::strerror(errno);
     return false;
   }
   sqlite3_prepare_v2(db_, "INSERT INTO cq VALUES(?,?,?)", -1, &s, nullptr);
@@ -459,11 +467,26 @@ bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::
   sqlite3_close(db_);
   db_ = nullptr;
   // The per-event tables' pages go in with SQLite closed; the rows that came too late for them
-  // are then inserted as usual.
-  if (!append_table_btree(tmp_path_, static_cast<uint32_t>(op_root), scratch_, std::move(op_leaves_), error) ||
-      !append_table_btree(tmp_path_, static_cast<uint32_t>(completion_root), scratch_, std::move(completion_leaves_), error))
-    return false;
-  scratch_.remove();
+  // are then inserted as usual. When SQLite wrote more than the room left for it (millions of
+  // doorbells), its file becomes the database and the leaves are copied after its pages.
+  struct stat st {};
+  const bool fits = ::stat(tables_path_.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) / kPageSize <= kReservedPages;
+  if (fits) {
+    if (!assemble_in_place(tables_path_, scratch_, {{static_cast<uint32_t>(op_root), std::move(op_leaves_)},
+                                                    {static_cast<uint32_t>(completion_root), std::move(completion_leaves_)}}, error))
+      return false;
+    scratch_.release();
+    std::remove(tables_path_.c_str());
+  } else {
+    if (!append_table_btree(tables_path_, static_cast<uint32_t>(op_root), scratch_, std::move(op_leaves_), error) ||
+        !append_table_btree(tables_path_, static_cast<uint32_t>(completion_root), scratch_, std::move(completion_leaves_), error))
+      return false;
+    scratch_.remove();
+    if (std::rename(tables_path_.c_str(), tmp_path_.c_str()) != 0) {
+      *error = "cannot rename " + tables_path_ + " to " + tmp_path_;
+      return false;
+    }
+  }
   if (!insert_late_rows(error)) return false;
   if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
     *error = "cannot rename " + tmp_path_ + " to " + path_;

@@ -76,7 +76,7 @@ class SqliteExport : public analysis::ExperimentSink {
   sqlite3_stmt* doorbell_ = nullptr;
   sqlite3_stmt* launch_ = nullptr;
   sqlite3_stmt* gpu_op_ = nullptr;
-  std::string path_, tmp_path_, scratch_path_;
+  std::string path_, tmp_path_, tables_path_;
   std::mutex mu_;
   int64_t start_ns_ = 0;  // rows' times are relative to it
   LeafScratchFile scratch_;

@@ -17,6 +17,7 @@
 namespace {
 
 using sigmatrace::exporter::append_table_btree;
+using sigmatrace::exporter::assemble_in_place;
 using sigmatrace::exporter::LeafPage;
 using sigmatrace::exporter::LeafScratchFile;
 using sigmatrace::exporter::SortedLeafWriter;
@@ -96,9 +97,11 @@ struct Experiment {
 
 // Writes `per_writer` rows for each of `writers` id ranges (process_id << 40), each range's rows
 // shuffled within `disorder` positions, through leaf writers of `page_size` pages, and the same
-// rows through INSERT; returns the rows the writers handed back as late.
+// rows through INSERT; returns the rows the writers handed back as late. in_place: the leaves are
+// written where they stay, after `in_place` pages kept for SQLite's (assemble_in_place);
+// otherwise to a scratch file and copied after SQLite's pages (append_table_btree).
 size_t compare_with_insert(unsigned page_size, unsigned writers, size_t per_writer, size_t disorder, size_t window,
-                           size_t* leaf_pages = nullptr) {
+                           size_t* leaf_pages = nullptr, uint32_t in_place = 0) {
   Experiment e;
   std::mt19937_64 rng(page_size * 31 + writers);
   std::vector<std::vector<SqlRow>> streams(writers);
@@ -114,12 +117,14 @@ size_t compare_with_insert(unsigned page_size, unsigned writers, size_t per_writ
   Db reference(theirs, page_size);
   reference.insert(all);
 
-  Db target(ours, page_size);
+  const std::string tables = in_place ? (e.dir / "tables.sqlite").string() : ours;
+  Db target(tables, page_size);
   int64_t root = target.root_page();
+  target.exec("CREATE TABLE other(x); INSERT INTO other VALUES('SQLite''s own pages come first')");
   target.close();
   LeafScratchFile scratch;
   std::string error;
-  EXPECT_TRUE(scratch.open((e.dir / "rows.tmp").string(), page_size, &error)) << error;
+  EXPECT_TRUE(scratch.open(in_place ? ours : (e.dir / "rows.tmp").string(), page_size, &error, in_place + 1)) << error;
   std::vector<LeafPage> leaves;
   std::vector<SqlRow> late;
   for (unsigned w = 0; w < writers; ++w) {  // writers in reverse order: the assembly sorts their pages
@@ -130,9 +135,15 @@ size_t compare_with_insert(unsigned page_size, unsigned writers, size_t per_writ
     leaves.insert(leaves.end(), writer.pages().begin(), writer.pages().end());
   }
   if (leaf_pages) *leaf_pages = leaves.size();
-  EXPECT_TRUE(append_table_btree(ours, static_cast<uint32_t>(root), scratch, leaves, &error)) << error;
+  if (in_place) {
+    EXPECT_TRUE(assemble_in_place(tables, scratch, {{static_cast<uint32_t>(root), leaves}}, &error)) << error;
+    scratch.release();
+  } else {
+    EXPECT_TRUE(append_table_btree(ours, static_cast<uint32_t>(root), scratch, leaves, &error)) << error;
+  }
 
   Db check(ours, 0);
+  EXPECT_EQ(check.column("SELECT x FROM other"), std::vector<std::string>{"SQLite's own pages come first"});
   if (!late.empty()) check.insert(late);
   EXPECT_EQ(check.column("PRAGMA integrity_check"), std::vector<std::string>{"ok"});
   const std::string dump = "SELECT printf('%d|%s|%s|%s|%s|%s', id, quote(a), quote(b), quote(c), quote(d), quote(e)) FROM t ORDER BY id";
@@ -171,6 +182,31 @@ TEST(SqliteBtree, NoRowsLeavesTheEmptyTable) {
   size_t leaves = 0;
   EXPECT_EQ(compare_with_insert(4096, 2, 0, 1, 16, &leaves), 0u);
   EXPECT_EQ(leaves, 0u);
+}
+
+TEST(SqliteBtree, LeavesWrittenWhereTheyStayWithSqlitesPagesInFrontAndTheRestFree) {
+  size_t leaves = 0;
+  EXPECT_EQ(compare_with_insert(512, 2, 20000, 30, 500, &leaves, 40), 0u);  // 37 or so free pages: one trunk at 512 B
+  EXPECT_GT(leaves, 1000u);
+  EXPECT_EQ(compare_with_insert(512, 2, 2000, 30, 500, nullptr, 400), 0u);  // hundreds free: a chain of trunks
+  EXPECT_EQ(compare_with_insert(65536, 3, 20000, 100, 4096, nullptr, 256), 0u);  // as trace.sqlite does
+  EXPECT_EQ(compare_with_insert(4096, 1, 30, 1, 16, &leaves, 8), 0u);  // one leaf: copied to the root, its page freed
+  EXPECT_EQ(leaves, 1u);
+}
+
+TEST(SqliteBtree, InPlaceRefusesWhenSqliteNeedsMoreThanTheRoomKeptForIt) {
+  Experiment e;
+  const std::string tables = (e.dir / "tables.sqlite").string();
+  Db db(tables, 512);
+  db.exec("CREATE TABLE big(x); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) "
+          "INSERT INTO big SELECT printf('%0100d', i) FROM n");
+  int64_t root = db.root_page();
+  db.close();
+  LeafScratchFile scratch;
+  std::string error;
+  ASSERT_TRUE(scratch.open((e.dir / "ours.sqlite").string(), 512, &error, 9));
+  EXPECT_FALSE(assemble_in_place(tables, scratch, {{static_cast<uint32_t>(root), {}}}, &error));
+  EXPECT_NE(error.find("more pages than the space reserved"), std::string::npos) << error;
 }
 
 TEST(SqliteBtree, OverlappingWritersAreRefused) {
