@@ -342,6 +342,12 @@ class DatabasePages {
     // The page count in the header is trusted only while "version-valid-for" equals the change counter.
     put32(header_ + 28, page_count_);
     std::memcpy(header_ + 92, header_ + 24, 4);
+    // SQLite takes a file shorter than its header's page count as corrupt: free pages at the end
+    // (never written) must still be in the file, as a hole.
+    struct stat st {};
+    const uint64_t size = uint64_t{page_count_} * page_size_;
+    if (::fstat(fd_, &st) != 0 || (static_cast<uint64_t>(st.st_size) < size && ::ftruncate(fd_, static_cast<off_t>(size)) != 0))
+      return fail("cannot extend it to its page count");
     return pwrite_all(fd_, header_, sizeof header_, 0) || fail("cannot update its header");
   }
 

@@ -182,6 +182,9 @@ TEST(SqliteBtree, NoRowsLeavesTheEmptyTable) {
   size_t leaves = 0;
   EXPECT_EQ(compare_with_insert(4096, 2, 0, 1, 16, &leaves), 0u);
   EXPECT_EQ(leaves, 0u);
+  // In place, the room kept for SQLite is all free and the file still as long as its page count.
+  EXPECT_EQ(compare_with_insert(4096, 2, 0, 1, 16, &leaves, 8), 0u);
+  EXPECT_EQ(leaves, 0u);
 }
 
 TEST(SqliteBtree, LeavesWrittenWhereTheyStayWithSqlitesPagesInFrontAndTheRestFree) {
