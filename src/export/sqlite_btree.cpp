@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cerrno>
 #include <cstring>
 
@@ -16,6 +17,7 @@ namespace {
 constexpr uint8_t kLeafTablePage = 13, kInteriorTablePage = 5;
 constexpr uint32_t kLeafHeader = 8, kInteriorHeader = 12;
 constexpr uint64_t kLockByteOffset = 0x40000000;
+constexpr size_t kDirectAlignment = 4096;
 
 size_t varint_size(uint64_t v) {
   if (v & (uint64_t{0xff000000} << 32)) return 9;
@@ -139,8 +141,11 @@ size_t encode_sqlite_record(const SqlRow& row, std::vector<uint8_t>* out) {
   return h + b;
 }
 
-LeafScratchFile::~LeafScratchFile() {
-  if (fd_ >= 0) ::close(fd_);
+LeafScratchFile::~LeafScratchFile() { close_files(); }
+
+void LeafScratchFile::close_files() {
+  if (fd_ >= 0) ::close(fd_), fd_ = -1;
+  if (direct_fd_ >= 0) ::close(direct_fd_), direct_fd_ = -1;
 }
 
 bool LeafScratchFile::open(const std::string& path, uint32_t page_size, std::string* error, uint32_t first_page) {
@@ -152,11 +157,18 @@ bool LeafScratchFile::open(const std::string& path, uint32_t page_size, std::str
     *error = "cannot create " + path + ": " + std::strerror(errno);
     return false;
   }
+  // The leaves are written once and not read again here: past the page cache, they cost the
+  // kernel no copy and no reclaim (a tenth of the CPU at 384 M events). Where the file system
+  // refuses O_DIRECT (tmpfs), through the cache.
+  if (page_size % kDirectAlignment == 0) direct_fd_ = ::open(path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
   return true;
 }
 
 bool LeafScratchFile::write(const uint8_t* page, uint64_t* slot) {
   *slot = next_slot_.fetch_add(1, std::memory_order_relaxed);
+  if (direct_fd_ >= 0 && reinterpret_cast<uintptr_t>(page) % kDirectAlignment == 0 &&
+      pwrite_all(direct_fd_, page, page_size_, offset(*slot)))
+    return true;
   return pwrite_all(fd_, page, page_size_, offset(*slot));
 }
 
@@ -167,20 +179,24 @@ uint32_t LeafScratchFile::page_of(uint64_t slot) const {
 }
 
 void LeafScratchFile::remove() {
-  if (fd_ >= 0) ::close(fd_), fd_ = -1;
+  close_files();
   if (!path_.empty()) ::unlink(path_.c_str());
   path_.clear();
 }
 
 void LeafScratchFile::release() {
-  if (fd_ >= 0) ::close(fd_), fd_ = -1;
+  close_files();
   path_.clear();
 }
 
 SortedLeafWriter::SortedLeafWriter(LeafScratchFile* scratch, size_t window_rows)
-    : scratch_(scratch), window_(window_rows), page_(scratch->page_size(), 0), content_start_(scratch->page_size()) {
+    : scratch_(scratch), window_(window_rows), content_start_(scratch->page_size()) {
+  page_.reset(static_cast<uint8_t*>(std::aligned_alloc(kDirectAlignment, scratch->page_size())));
+  std::memset(page_.get(), 0, scratch->page_size());
   pending_.reserve(2 * window_);
 }
+
+void SortedLeafWriter::FreeAligned::operator()(uint8_t* p) const { std::free(p); }
 
 bool SortedLeafWriter::add(const SqlRow& row) {
   int64_t rowid = row.value[0];
@@ -217,17 +233,17 @@ void SortedLeafWriter::append_cell(int64_t rowid, const uint8_t* record, uint32_
   uint32_t cell = static_cast<uint32_t>(std::max<size_t>(4, pre + size));
   if (kLeafHeader + 2 * (cells_ + 1) + cell > content_start_ && cells_ && !flush_page()) return;
   content_start_ -= cell;
-  uint8_t* p = page_.data() + content_start_;
+  uint8_t* p = page_.get() + content_start_;
   std::memcpy(p, prefix, pre);
   std::memcpy(p + pre, record, size);
-  put16(page_.data() + kLeafHeader + 2 * cells_, content_start_);
+  put16(page_.get() + kLeafHeader + 2 * cells_, content_start_);
   if (!cells_) page_first_ = rowid;
   page_last_ = rowid;
   ++cells_;
 }
 
 bool SortedLeafWriter::flush_page() {
-  uint8_t* p = page_.data();
+  uint8_t* p = page_.get();
   p[0] = kLeafTablePage;
   put16(p + 3, cells_);
   put16(p + 5, content_field(content_start_));

@@ -18,6 +18,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -67,7 +68,9 @@ class LeafScratchFile {
   void release();  // closes it and keeps it: it is the database now
 
  private:
+  void close_files();
   int fd_ = -1;
+  int direct_fd_ = -1;  // the same file opened O_DIRECT for the leaves (-1: not supported there)
   std::string path_;
   uint32_t page_size_ = 0, first_page_ = 1;
   std::atomic<uint64_t> next_slot_{0};
@@ -102,7 +105,10 @@ class SortedLeafWriter {
   std::vector<uint8_t> records_, spare_;
   bool have_written_ = false, failed_ = false;
   int64_t last_written_ = 0;
-  std::vector<uint8_t> page_;
+  struct FreeAligned {
+    void operator()(uint8_t* p) const;
+  };
+  std::unique_ptr<uint8_t[], FreeAligned> page_;  // aligned for O_DIRECT
   uint32_t cells_ = 0, content_start_ = 0;
   int64_t page_first_ = 0, page_last_ = 0;
   std::vector<LeafPage> pages_;
