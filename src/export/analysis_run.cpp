@@ -16,7 +16,10 @@ namespace {
 nlohmann::json timeline_json(const TimelineSelection& s, const ExperimentModel& m, uint64_t left_out, uint64_t summarised) {
   nlohmann::json j;
   size_t processes = 0;
-  for (bool p : s.process) processes += p;
+  for (size_t i = 0; i < s.process.size() && i < m.processes.size(); ++i) {
+    if (s.process[i]) ++processes;
+    else left_out += m.processes[i].file->events;  // a process not chosen: all its events
+  }
   j["processes"] = processes;
   j["events_left_out"] = left_out;       // outside the window, the layers or the processes chosen
   j["events_summarised"] = summarised;   // after the budget's cut-off: in the counters only

@@ -88,8 +88,14 @@ TEST_F(TimelineSelectionTest, AWindowKeepsOnlyItsEventsAndCountsTheRest) {
 TEST_F(TimelineSelectionTest, RanksHostsAndLayersChooseTheProcessesAndTracks) {
   TimelineRequest t;
   t.ranks = {0, 2};
-  analyze(t);
+  exporter::AnalysisRun two = analyze(t);
   EXPECT_EQ(report.processes, 2u);
+  // The other processes' events are counted as left out, with those of the two outside the timeline.
+  uint64_t others = 0;
+  for (const analysis::ProcessRow& p : two.model->processes)
+    if (p.rank != 0 && p.rank != 2) others += p.file->events;
+  EXPECT_GT(others, 0u);
+  EXPECT_EQ(two.aggregate_json["timeline"]["events_left_out"].get<uint64_t>(), others + two.timeline_left_out);
   t.ranks.clear();
   t.hosts = {"node1"};
   analyze(t);
