@@ -169,7 +169,10 @@ bool LeafScratchFile::write(const uint8_t* page, uint64_t* slot) {
   if (direct_fd_ >= 0 && reinterpret_cast<uintptr_t>(page) % kDirectAlignment == 0 &&
       pwrite_all(direct_fd_, page, page_size_, offset(*slot)))
     return true;
-  return pwrite_all(fd_, page, page_size_, offset(*slot));
+  if (pwrite_all(fd_, page, page_size_, offset(*slot))) return true;
+  int none = 0;
+  write_errno_.compare_exchange_strong(none, errno ? errno : EIO);
+  return false;
 }
 
 uint32_t LeafScratchFile::page_of(uint64_t slot) const {
@@ -191,7 +194,9 @@ void LeafScratchFile::release() {
 
 SortedLeafWriter::SortedLeafWriter(LeafScratchFile* scratch, size_t window_rows)
     : scratch_(scratch), window_(window_rows), content_start_(scratch->page_size()) {
-  page_.reset(static_cast<uint8_t*>(std::aligned_alloc(kDirectAlignment, scratch->page_size())));
+  // aligned_alloc wants a multiple of the alignment (the tests' pages can be 512 bytes).
+  const size_t bytes = (scratch->page_size() + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
+  page_.reset(static_cast<uint8_t*>(std::aligned_alloc(kDirectAlignment, bytes)));
   std::memset(page_.get(), 0, scratch->page_size());
   pending_.reserve(2 * window_);
 }

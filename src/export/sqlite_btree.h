@@ -64,6 +64,7 @@ class LeafScratchFile {
   uint32_t page_of(uint64_t slot) const;
   uint64_t offset(uint64_t slot) const { return uint64_t{page_of(slot) - 1} * page_size_; }
   bool write(const uint8_t* page, uint64_t* slot);
+  int write_errno() const { return write_errno_.load(); }  // of the first failed write, 0 if none
   void remove();   // closes and deletes the file
   void release();  // closes it and keeps it: it is the database now
 
@@ -74,6 +75,7 @@ class LeafScratchFile {
   std::string path_;
   uint32_t page_size_ = 0, first_page_ = 1;
   std::atomic<uint64_t> next_slot_{0};
+  std::atomic<int> write_errno_{0};
 };
 
 // The page SQLite leaves unused: the one holding the byte at 1 GiB.

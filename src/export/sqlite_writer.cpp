@@ -409,7 +409,7 @@ void SqliteExport::insert_launches(const std::vector<LaunchRecord>& rows) {
 bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::string* error) {
   sqlite3_stmt* s = nullptr;
   if (!rows_ok_) {
-    *error = "cannot write " + tmp_path_ + ": " + std::strerror(errno);
+    *error = "cannot write " + tmp_path_ + ": " + std::strerror(scratch_.write_errno() ? scratch_.write_errno() : EIO);
     return false;
   }
   sqlite3_prepare_v2(db_, "INSERT INTO cq VALUES(?,?,?)", -1, &s, nullptr);
