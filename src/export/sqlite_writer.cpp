@@ -468,10 +468,12 @@ bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::
   db_ = nullptr;
   // The per-event tables' pages go in with SQLite closed; the rows that came too late for them
   // are then inserted as usual. When SQLite wrote more than the room left for it (millions of
-  // doorbells), its file becomes the database and the leaves are copied after its pages.
+  // doorbells), its file becomes the database and the leaves are copied after its pages; so too
+  // when the leaves are fewer than that room, which a small experiment's file would otherwise
+  // carry as free pages (copying them costs less than the room is large).
   struct stat st {};
   const bool fits = ::stat(tables_path_.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) / kPageSize <= kReservedPages;
-  if (fits) {
+  if (fits && scratch_.slots() > kReservedPages) {
     if (!assemble_in_place(tables_path_, scratch_, {{static_cast<uint32_t>(op_root), std::move(op_leaves_)},
                                                     {static_cast<uint32_t>(completion_root), std::move(completion_leaves_)}}, error))
       return false;
