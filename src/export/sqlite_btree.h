@@ -92,7 +92,6 @@ class SortedLeafWriter {
   // Writes what is left; false on a write error (then the table cannot be assembled).
   bool finish();
   const std::vector<LeafPage>& pages() const { return pages_; }
-  bool failed() const { return failed_; }
 
  private:
   struct Pending {
