@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <unordered_map>
 
 #include "analysis/aggregates.h"
@@ -504,7 +505,18 @@ void add_layer_traffic(const ExperimentModel& m, Aggregates* agg) {
 std::vector<LayerTraffic> layer_traffic(const ExperimentModel& m) {
   LayerModel& lm = layer_model(m);
   std::lock_guard<std::mutex> lock(lm.mu);
-  return lm.traffic;
+  std::vector<LayerTraffic> rows = lm.traffic;  // in the order files finished: sorted, so that outputs do not vary
+  std::sort(rows.begin(), rows.end(), [](const LayerTraffic& a, const LayerTraffic& b) {
+    return std::tie(a.src, a.layer, a.transport, a.dst) < std::tie(b.src, b.layer, b.transport, b.dst);
+  });
+  return rows;
+}
+
+void add_layer_traffic_rows(const ExperimentModel& m, const std::vector<LayerTraffic>& rows) {
+  LayerModel& lm = layer_model(m);
+  std::lock_guard<std::mutex> lock(lm.mu);
+  if (lm.finished) lm.traffic.clear(), lm.finished = false;
+  lm.traffic.insert(lm.traffic.end(), rows.begin(), rows.end());
 }
 
 }  // namespace sigmatrace::analysis

@@ -65,7 +65,11 @@ class LayerOpsAssociation {
 // Adds every file's UCX/libfabric traffic to agg's rank and host matrices (before they are summed).
 void add_layer_traffic(const ExperimentModel& m, Aggregates* agg);
 
-// All UCX/libfabric traffic of the experiment (after the second pass), for aggregate.json.
+// All UCX/libfabric traffic of the experiment (after the second pass), for aggregate.json: by
+// source process, layer, transport and destination.
 std::vector<LayerTraffic> layer_traffic(const ExperimentModel& m);
+// Traffic a second pass elsewhere found (a shard's files, merged: shards.h), as if its files had
+// been analysed here.
+void add_layer_traffic_rows(const ExperimentModel& m, const std::vector<LayerTraffic>& rows);
 
 }  // namespace sigmatrace::analysis

@@ -28,15 +28,16 @@ class FanoutSink : public FileSink {
 }  // namespace
 
 SecondPassResult run_second_pass(const ExperimentModel& model, const std::vector<ExperimentSink*>& sinks, Aggregates* aggregates,
-                                 unsigned threads, Progress* progress) {
+                                 unsigned threads, Progress* progress, const std::vector<bool>* only) {
   SecondPassResult r;
-  size_t n = model.processes.size();
-  r.files.resize(n);
+  r.files.resize(model.processes.size());
+  std::vector<uint32_t> order;
+  for (uint32_t i = 0; i < model.processes.size(); ++i)
+    if (!only || (i < only->size() && (*only)[i])) order.push_back(i);
+  const size_t n = order.size();
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(1, n)));
   // Largest files first: the pass ends with the last file, so a big one should not start last.
-  std::vector<uint32_t> order(n);
-  for (uint32_t i = 0; i < n; ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     return model.processes[a].file->file_bytes > model.processes[b].file->file_bytes;
   });

@@ -16,7 +16,7 @@ namespace sigmatrace::analysis {
 struct Progress {
   std::atomic<uint64_t> bytes_done{0};
   std::atomic<int> pass{0};  // 1, 2; 3 = writing outputs
-  uint64_t total_bytes = 0;  // of one pass (the sum of the files' sizes)
+  std::atomic<uint64_t> total_bytes{0};  // of the pass under way (the sum of its files' sizes)
   std::atomic<uint64_t> total_events{0};  // known after the first pass
 };
 
@@ -25,8 +25,9 @@ struct SecondPassResult {
   uint64_t events = 0;
 };
 
-// Runs association over every process on `threads` workers (0: all cores), feeding each sink.
+// Runs association over every process (or those `only` marks, by process_id) on `threads` workers
+// (0: all cores), feeding each sink.
 SecondPassResult run_second_pass(const ExperimentModel& model, const std::vector<ExperimentSink*>& sinks, Aggregates* aggregates,
-                                 unsigned threads, Progress* progress);
+                                 unsigned threads, Progress* progress, const std::vector<bool>* only = nullptr);
 
 }  // namespace sigmatrace::analysis

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/progress_bar.h"
 #include "export/analysis_run.h"
 #include "export/text_report.h"
 #include "format/experiment_layout.h"
@@ -24,58 +25,9 @@ struct AnalyzeOptions {
   std::string dir;
   unsigned threads = 0;
   bool no_perfetto = false, no_sqlite = false, quiet = false, plain_perfetto = false;
-  std::string window, ranks, hosts, layers;
+  std::string window, ranks, hosts, layers, shard;
   uint64_t budget = exporter::TimelineRequest{}.budget_events;
   size_t top = 10;
-};
-
-// Draws "analyze: pass 2/2 (association, timeline, SQL) [#####.....] 52%  14.1 M events/s" on
-// stderr until stopped: the phase, how far it is, and its rate (MB/s in the first pass, where the
-// number of events is not known yet).
-class ProgressBar {
- public:
-  explicit ProgressBar(analysis::Progress* p) : p_(p) {
-    if (!isatty(STDERR_FILENO)) return;
-    t_ = std::thread([this] {
-      while (!stop_) {
-        draw();
-        for (int i = 0; i < 10 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-      std::fprintf(stderr, "\r%110s\r", "");
-    });
-  }
-  ~ProgressBar() {
-    stop_ = true;
-    if (t_.joinable()) t_.join();
-  }
-
- private:
-  void draw() {
-    const int pass = std::max(p_->pass.load(), 1);
-    const auto now = std::chrono::steady_clock::now();
-    if (pass != pass_) pass_ = pass, since_ = now;
-    const double s = std::chrono::duration<double>(now - since_).count();
-    if (pass == 3) {
-      std::fprintf(stderr, "\ranalyze: writing outputs (SQL indexes, summary) %5.1f s%30s", s, "");
-      return;
-    }
-    double f = p_->total_bytes ? static_cast<double>(p_->bytes_done) / static_cast<double>(p_->total_bytes) : 0;
-    f = std::min(1.0, f);
-    char bar[31];
-    int n = static_cast<int>(f * 30);
-    for (int i = 0; i < 30; ++i) bar[i] = i < n ? '#' : '.';
-    bar[30] = 0;
-    char rate[32] = "";
-    if (s > 0.2 && pass == 2) std::snprintf(rate, sizeof rate, "%6.1f M events/s", f * static_cast<double>(p_->total_events) / s / 1e6);
-    else if (s > 0.2) std::snprintf(rate, sizeof rate, "%6.0f MB/s", f * static_cast<double>(p_->total_bytes) / s / 1e6);
-    std::fprintf(stderr, "\ranalyze: pass %d/2 %-30s [%s] %3d%% %s", pass, pass == 1 ? "(peers, QPs, clocks)" : "(association, timeline, SQL)", bar,
-                 static_cast<int>(f * 100), rate);
-  }
-  analysis::Progress* p_;
-  int pass_ = 0;
-  std::chrono::steady_clock::time_point since_;
-  std::atomic<bool> stop_{false};
-  std::thread t_;
 };
 
 int run_analyze(const AnalyzeOptions& o) {
@@ -109,15 +61,29 @@ int run_analyze(const AnalyzeOptions& o) {
     for (std::string item; std::getline(ss, item, ',');)
       if (!item.empty()) out->push_back(item);
   }
+  std::string error;
+  if (!o.shard.empty() && !exporter::parse_shard_spec(o.shard, &ao.shard, &error)) {
+    print_error("analyze: " + error);
+    return 2;
+  }
   ao.progress = &progress;
   exporter::AnalysisRun run;
   {
-    ProgressBar bar(&progress);
+    ProgressBar bar("analyze", &progress);
     run = exporter::run_analysis(ao);
   }
   if (!run.ok) {
     print_error("analyze: " + run.error);
     return 1;
+  }
+  if (ao.shard.active()) {
+    // A shard's summary would be a part's: the merge prints the whole.
+    std::string hosts;
+    for (const std::string& h : run.shard_hosts) hosts += (hosts.empty() ? "" : ",") + h;
+    std::printf("wrote %s (shard %u of %u: hosts %s, %llu events) in %.2f s; when every shard is written: sigmatrace merge %s\n",
+                run.output_dir.c_str(), ao.shard.index, ao.shard.count, hosts.c_str(), static_cast<unsigned long long>(run.pass.events),
+                run.first_pass_s + run.second_pass_s + run.outputs_s, o.dir.c_str());
+    return 0;
   }
   if (!o.quiet) std::fputs(exporter::render_text_report(run.aggregate_json, o.top).c_str(), stdout);
   double total = run.first_pass_s + run.second_pass_s + run.outputs_s;
@@ -144,6 +110,9 @@ CommandRunner add_analyze_command(CLI::App& app) {
   sub->add_option("--layers", o->layers, "timeline only: these layers (ibv,gpu,ucx,ofi)");
   sub->add_option("--timeline-budget", o->budget,
                   "events drawn one by one in trace.pftrace before counters take over (default 10000000, about 250 MB; 0: no limit)");
+  sub->add_option("--shard", o->shard,
+                  "analyse one group of hosts, K of N (from 0), into DIR/shards/K-of-N; 'mpi': K and N from the MPI launcher's rank "
+                  "and size. Merge them with sigmatrace merge DIR");
   sub->add_flag("-q,--quiet", o->quiet, "do not print the summary");
   sub->add_option("--top", o->top, "connections and QPs listed in the summary (default 10)");
   return [o] { return run_analyze(*o); };

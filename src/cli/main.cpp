@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   CommandRunner info = add_info_command(app);
 #ifdef SIGMATRACE_HAVE_EXPORT
   CommandRunner analyze = add_analyze_command(app);
+  CommandRunner merge = add_merge_command(app);
   CommandRunner report = add_report_command(app);
   CommandRunner sql = add_sql_command(app);
 #endif
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("info")) return info();
 #ifdef SIGMATRACE_HAVE_EXPORT
   if (app.got_subcommand("analyze")) return analyze();
+  if (app.got_subcommand("merge")) return merge();
   if (app.got_subcommand("report")) return report();
   if (app.got_subcommand("sql")) return sql();
 #endif

@@ -2,6 +2,7 @@
 #include "export/analysis_run.h"
 
 #include <chrono>
+#include <filesystem>
 
 #include "export/json_aggregates.h"
 #include "export/perfetto_writer.h"
@@ -11,7 +12,6 @@ namespace sigmatrace::exporter {
 
 using namespace sigmatrace::analysis;
 
-namespace {
 // What trace.pftrace holds, for aggregate.json and the summary.
 nlohmann::json timeline_json(const TimelineSelection& s, const ExperimentModel& m, uint64_t left_out, uint64_t summarised) {
   nlohmann::json j;
@@ -31,8 +31,18 @@ nlohmann::json timeline_json(const TimelineSelection& s, const ExperimentModel& 
   return j;
 }
 
+namespace {
+
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+bool make_directories(const std::string& path, std::string* error) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (!ec) return true;
+  *error = "cannot create " + path + ": " + ec.message();
+  return false;
 }
 }  // namespace
 
@@ -54,29 +64,55 @@ AnalysisRun run_analysis(const AnalysisOptions& o) {
   }
 
   auto t1 = std::chrono::steady_clock::now();
+  // A shard: its hosts' processes only, written to its own directory.
+  std::vector<uint32_t> shard_hosts;
+  std::vector<bool> in_shard(m.processes.size(), true);
+  run.output_dir = o.dir;
+  if (o.shard.active()) {
+    std::vector<std::vector<uint32_t>> groups;
+    if (!shard_host_groups(m, o.shard.count, &groups, &run.error)) return run;
+    shard_hosts = groups[o.shard.index];
+    for (uint32_t h : shard_hosts) run.shard_hosts.push_back(m.hosts[h]);
+    in_shard = shard_processes(m, shard_hosts);
+    run.output_dir = shard_directory(o.dir, o.shard);
+    if (!make_directories(run.output_dir, &run.error)) return run;
+  }
   std::vector<ExperimentSink*> sinks;
   std::unique_ptr<PerfettoExport> perfetto;
   std::unique_ptr<SqliteExport> sqlite;
+  TimelineSelection drawn;
   if (o.perfetto) {
     if (!resolve_timeline_selection(o.timeline, m, &run.timeline, &run.error)) return run;
+    // The cut-off and the flows are the whole experiment's (so that the shards' timelines join
+    // up); the shard draws its own processes.
+    drawn = run.timeline;
+    if (o.shard.active()) {
+      drawn.sharded = true;
+      drawn.active = drawn.active || o.shard.count > 1;
+      for (size_t p = 0; p < drawn.process.size(); ++p) drawn.process[p] = drawn.process[p] && in_shard[p];
+    }
     perfetto = std::make_unique<PerfettoExport>();
-    if (!perfetto->open(o.dir + "/" + kPerfettoFile, m, o.compress_perfetto, run.timeline, &run.error)) return run;
+    if (!perfetto->open(run.output_dir + "/" + kPerfettoFile, m, o.compress_perfetto, drawn, &run.error)) return run;
     sinks.push_back(perfetto.get());
   }
   if (o.sqlite) {
     sqlite = std::make_unique<SqliteExport>();
-    if (!sqlite->open(o.dir + "/" + kSqliteFile, m, &run.error)) return run;
+    if (!sqlite->open(run.output_dir + "/" + kSqliteFile, m, &run.error)) return run;
     sinks.push_back(sqlite.get());
   }
   if (o.progress) {
-    uint64_t events = 0;
-    for (const ProcessRow& p : m.processes) events += p.file->events;
+    uint64_t events = 0, bytes = 0;
+    for (const ProcessRow& p : m.processes)
+      if (in_shard[p.process_id]) events += p.file->events, bytes += p.file->file_bytes;
     o.progress->total_events = events;
+    o.progress->total_bytes = bytes;
     o.progress->bytes_done = 0;
     o.progress->pass = 2;
   }
   run.aggregates.init(m);
-  run.pass = run_second_pass(m, sinks, &run.aggregates, o.threads, o.progress);
+  run.pass = run_second_pass(m, sinks, &run.aggregates, o.threads, o.progress, o.shard.active() ? &in_shard : nullptr);
+  Aggregates raw;
+  if (o.shard.active()) raw = run.aggregates;  // what the merge adds up: finish() rolls the QPs' counters into their processes'
   run.aggregates.finish(m);
   run.second_pass_s = seconds_since(t1);
 
@@ -86,13 +122,21 @@ AnalysisRun run_analysis(const AnalysisOptions& o) {
   if (perfetto) {
     if (!perfetto->finish(&run.error)) return run;
     run.timeline_left_out = perfetto->left_out(), run.timeline_summarised = perfetto->summarised();
-    run.aggregate_json["timeline"] = timeline_json(run.timeline, m, run.timeline_left_out, run.timeline_summarised);
+    run.aggregate_json["timeline"] = timeline_json(drawn, m, run.timeline_left_out, run.timeline_summarised);
   }
   if (sqlite) {
     if (!sqlite->finish(m, run.aggregates, &run.error)) return run;
     run.sqlite_late_rows = sqlite->late_rows();
   }
-  if (o.json && !write_json_file(o.dir + "/" + kAggregateFile, run.aggregate_json, &run.error)) return run;
+  if (o.shard.active())
+    run.aggregate_json["shard"] = shard_section(m, o.shard, shard_hosts, in_shard, raw, run.pass, o.timeline, o.perfetto, o.sqlite,
+                                                run.timeline_left_out, run.timeline_summarised);
+  if (o.json || o.shard.active()) {
+    if (!write_json_file(run.output_dir + "/" + kAggregateFile, run.aggregate_json, &run.error)) return run;
+    run.outputs.push_back(kAggregateFile);
+  }
+  if (sqlite) run.outputs.push_back(kSqliteFile);
+  if (perfetto) run.outputs.push_back(kPerfettoFile);
   run.outputs_s = seconds_since(t2);
   run.ok = true;
   return run;

@@ -9,6 +9,7 @@
 #include "analysis/aggregates.h"
 #include "analysis/experiment_model.h"
 #include "analysis/pipeline.h"
+#include "export/shards.h"
 #include "export/timeline_selection.h"
 
 namespace sigmatrace::exporter {
@@ -24,6 +25,9 @@ struct AnalysisOptions {
   bool compress_perfetto = true;  // deflate trace.pftrace's packet blocks
   TimelineRequest timeline;        // what trace.pftrace holds (the other outputs are complete)
   analysis::Progress* progress = nullptr;
+  // One shard of the analysis (shards.h): the second pass over its hosts' processes only, the
+  // outputs in its own directory.
+  ShardSpec shard;
 };
 
 struct AnalysisRun {
@@ -37,8 +41,14 @@ struct AnalysisRun {
   TimelineSelection timeline;                  // as resolved
   uint64_t timeline_left_out = 0, timeline_summarised = 0;
   uint64_t sqlite_late_rows = 0;  // op/completion rows SQLite inserted after the leaf pages (sqlite_btree.h)
+  std::string output_dir;         // where the outputs went: the experiment's, or the shard's
+  std::vector<std::string> outputs;  // the files written there, by name
+  std::vector<std::string> shard_hosts;
 };
 
 AnalysisRun run_analysis(const AnalysisOptions& o);
+
+// aggregate.json's "timeline": what trace.pftrace holds of the experiment (also for merged shards).
+nlohmann::json timeline_json(const TimelineSelection& s, const analysis::ExperimentModel& m, uint64_t left_out, uint64_t summarised);
 
 }  // namespace sigmatrace::exporter

@@ -331,7 +331,7 @@ class PerfettoFileSink : public FileSink {
   }
   // A flow's last event: with a selection, its first may be left out, so it ends nowhere.
   void end_flow(uint64_t id) {
-    if (sel_.active) w_.flow(id);
+    if (sel_.active || sel_.sharded) w_.flow(id);
     else w_.terminating_flow(id);
   }
   void count_op(int64_t ts) {
@@ -436,10 +436,12 @@ void PerfettoExport::add_host_bytes(uint32_t host, const std::vector<uint64_t>& 
 
 bool PerfettoExport::finish(std::string* error) {
   ProtoWriter w;
-  // The host counters' own sequence, after every process's (sequence ids are process_id + 1).
-  const uint64_t seq = model_->processes.size() + 1;
-  for (const auto& [host, bins] : host_bins_)
+  // Each host's counter has its own sequence, after every process's (sequence ids are process_id
+  // + 1): the same in every shard's file (shards.h), which are then concatenated.
+  for (const auto& [host, bins] : host_bins_) {
+    const uint64_t seq = model_->processes.size() + 1 + host;
     write_counter(bins, model_->start_ns, bin_ns_, [&](int64_t ts, double v) { counter_packet(&w, seq, ts, track_uuid(TrackKind::host_bytes, host), v); });
+  }
   append(w.buffer());
   ok_ &= fclose(f_) == 0;
   f_ = nullptr;

@@ -10,49 +10,16 @@
 #include <cerrno>
 #include <cstring>
 
+#include "export/sqlite_bytes.h"
+
 namespace sigmatrace::exporter {
+
+using namespace sqlite_format;
 
 namespace {
 
-constexpr uint8_t kLeafTablePage = 13, kInteriorTablePage = 5;
-constexpr uint32_t kLeafHeader = 8, kInteriorHeader = 12;
 constexpr uint64_t kLockByteOffset = 0x40000000;
 constexpr size_t kDirectAlignment = 4096;
-
-size_t varint_size(uint64_t v) {
-  if (v & (uint64_t{0xff000000} << 32)) return 9;
-  size_t n = 1;
-  while (v >>= 7) ++n;
-  return n;
-}
-
-// SQLite's varint: big-endian groups of 7 bits, the high bit set on all but the last; a 9th byte
-// carries 8 bits.
-size_t put_varint(uint8_t* p, uint64_t v) {
-  if (v <= 0x7f) {
-    p[0] = static_cast<uint8_t>(v);
-    return 1;
-  }
-  if (v & (uint64_t{0xff000000} << 32)) {
-    p[8] = static_cast<uint8_t>(v);
-    v >>= 8;
-    for (int i = 7; i >= 0; --i, v >>= 7) p[i] = static_cast<uint8_t>((v & 0x7f) | 0x80);
-    return 9;
-  }
-  uint8_t tmp[10];
-  size_t n = 0;
-  for (; v; v >>= 7) tmp[n++] = static_cast<uint8_t>((v & 0x7f) | 0x80);
-  tmp[0] &= 0x7f;
-  for (size_t i = 0; i < n; ++i) p[i] = tmp[n - 1 - i];
-  return n;
-}
-
-void put16(uint8_t* p, uint32_t v) { p[0] = static_cast<uint8_t>(v >> 8), p[1] = static_cast<uint8_t>(v); }
-void put32(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 24), p[1] = static_cast<uint8_t>(v >> 16), p[2] = static_cast<uint8_t>(v >> 8), p[3] = static_cast<uint8_t>(v);
-}
-uint32_t get16(const uint8_t* p) { return uint32_t{p[0]} << 8 | p[1]; }
-uint32_t get32(const uint8_t* p) { return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3]; }
 
 // A page's "start of the cell content area": 0 stands for 65536.
 uint32_t content_field(uint32_t start) { return start == 65536 ? 0 : start; }
@@ -211,6 +178,13 @@ bool SortedLeafWriter::add(const SqlRow& row) {
   pending_.push_back({rowid, offset, size});
   if (pending_.size() >= 2 * window_) write_sorted(window_);
   return true;
+}
+
+bool SortedLeafWriter::add_sorted(int64_t rowid, const uint8_t* record, uint32_t size) {
+  if (have_written_ && rowid <= last_written_) return false;
+  append_cell(rowid, record, size);
+  have_written_ = true, last_written_ = rowid;
+  return !failed_;
 }
 
 // Sorts what is pending and writes the n lowest rows; the others wait for rows still to come.

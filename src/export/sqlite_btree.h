@@ -89,6 +89,9 @@ class SortedLeafWriter {
   SortedLeafWriter(LeafScratchFile* scratch, size_t window_rows);
   // False when the row came too late for the pages already written: the caller INSERTs it later.
   bool add(const SqlRow& row);
+  // A row already encoded, in rowid order (rows read from another database, e.g. a shard's); not
+  // mixed with add(). False when its rowid is not above the last one, or a page write failed.
+  bool add_sorted(int64_t rowid, const uint8_t* record, uint32_t size);
   // Writes what is left; false on a write error (then the table cannot be assembled).
   bool finish();
   const std::vector<LeafPage>& pages() const { return pages_; }

@@ -6,10 +6,12 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "analysis/ibv_names.h"
 #include "export/sqlite_schema.h"
+#include "export/sqlite_table_reader.h"
 
 namespace sigmatrace::exporter {
 
@@ -182,6 +184,37 @@ const char* launch_entry_name(uint64_t e) {
 }
 
 const char* memory_kind_name(uint64_t k) { return k == 0 ? "host" : k == 1 ? "gpu" : "unknown"; }
+
+// A shard's trace.sqlite, checked to be of this schema and experiment: the root pages of its
+// per-event tables.
+bool shard_root_pages(const std::string& path, int64_t start_ns, uint32_t* op_root, uint32_t* completion_root, std::string* error) {
+  sqlite3* db = nullptr;
+  bool ok = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK;
+  auto text = [&](const char* sql) {
+    std::string v;
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+      v = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    return v;
+  };
+  if (ok && text("SELECT value FROM meta WHERE key = 'schema_version'") != "3") {
+    *error = path + ": not a trace.sqlite of schema 3";
+    ok = false;
+  } else if (ok && text("SELECT value FROM meta WHERE key = 'start_ns'") != std::to_string(start_ns)) {
+    *error = path + ": from an analysis of another experiment (its start differs)";
+    ok = false;
+  } else if (ok) {
+    *op_root = static_cast<uint32_t>(std::strtoul(text("SELECT rootpage FROM sqlite_schema WHERE name = 'op_row'").c_str(), nullptr, 10));
+    *completion_root = static_cast<uint32_t>(std::strtoul(text("SELECT rootpage FROM sqlite_schema WHERE name = 'completion_row'").c_str(), nullptr, 10));
+    ok = *op_root && *completion_root;
+    if (!ok) *error = path + ": no op_row or completion_row table";
+  } else {
+    *error = "cannot open " + path + ": " + sqlite3_errmsg(db);
+  }
+  sqlite3_close(db);
+  return ok;
+}
 
 }  // namespace
 
@@ -366,6 +399,75 @@ void SqliteExport::add_file_rows(uint32_t process_id, const std::vector<LeafPage
   late_.wc_opcodes.add(late.wc_opcodes);
   late_.wc_statuses.add(late.wc_statuses);
   for (const auto& [handle, number] : cqs) cqs_.push_back({process_id, number, handle});
+}
+
+bool SqliteExport::add_shard_rows(const std::string& shard_db, std::string* error) {
+  uint32_t roots[2];
+  if (!shard_root_pages(shard_db, start_ns_, &roots[0], &roots[1], error)) return false;
+  std::vector<LeafPage> leaves[2];
+  for (int t = 0; t < 2; ++t) {
+    // One process's rows per page: the processes of different shards interleave in rowid order
+    // (op ids are process_id << 40 | n), and the leaves of one table must not overlap.
+    std::unique_ptr<SortedLeafWriter> w;
+    int64_t process = -1;
+    bool written = true;
+    auto end_process = [&] {
+      if (!w) return;
+      written = w->finish() && written;
+      leaves[t].insert(leaves[t].end(), w->pages().begin(), w->pages().end());
+      w.reset();
+    };
+    const bool read = read_table_rows(shard_db, roots[t], [&](int64_t rowid, const uint8_t* record, uint32_t size) {
+      if (rowid >> 40 != process) end_process(), process = rowid >> 40, w = std::make_unique<SortedLeafWriter>(&scratch_, 0);
+      if (w->add_sorted(rowid, record, size)) return true;
+      *error = shard_db + ": " + (scratch_.write_errno() ? std::string("cannot write ") + tmp_path_ + ": " + std::strerror(scratch_.write_errno())
+                                                         : "rows out of rowid order");
+      return false;
+    }, error);
+    end_process();
+    if (!read) return false;
+    if (!written) {
+      *error = "cannot write " + tmp_path_ + ": " + std::strerror(scratch_.write_errno() ? scratch_.write_errno() : EIO);
+      return false;
+    }
+  }
+  std::lock_guard<std::mutex> g(mu_);
+  op_leaves_.insert(op_leaves_.end(), leaves[0].begin(), leaves[0].end());
+  completion_leaves_.insert(completion_leaves_.end(), leaves[1].begin(), leaves[1].end());
+  return true;
+}
+
+bool SqliteExport::add_shard_tables(const std::string& shard_db, std::string* error) {
+  // ATTACH cannot be done inside the transaction open() began.
+  if (!exec("COMMIT", error)) return false;
+  sqlite3_stmt* s = nullptr;
+  bool ok = sqlite3_prepare_v2(db_, "ATTACH DATABASE ? AS shard", -1, &s, nullptr) == SQLITE_OK &&
+            sqlite3_bind_text(s, 1, shard_db.c_str(), -1, SQLITE_TRANSIENT) == SQLITE_OK && sqlite3_step(s) == SQLITE_DONE;
+  if (!ok) *error = "cannot attach " + shard_db + ": " + sqlite3_errmsg(db_);
+  sqlite3_finalize(s);
+  if (!ok) return false;
+  ok = exec("BEGIN; INSERT INTO main.error SELECT * FROM shard.error; INSERT INTO main.doorbell SELECT * FROM shard.doorbell;"
+            "INSERT INTO main.kernel_launch SELECT * FROM shard.kernel_launch; INSERT INTO main.gpu_op SELECT * FROM shard.gpu_op; COMMIT",
+            error);
+  auto each_row = [&](const char* sql, auto&& f) {
+    sqlite3_stmt* q = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &q, nullptr) != SQLITE_OK) {
+      *error = std::string("sqlite: ") + sqlite3_errmsg(db_);
+      return false;
+    }
+    while (sqlite3_step(q) == SQLITE_ROW) f(q);
+    sqlite3_finalize(q);
+    return true;
+  };
+  ok = ok && each_row("SELECT process_id, number, handle FROM shard.cq", [&](sqlite3_stmt* q) {
+    cqs_.push_back({static_cast<uint32_t>(sqlite3_column_int64(q, 0)), sqlite3_column_int64(q, 1), static_cast<uint64_t>(sqlite3_column_int64(q, 2))});
+  });
+  ok = ok && each_row("SELECT code FROM shard.wc_opcode_name", [&](sqlite3_stmt* q) { late_.wc_opcodes.add(static_cast<uint64_t>(sqlite3_column_int64(q, 0))); });
+  ok = ok && each_row("SELECT code FROM shard.wc_status_name", [&](sqlite3_stmt* q) { late_.wc_statuses.add(static_cast<uint64_t>(sqlite3_column_int64(q, 0))); });
+  std::string detach_error;
+  const bool detached = exec("DETACH DATABASE shard", &detach_error);
+  if (ok && !detached) *error = detach_error;
+  return ok && detached && exec("BEGIN", error);
 }
 
 void SqliteExport::insert_errors(const std::vector<ErrorRecord>& rows) {

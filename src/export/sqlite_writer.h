@@ -29,6 +29,13 @@ class SqliteExport : public analysis::ExperimentSink {
   // Creates the schema and writes the model's tables. False (with *error) when the file cannot be made.
   bool open(const std::string& path, const analysis::ExperimentModel& model, std::string* error);
   std::unique_ptr<analysis::FileSink> open_file(uint32_t process_id) override;
+  // Merging shards (shard_merge.h) in place of a second pass, between open() and finish(): a
+  // shard's op_row and completion_row rows, copied as they are stored (thread-safe: several
+  // shards at once), then its other per-event tables (errors, doorbells, launches, GPU WQEs, CQ
+  // numbers; one shard at a time). False with *error when the shard's trace.sqlite is not of this
+  // schema or experiment, or cannot be read.
+  bool add_shard_rows(const std::string& shard_db, std::string* error);
+  bool add_shard_tables(const std::string& shard_db, std::string* error);
   // Writes what depends on the finished aggregates, indexes, commits and renames into place.
   bool finish(const analysis::ExperimentModel& model, const analysis::Aggregates& agg, std::string* error);
 

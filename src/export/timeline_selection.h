@@ -44,6 +44,7 @@ struct TimelineSelection {
   uint64_t selected_events = 0;                                // in the selected processes
   int64_t detail_end_ns = std::numeric_limits<int64_t>::max();  // per-operation detail up to here
   bool active = false;  // anything left out or summarised
+  bool sharded = false;  // one shard's part (shards.h): the flows must join up with the other shards'
 
   bool has_process(uint32_t p) const { return p < process.size() && process[p]; }
   bool in_window(int64_t ts) const { return ts >= from_ns && ts <= to_ns; }

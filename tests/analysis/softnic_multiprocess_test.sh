@@ -115,4 +115,25 @@ assert sizes[(ib, ia)] == total, ("b->a: the WRITEs", sizes)
 assert sizes[(ia, ib)] == 2 * total, ("a->b: the SENDs, and the bytes the READs fetched", sizes)
 print("ok: host matrix a->b =", 2 * total, "b->a =", total)
 PY
+# The same analysis in two shards, one per host, merged (as an MPI job of two ranks would write
+# them): the same aggregate.json, the same rows in every table of trace.sqlite.
+mkdir -p "$work/whole" && mv "$exp/aggregate.json" "$exp/trace.sqlite" "$exp/trace.pftrace" "$work/whole/"
+for k in 0 1; do
+  "$st" analyze "$exp" --shard "$k/2" >"$work/shard$k.log" 2>&1 || { cat "$work/shard$k.log"; fail "analyze --shard $k/2 failed"; }
+done
+grep -q "shard 0 of 2: hosts node-a," "$work/shard0.log" || fail "shard 0 is not node-a's: $(cat "$work/shard0.log")"
+"$st" merge -q "$exp" >"$work/merge.log" 2>&1 || { cat "$work/merge.log"; fail "merge failed"; }
+"$build/tests/bin/pftrace_check" "$exp/trace.pftrace" "$exp/trace.sqlite" || fail "the merged timeline breaks Perfetto's invariants"
+python3 - "$work/whole/aggregate.json" "$exp/aggregate.json" <<'PY' || fail "merged aggregate.json"
+import json, sys
+whole, merged = (json.load(open(f)) for f in sys.argv[1:])
+assert merged.pop("merged_shards") == 2
+assert merged == whole, "the merged aggregate.json differs from the whole analysis's"
+print("ok: merged aggregate.json = the whole analysis's")
+PY
+for table in $("$st" sql --csv "$exp" "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name" | tail -n +2); do
+  cmp -s <("$st" sql --csv "$work/whole" "SELECT * FROM $table" | sort) <("$st" sql --csv "$exp" "SELECT * FROM $table" | sort) ||
+    fail "merged table $table differs from the whole analysis's"
+done
+echo "ok: every table of the merged trace.sqlite = the whole analysis's"
 echo "PASS"

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "export/analysis_run.h"
+#include "export/shard_merge.h"
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
 #include "support/timeline_check.h"
@@ -619,6 +620,56 @@ TEST(LayerAnalysis, UcxRingMessagesAreForwardArrowsFromSendToReceiveCompletion) 
     const nlohmann::json agg = nlohmann::json::parse(json);
     for (const nlohmann::json& p : agg["processes"]) EXPECT_EQ(p["receives_untimed"], 0u) << p.dump();
   }
+}
+
+// The same 4-rank UCX ring, its ranks recorded as two hosts (SIGMATRACE_HOST by rank parity),
+// analysed whole and in two shards, merged: the merge carries each shard's UCX traffic (which
+// only the second pass finds) into the matrices and "layers", and every op row over.
+TEST(LayerAnalysis, UcxRingAnalysedInShardsMergesToTheWholeAnalysis) {
+  const std::string ring = build_path("tests/bin/mpi_ring");
+  REQUIRE_PROGRAM("mpirun");
+  if (!file_exists(ring)) GTEST_SKIP() << "skipped: mpi_ring was not built (no MPI compiler)";
+  TempDir dir;
+  const std::string st = build_path("bin/sigmatrace"), exp = dir / "exp";
+  const std::string rank_as_host = "SIGMATRACE_HOST=node$((OMPI_COMM_WORLD_RANK % 2)) exec " + st + " profile -o " + exp + " -- " + ring +
+                                   " 25 8192 nonblocking";
+  ProcessOptions o;
+  o.set_env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}, {"OMPI_MCA_rmaps_base_oversubscribe", "1"}};
+  o.unset_env = {"SIGMATRACE_MODE", "SIGMATRACE_PROVIDERS", "LD_PRELOAD"};
+  o.timeout_s = 90;
+  ProcessResult traced = run_process({find_program("mpirun"), "-np", "4", "--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca",
+                                      "pml_ucx_devices", "any", "-x", "UCX_TLS=tcp,self", "-x", "UCX_NET_DEVICES=lo", "sh", "-c",
+                                      rank_as_host},
+                                     o);
+  ASSERT_EQ(traced.exit_code, 0) << traced.out << traced.err;
+  sigmatrace::exporter::AnalysisOptions whole_options;
+  whole_options.dir = exp;
+  whole_options.threads = 2;
+  sigmatrace::exporter::AnalysisRun whole = sigmatrace::exporter::run_analysis(whole_options);
+  ASSERT_TRUE(whole.ok) << whole.error;
+  ASSERT_EQ(whole.model->hosts, (std::vector<std::string>{"node0", "node1"}));
+  ASSERT_FALSE(whole.aggregate_json["layers"].empty());
+  auto op_rows = [&](const std::string& d) {
+    ProcessResult r = run_process({st, "sql", "--csv", d, "SELECT * FROM op ORDER BY op_id"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  const std::string whole_ops = op_rows(exp);
+  for (const char* f : {"aggregate.json", "trace.sqlite", "trace.pftrace"}) std::rename((exp + "/" + f).c_str(), (exp + "/whole." + f).c_str());
+  for (unsigned k = 0; k < 2; ++k) {
+    sigmatrace::exporter::AnalysisOptions so = whole_options;
+    so.shard = {k, 2};
+    sigmatrace::exporter::AnalysisRun shard = sigmatrace::exporter::run_analysis(so);
+    ASSERT_TRUE(shard.ok) << shard.error;
+  }
+  sigmatrace::exporter::MergeOptions mo;
+  mo.dir = exp;
+  sigmatrace::exporter::AnalysisRun merged = sigmatrace::exporter::merge_shards(mo);
+  ASSERT_TRUE(merged.ok) << merged.error;
+  merged.aggregate_json.erase("merged_shards");
+  EXPECT_EQ(merged.aggregate_json, whole.aggregate_json);
+  EXPECT_EQ(op_rows(exp), whole_ops);
+  expect_valid_timeline(exp);
 }
 
 TEST(LayerAnalysis, LibfabricMessagesFindTheirPeerThroughTheAddressVector) {
