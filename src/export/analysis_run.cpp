@@ -33,10 +33,6 @@ nlohmann::json timeline_json(const TimelineSelection& s, const ExperimentModel& 
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
 bool make_directories(const std::string& path, std::string* error) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
@@ -46,22 +42,28 @@ bool make_directories(const std::string& path, std::string* error) {
 }
 }  // namespace
 
-AnalysisRun run_analysis(const AnalysisOptions& o) {
-  AnalysisRun run;
+bool run_first_pass(const std::string& dir, unsigned threads, Progress* progress, AnalysisRun* run) {
   auto t0 = std::chrono::steady_clock::now();
-  if (o.progress) o.progress->pass = 1;
-  run.model = std::make_unique<ExperimentModel>(build_experiment_model(o.dir, o.threads, o.progress ? &o.progress->bytes_done : nullptr));
-  ExperimentModel& m = *run.model;
-  run.first_pass_s = seconds_since(t0);
+  if (progress) progress->pass = 1;
+  run->model = std::make_unique<ExperimentModel>(build_experiment_model(dir, threads, progress ? &progress->bytes_done : nullptr));
+  const ExperimentModel& m = *run->model;
+  run->first_pass_s = seconds_since(t0);
   if (m.scan.files.empty()) {
-    run.error = o.dir + " holds no trace files (*.sgt)";
-    return run;
+    run->error = dir + " holds no trace files (*.sgt)";
+    return false;
   }
   if (m.processes.empty()) {
-    run.error = "none of the " + std::to_string(m.scan.files.size()) + " trace files in " + o.dir + " is usable";
-    if (!m.scan.skipped.empty()) run.error += " (" + m.scan.skipped.front() + ")";
-    return run;
+    run->error = "none of the " + std::to_string(m.scan.files.size()) + " trace files in " + dir + " is usable";
+    if (!m.scan.skipped.empty()) run->error += " (" + m.scan.skipped.front() + ")";
+    return false;
   }
+  return true;
+}
+
+AnalysisRun run_analysis(const AnalysisOptions& o) {
+  AnalysisRun run;
+  if (!run_first_pass(o.dir, o.threads, o.progress, &run)) return run;
+  ExperimentModel& m = *run.model;
 
   auto t1 = std::chrono::steady_clock::now();
   // A shard: its hosts' processes only, written to its own directory.

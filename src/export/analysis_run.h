@@ -2,6 +2,7 @@
 // second pass (trace.pftrace, trace.sqlite) and aggregate.json at the end. Shared by
 // `sigmatrace analyze`, the tests and the throughput benchmark.
 #pragma once
+#include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -47,6 +48,14 @@ struct AnalysisRun {
 };
 
 AnalysisRun run_analysis(const AnalysisOptions& o);
+
+// The first pass alone (run->model, run->first_pass_s); false with run->error when the directory
+// holds no usable trace file. Shared with the merge of shards (shard_merge.h).
+bool run_first_pass(const std::string& dir, unsigned threads, analysis::Progress* progress, AnalysisRun* run);
+
+inline double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
 
 // aggregate.json's "timeline": what trace.pftrace holds of the experiment (also for merged shards).
 nlohmann::json timeline_json(const TimelineSelection& s, const analysis::ExperimentModel& m, uint64_t left_out, uint64_t summarised);

@@ -109,10 +109,6 @@ bool merge_sqlite(const std::vector<Shard>& shards, const ExperimentModel& m, co
   return db.finish(m, agg, error);
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
 }  // namespace
 
 AnalysisRun merge_shards(const MergeOptions& o) {
@@ -128,11 +124,8 @@ AnalysisRun merge_shards(const MergeOptions& o) {
       return run;
     }
 
-  auto t0 = std::chrono::steady_clock::now();
-  if (o.progress) o.progress->pass = 1;
-  run.model = std::make_unique<ExperimentModel>(build_experiment_model(o.dir, o.threads, o.progress ? &o.progress->bytes_done : nullptr));
+  if (!run_first_pass(o.dir, o.threads, o.progress, &run)) return run;
   ExperimentModel& m = *run.model;
-  run.first_pass_s = seconds_since(t0);
   const json fingerprint = experiment_fingerprint(m);
   for (const Shard& s : shards)
     if (s.section.value("experiment", json()) != fingerprint) {
