@@ -74,38 +74,45 @@ void build_interior(const Child* begin, const Child* end, uint32_t page_size, st
 
 }  // namespace
 
-size_t encode_sqlite_record(const SqlRow& row, std::vector<uint8_t>* out) {
+size_t encode_sqlite_record(const SqlRow& row, uint8_t* out) {
   // Header: its own size, then a serial type per column (all under 128, so a byte each); body:
   // each integer big-endian in the fewest bytes its serial type allows (0 and 1 take none).
-  uint8_t header[SqlRow::kMaxColumns + 1], body[SqlRow::kMaxColumns * 8];
-  size_t h = 1, b = 0;
-  header[0] = static_cast<uint8_t>(1 + row.count);
-  for (unsigned c = 0; c < row.count; ++c) {
-    if (c == 0 || row.is_null(c)) {  // column 0: the rowid alias
-      header[h++] = 0;
+  // Serial type and length by the bytes a two's-complement value needs (1..8; 5 and 7 round up).
+  static constexpr uint8_t kType[9] = {0, 1, 2, 3, 4, 5, 5, 6, 6}, kLength[9] = {0, 1, 2, 3, 4, 6, 6, 8, 8};
+  const size_t h = 1 + row.count;
+  uint8_t* header = out;
+  uint8_t* body = out + h;
+  size_t b = 0;
+  header[0] = static_cast<uint8_t>(h);
+  header[1] = 0;  // column 0: the rowid alias
+  for (unsigned c = 1; c < row.count; ++c) {
+    const int64_t v = row.value[c];
+    if (row.is_null(c)) {
+      header[1 + c] = 0;
       continue;
     }
-    int64_t v = row.value[c];
-    if (v == 0 || v == 1) {
-      header[h++] = static_cast<uint8_t>(8 + v);
+    if (static_cast<uint64_t>(v) <= 1) {
+      header[1 + c] = static_cast<uint8_t>(8 + v);
       continue;
     }
-    uint8_t type;
-    size_t bytes;
-    if (v >= -128 && v <= 127) type = 1, bytes = 1;
-    else if (v >= -32768 && v <= 32767) type = 2, bytes = 2;
-    else if (v >= -8388608 && v <= 8388607) type = 3, bytes = 3;
-    else if (v >= INT32_MIN && v <= INT32_MAX) type = 4, bytes = 4;
-    else if (v >= -(int64_t{1} << 47) && v < (int64_t{1} << 47)) type = 5, bytes = 6;
-    else type = 6, bytes = 8;
-    header[h++] = type;
-    uint64_t u = static_cast<uint64_t>(v);
-    for (size_t i = 0; i < bytes; ++i) body[b + i] = static_cast<uint8_t>(u >> (8 * (bytes - 1 - i)));
+    const uint64_t magnitude = static_cast<uint64_t>(v ^ (v >> 63));  // the bits besides the sign
+    const unsigned need = (64 - static_cast<unsigned>(__builtin_clzll(magnitude | 1)) + 1 + 7) / 8;
+    const unsigned bytes = kLength[need];
+    header[1 + c] = kType[need];
+    // The value's low `bytes` bytes, big-endian: one 8-byte store, the rest overwritten after.
+    const uint64_t be = __builtin_bswap64(static_cast<uint64_t>(v) << (8 * (8 - bytes)));
+    std::memcpy(body + b, &be, 8);
     b += bytes;
   }
-  out->insert(out->end(), header, header + h);
-  out->insert(out->end(), body, body + b);
   return h + b;
+}
+
+size_t encode_sqlite_record(const SqlRow& row, std::vector<uint8_t>* out) {
+  const size_t at = out->size();
+  out->resize(at + kMaxRecordBytes);
+  const size_t n = encode_sqlite_record(row, out->data() + at);
+  out->resize(at + n);
+  return n;
 }
 
 LeafScratchFile::~LeafScratchFile() { close_files(); }
@@ -159,24 +166,41 @@ void LeafScratchFile::release() {
   path_.clear();
 }
 
-SortedLeafWriter::SortedLeafWriter(LeafScratchFile* scratch, size_t window_rows)
-    : scratch_(scratch), window_(window_rows), content_start_(scratch->page_size()) {
+SortedLeafWriter::SortedLeafWriter(LeafScratchFile* scratch, size_t window_ids)
+    : scratch_(scratch), content_start_(scratch->page_size()) {
   // aligned_alloc wants a multiple of the alignment (the tests' pages can be 512 bytes).
   const size_t bytes = (scratch->page_size() + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
   page_.reset(static_cast<uint8_t*>(std::aligned_alloc(kDirectAlignment, bytes)));
   std::memset(page_.get(), 0, scratch->page_size());
-  pending_.reserve(2 * window_);
+  if (window_ids) {
+    size_t n = 2;
+    while (n < window_ids) n *= 2;
+    ring_.assign(n, Slot{0, 0, 0});
+    mask_ = n - 1;
+  }
 }
 
 void SortedLeafWriter::FreeAligned::operator()(uint8_t* p) const { std::free(p); }
 
 bool SortedLeafWriter::add(const SqlRow& row) {
-  int64_t rowid = row.value[0];
-  if (have_written_ && rowid <= last_written_) return false;
-  uint32_t offset = static_cast<uint32_t>(records_.size());
-  uint32_t size = static_cast<uint32_t>(encode_sqlite_record(row, &records_));
-  pending_.push_back({rowid, offset, size});
-  if (pending_.size() >= 2 * window_) write_sorted(window_);
+  const int64_t rowid = row.value[0];
+  const int64_t span = static_cast<int64_t>(ring_.size());
+  if (!started_) {
+    // Rows of ids a little below the first one may still come: the ring starts half below it.
+    started_ = true;
+    base_ = rowid - span / 2, high_ = rowid;
+  }
+  if (rowid < base_) return false;
+  if (rowid >= base_ + span) write_below(rowid - span + 1);
+  Slot& s = ring_[static_cast<uint64_t>(rowid) & mask_];
+  if (s.size) return false;  // the same id twice: the second goes through SQLite, which will say so
+  if (records_size_ + kMaxRecordBytes > records_capacity_) compact();
+  const size_t at = records_size_;
+  const uint32_t size = static_cast<uint32_t>(encode_sqlite_record(row, records_.get() + at));
+  records_size_ += size;
+  s = {rowid, static_cast<uint32_t>(at), size};
+  live_bytes_ += size;
+  high_ = std::max(high_, rowid + 1);
   return true;
 }
 
@@ -187,21 +211,35 @@ bool SortedLeafWriter::add_sorted(int64_t rowid, const uint8_t* record, uint32_t
   return !failed_;
 }
 
-// Sorts what is pending and writes the n lowest rows; the others wait for rows still to come.
-void SortedLeafWriter::write_sorted(size_t n) {
-  std::sort(pending_.begin(), pending_.end(), [](const Pending& a, const Pending& b) { return a.rowid < b.rowid; });
-  n = std::min(n, pending_.size());
-  for (size_t i = 0; i < n; ++i) append_cell(pending_[i].rowid, records_.data() + pending_[i].offset, pending_[i].size);
-  if (n) have_written_ = true, last_written_ = pending_[n - 1].rowid;
-  spare_.clear();
-  for (size_t i = n; i < pending_.size(); ++i) {
-    Pending& p = pending_[i];
-    uint32_t offset = static_cast<uint32_t>(spare_.size());
-    spare_.insert(spare_.end(), records_.begin() + p.offset, records_.begin() + p.offset + p.size);
-    pending_[i - n] = {p.rowid, offset, p.size};
+void SortedLeafWriter::write_below(int64_t end) {
+  // Past the ring's highest row nothing is left: the rest of the way is skipped, not scanned.
+  const int64_t stop = std::min(end, high_);
+  for (; base_ < stop; ++base_) {
+    Slot& s = ring_[static_cast<uint64_t>(base_) & mask_];
+    if (!s.size) continue;
+    append_cell(s.rowid, records_.get() + s.offset, s.size);
+    have_written_ = true, last_written_ = s.rowid;
+    live_bytes_ -= s.size;
+    s.size = 0;
   }
-  pending_.resize(pending_.size() - n);
-  records_.swap(spare_);
+  base_ = std::max(base_, end);
+}
+
+void SortedLeafWriter::compact() {
+  // The records of rows still in the ring move to a fresh buffer, with as much room again for
+  // new ones (so that compacting, which visits every slot of the ring, stays rare).
+  const size_t capacity = 2 * live_bytes_ + std::max<size_t>(size_t{4} << 20, 64 * ring_.size());
+  auto fresh = std::make_unique_for_overwrite<uint8_t[]>(capacity);
+  size_t size = 0;
+  for (int64_t id = base_; id < high_; ++id) {
+    Slot& s = ring_[static_cast<uint64_t>(id) & mask_];
+    if (!s.size) continue;
+    std::memcpy(fresh.get() + size, records_.get() + s.offset, s.size);
+    s.offset = static_cast<uint32_t>(size);
+    size += s.size;
+  }
+  records_ = std::move(fresh);
+  records_size_ = size, records_capacity_ = capacity;
 }
 
 void SortedLeafWriter::append_cell(int64_t rowid, const uint8_t* record, uint32_t size) {
@@ -240,7 +278,7 @@ bool SortedLeafWriter::flush_page() {
 }
 
 bool SortedLeafWriter::finish() {
-  write_sorted(pending_.size());
+  if (started_) write_below(high_);
   if (cells_) flush_page();
   return !failed_;
 }

@@ -43,6 +43,9 @@ struct SqlRow {
 // Appends the record of `row` (column 0 is the INTEGER PRIMARY KEY, stored as NULL: the rowid
 // holds it) to out; the record's length.
 size_t encode_sqlite_record(const SqlRow& row, std::vector<uint8_t>* out);
+// The same into out, which has room for kMaxRecordBytes (8 bytes of it scratch past the record).
+constexpr size_t kMaxRecordBytes = 1 + SqlRow::kMaxColumns + 8 * SqlRow::kMaxColumns + 8;
+size_t encode_sqlite_record(const SqlRow& row, uint8_t* out);
 
 // A leaf page written by a SortedLeafWriter: its slot in the file and the rowids it holds.
 struct LeafPage {
@@ -83,10 +86,13 @@ class LeafScratchFile {
 // The page SQLite leaves unused: the one holding the byte at 1 GiB.
 uint32_t lock_byte_page(uint32_t page_size);
 
-// One table's rows from one trace file: sorts them in a window and packs them into leaf pages.
+// One table's rows from one trace file: puts them in rowid order within a window and packs them
+// into leaf pages. Rows are placed in a ring indexed by rowid (ids are dense or nearly so: op ids
+// are process_id << 40 | n), so ordering costs no sort; a row whose rowid falls below the ring
+// (window_ids, rounded up to a power of two, below the highest seen) is handed back.
 class SortedLeafWriter {
  public:
-  SortedLeafWriter(LeafScratchFile* scratch, size_t window_rows);
+  SortedLeafWriter(LeafScratchFile* scratch, size_t window_ids);
   // False when the row came too late for the pages already written: the caller INSERTs it later.
   bool add(const SqlRow& row);
   // A row already encoded, in rowid order (rows read from another database, e.g. a shard's); not
@@ -97,18 +103,23 @@ class SortedLeafWriter {
   const std::vector<LeafPage>& pages() const { return pages_; }
 
  private:
-  struct Pending {
+  struct Slot {
     int64_t rowid;
-    uint32_t offset, size;
+    uint32_t offset, size;  // in records_; size 0: empty
   };
-  void write_sorted(size_t n);
+  void write_below(int64_t end);  // writes the ring's rows with rowid < end, in order
+  void compact();                 // drops the records already written from records_
   void append_cell(int64_t rowid, const uint8_t* record, uint32_t size);
   bool flush_page();
 
   LeafScratchFile* scratch_;
-  size_t window_;
-  std::vector<Pending> pending_;
-  std::vector<uint8_t> records_, spare_;
+  std::vector<Slot> ring_;  // a power of two long; rowid r sits at r & mask_
+  uint64_t mask_ = 0;
+  int64_t base_ = 0, high_ = 0;  // rows below base_ are written; high_: the highest rowid in the ring + 1
+  bool started_ = false;
+  std::unique_ptr<uint8_t[]> records_;  // the ring's rows' records, and written ones until compact()
+  size_t records_size_ = 0, records_capacity_ = 0;
+  size_t live_bytes_ = 0;  // of records_, those of rows still in the ring
   bool have_written_ = false, failed_ = false;
   int64_t last_written_ = 0;
   struct FreeAligned {
