@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "support/process_runner.h"
-#include "verbs_trace.h"
+#include "support/trace_events.h"
 
 namespace sigmatrace::test {
 

@@ -28,13 +28,13 @@ namespace {
 void expect_one_doorbell_per_operation(const ProcessEvents& p, int qps, int ops) {
   const std::vector<uint64_t> senders = sender_qpns(p);
   ASSERT_EQ(senders.size(), size_t(qps));
-  std::map<uint64_t, std::vector<const VerbsEvent*>> by_qp;
-  for (const VerbsEvent* e : p.of(EventType::gpu_doorbell)) by_qp[(*e)[1]].push_back(e);
+  std::map<uint64_t, std::vector<const TraceEvent*>> by_qp;
+  for (const TraceEvent* e : p.of(EventType::gpu_doorbell)) by_qp[(*e)[1]].push_back(e);
   EXPECT_EQ(p.count(EventType::gpu_doorbell), size_t(qps) * size_t(ops));
   for (uint64_t qpn : senders) {
     auto& v = by_qp[qpn];
     ASSERT_EQ(v.size(), size_t(ops)) << "QP " << qpn;
-    std::stable_sort(v.begin(), v.end(), [](const VerbsEvent* a, const VerbsEvent* b) { return a->tsc < b->tsc; });
+    std::stable_sort(v.begin(), v.end(), [](const TraceEvent* a, const TraceEvent* b) { return a->tsc < b->tsc; });
     bool consecutive = true;
     for (size_t k = 0; k < v.size(); ++k) consecutive &= (*v[k])[2] == k + 1 && (*v[k])[3] == 1 && (*v[k])[4] == 1;
     EXPECT_TRUE(consecutive) << "QP " << qpn << ": producer indices are not 1.." << ops << " with delta 1";
@@ -62,7 +62,7 @@ TEST_P(DoorbellHijack, EveryDoorbellIsRecordedAndForwardedAndNothingElseChanges)
   // The doorbell pages: registered once each, handed to the "GPU" as our shadow page, released.
   auto maps = p->of(EventType::gpu_uar_map);
   ASSERT_EQ(maps.size(), size_t(qps));
-  for (const VerbsEvent* m : maps) {
+  for (const TraceEvent* m : maps) {
     EXPECT_EQ((*m)[6], uint64_t(UarMapOutcome::hijacked));
     EXPECT_NE((*m)[5], 0u);
     EXPECT_NE((*m)[3], (*m)[4]) << "the GPU got the real doorbell page";
@@ -70,10 +70,10 @@ TEST_P(DoorbellHijack, EveryDoorbellIsRecordedAndForwardedAndNothingElseChanges)
   }
   auto regs = p->of(EventType::gpu_uar_register);
   ASSERT_EQ(regs.size(), size_t(qps));
-  for (const VerbsEvent* e : regs) EXPECT_EQ((*e)[5], 1u);
+  for (const TraceEvent* e : regs) EXPECT_EQ((*e)[5], 1u);
   auto unregs = p->of(EventType::gpu_uar_unregister);
   ASSERT_EQ(unregs.size(), size_t(qps));
-  for (const VerbsEvent* e : unregs) EXPECT_EQ((*e)[3], 0u);
+  for (const TraceEvent* e : unregs) EXPECT_EQ((*e)[3], 0u);
 
   // The devx objects: 2 QPs and 2 CQs per pair, the pairs connected to each other.
   EXPECT_EQ(p->count(EventType::devx_qp_create), size_t(2 * qps));
@@ -81,7 +81,7 @@ TEST_P(DoorbellHijack, EveryDoorbellIsRecordedAndForwardedAndNothingElseChanges)
   EXPECT_EQ(p->count(EventType::devx_uar_alloc), size_t(4 * qps));
   EXPECT_EQ(p->count(EventType::devx_umem_reg), size_t(2 * qps));
   std::map<uint64_t, uint64_t> peer;
-  for (const VerbsEvent* m : p->of(EventType::devx_qp_modify))
+  for (const TraceEvent* m : p->of(EventType::devx_qp_modify))
     if ((*m)[2] == 0x503) peer[(*m)[1]] = (*m)[3];
   auto qps_created = p->of(EventType::devx_qp_create);
   for (size_t i = 0; i + 1 < qps_created.size(); i += 2) {
@@ -106,8 +106,8 @@ TEST_P(DoorbellHijack, EveryDoorbellIsRecordedAndForwardedAndNothingElseChanges)
   EXPECT_EQ((*tables[0])[0], 0x6bd5fb6c5bf4e74aull);
 
   if (std::string(c.resolve) == "proc") {
-    std::map<std::string, std::vector<const VerbsEvent*>> lookups;
-    for (const VerbsEvent* e : p->of(EventType::cuda_lookup)) lookups[e->bytes].push_back(e);
+    std::map<std::string, std::vector<const TraceEvent*>> lookups;
+    for (const TraceEvent* e : p->of(EventType::cuda_lookup)) lookups[e->bytes].push_back(e);
     ASSERT_FALSE(lookups["cuGetProcAddress"].empty());
     EXPECT_EQ((*lookups["cuGetProcAddress"][0])[3], 1u);  // cuGetProcAddress itself: our wrapper
     ASSERT_EQ(lookups["cuMemHostRegister"].size(), 1u);
@@ -125,7 +125,7 @@ TEST_P(DoorbellHijack, EveryDoorbellIsRecordedAndForwardedAndNothingElseChanges)
 
   // One poller per page, started and stopped, with every doorbell of its page.
   uint64_t started = 0, stopped_doorbells = 0, pages_served = 0;
-  for (const VerbsEvent* e : p->of(EventType::gpu_poller)) {
+  for (const TraceEvent* e : p->of(EventType::gpu_poller)) {
     if ((*e)[0] == 1) ++started;
     if ((*e)[0] == 2) stopped_doorbells += (*e)[2], pages_served += (*e)[1];
   }
@@ -210,7 +210,7 @@ TEST(DoorbellHijackModes, AggregateModeCountsDoorbellsAndWqebbsPerQp) {
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->count(EventType::gpu_doorbell), 0u);
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> per_qp;
-  for (const VerbsEvent* e : p->of(EventType::aggregate_entry))
+  for (const TraceEvent* e : p->of(EventType::aggregate_entry))
     if ((*e)[1] == uint64_t(AggregateKey::gpu_doorbell_qp)) {
       per_qp[(*e)[2]].first += (*e)[4];
       per_qp[(*e)[2]].second += (*e)[5];
@@ -232,7 +232,7 @@ TEST(DoorbellHijackModes, NcclsProbeThenMapIsHijackedBothTimes) {
   ASSERT_NE(p, nullptr);
   auto maps = p->of(EventType::gpu_uar_map);
   ASSERT_EQ(maps.size(), 2u);
-  for (const VerbsEvent* m : maps) EXPECT_EQ((*m)[6], uint64_t(UarMapOutcome::hijacked));
+  for (const TraceEvent* m : maps) EXPECT_EQ((*m)[6], uint64_t(UarMapOutcome::hijacked));
   EXPECT_EQ(p->count(EventType::gpu_uar_register), 2u);
   EXPECT_EQ(p->count(EventType::gpu_uar_unregister), 2u);
   expect_one_doorbell_per_operation(*p, 1, 40);
@@ -260,7 +260,7 @@ TEST(DoorbellHijackModes, AnIdlePollerSleepsAndStillForwardsEveryDoorbell) {
   expect_one_doorbell_per_operation(*p, 1, 40);
   auto pollers = p->of(EventType::gpu_poller);
   ASSERT_EQ(pollers.size(), 2u);
-  const VerbsEvent* stop = (*pollers[0])[0] == 2 ? pollers[0] : pollers[1];
+  const TraceEvent* stop = (*pollers[0])[0] == 2 ? pollers[0] : pollers[1];
   EXPECT_LT((*stop)[3] * 2, (*stop)[4]) << "a sleeping poller used more than half of a core: CPU " << (*stop)[3] << " ns of "
                                         << (*stop)[4] << " ns";
 }
@@ -276,7 +276,7 @@ TEST(DoorbellHijackModes, OnePollerCanServeSeveralPages) {
   expect_one_doorbell_per_operation(*p, qps, ops);
   size_t started = 0;
   uint64_t pages_served = 0;
-  for (const VerbsEvent* e : p->of(EventType::gpu_poller)) {
+  for (const TraceEvent* e : p->of(EventType::gpu_poller)) {
     started += (*e)[0] == 1;
     if ((*e)[0] == 2) pages_served += (*e)[1];
   }

@@ -30,7 +30,7 @@
 #include "analysis/experiment_model.h"
 #include "gda/state.hpp"
 #include "mlx5/wqe.hpp"
-#include "verbs_trace.h"
+#include "support/trace_events.h"
 
 using namespace sigmatrace::test;
 namespace m5 = sigmatrace::mlx5;
@@ -46,9 +46,9 @@ struct PostedLine {
 bool check_wqes(const ProcessEvents& owner, uint64_t qpn, const PostedLine& want) {
   gda::Posted got{};
   uint64_t foreign = 0, not_inline = 0, bad_opcode = 0, doorbells_with_wqes = 0, per_doorbell_mismatch = 0;
-  for (const VerbsEvent* e : owner.of(sigmatrace::format::EventType::gpu_doorbell))
+  for (const TraceEvent* e : owner.of(sigmatrace::format::EventType::gpu_doorbell))
     if ((*e)[1] == qpn) ++doorbells_with_wqes, per_doorbell_mismatch += (*e)[6] != 1;
-  for (const VerbsEvent* e : owner.of(sigmatrace::format::EventType::gpu_wqe)) {
+  for (const TraceEvent* e : owner.of(sigmatrace::format::EventType::gpu_wqe)) {
     if ((*e)[0] != qpn) continue;
     const uint64_t opcode = (*e)[3], bytes = (*e)[7], raddr = (*e)[8];
     gda::PostedKind kind = gda::kPostedWrite;
@@ -62,7 +62,7 @@ bool check_wqes(const ProcessEvents& owner, uint64_t qpn, const PostedLine& want
     not_inline += opcode == m5::kOpRdmaWrite && bytes == 8 && (*e)[13] != 1;
   }
   uint64_t lost = 0, damaged = 0, unread = 0, index_errors = 0, recovered = 0, batches = 0, wait_ns = 0;
-  for (const VerbsEvent* e : owner.of(sigmatrace::format::EventType::gpu_wqe_stats))
+  for (const TraceEvent* e : owner.of(sigmatrace::format::EventType::gpu_wqe_stats))
     if ((*e)[0] == qpn)
       recovered += (*e)[4], lost += (*e)[6], damaged += (*e)[7], unread += (*e)[8], index_errors += (*e)[9], batches += (*e)[11],
           wait_ns += (*e)[12];
@@ -88,10 +88,10 @@ bool check_kernels(const ProcessEvents& owner, const sigmatrace::analysis::Proce
     return k ? *k : "unknown";
   };
   std::map<std::pair<std::string, uint64_t>, uint64_t> by;  // (kernel, opcode) -> WQEs
-  for (const VerbsEvent* e : owner.of(sigmatrace::format::EventType::gpu_wqe))
+  for (const TraceEvent* e : owner.of(sigmatrace::format::EventType::gpu_wqe))
     if ((*e)[0] == qpn) ++by[{short_name(row.kernel_at(e->tsc, gpu)), (*e)[3]}];
   uint64_t barriers = 0;
-  for (const VerbsEvent* e : owner.of(sigmatrace::format::EventType::cuda_launch)) {
+  for (const TraceEvent* e : owner.of(sigmatrace::format::EventType::cuda_launch)) {
     auto n = row.kernel_names.find((*e)[0]);
     barriers += n != row.kernel_names.end() && n->second.find("k_barrier") != std::string::npos;
   }
@@ -163,10 +163,10 @@ int main(int argc, char** argv) {
   if (lookups)
     for (const ProcessEvents& p : procs) {
       const std::string file = p.path.substr(p.path.rfind('/') + 1);
-      for (const VerbsEvent* e : p.of(EventType::cuda_lookup))
+      for (const TraceEvent* e : p.of(EventType::cuda_lookup))
         printf("lookup (%s): %s version %" PRIu64 " flags %" PRIu64 " via %" PRIu64 ": %s\n", file.c_str(), e->bytes.c_str(), (*e)[1],
                (*e)[2], (*e)[0], (*e)[3] ? "wrapper" : "driver's own");
-      for (const VerbsEvent* e : p.of(EventType::cuda_export_table))
+      for (const TraceEvent* e : p.of(EventType::cuda_export_table))
         printf("export table (%s): %016" PRIx64 "%016" PRIx64 "\n", file.c_str(), (*e)[0], (*e)[1]);
       printf("launches recorded (%s): %zu\n", file.c_str(), p.count(EventType::cuda_launch));
     }
@@ -178,40 +178,40 @@ int main(int argc, char** argv) {
   std::unique_ptr<sigmatrace::analysis::ExperimentModel> model;  // built once, for --wqes
   for (const auto& [qpn, n] : expected) {
     const ProcessEvents* owner = nullptr;
-    const VerbsEvent* created = nullptr;
+    const TraceEvent* created = nullptr;
     for (const ProcessEvents& p : procs)
-      for (const VerbsEvent* e : p.of(EventType::devx_qp_create))
+      for (const TraceEvent* e : p.of(EventType::devx_qp_create))
         if ((*e)[2] == qpn) owner = &p, created = e;
     if (!owner) {
       printf("QP 0x%" PRIx64 ": not created with devx in any traced process\n", qpn);
       ++bad;
       continue;
     }
-    std::vector<const VerbsEvent*> dbs;
-    for (const VerbsEvent* e : owner->of(EventType::gpu_doorbell))
+    std::vector<const TraceEvent*> dbs;
+    for (const TraceEvent* e : owner->of(EventType::gpu_doorbell))
       if ((*e)[1] == qpn) dbs.push_back(e);
-    std::stable_sort(dbs.begin(), dbs.end(), [](const VerbsEvent* a, const VerbsEvent* b) { return a->tsc < b->tsc; });
+    std::stable_sort(dbs.begin(), dbs.end(), [](const TraceEvent* a, const TraceEvent* b) { return a->tsc < b->tsc; });
     uint64_t consecutive = 0, wqebbs = 0;
     for (size_t k = 0; k < dbs.size(); ++k) {
       consecutive += (*dbs[k])[2] == ((k + 1) & 0xffff) && (*dbs[k])[3] == 1;
       wqebbs += (*dbs[k])[3];
     }
     uint64_t hijacked = 0;
-    for (const VerbsEvent* e : owner->of(EventType::gpu_uar_map))
+    for (const TraceEvent* e : owner->of(EventType::gpu_uar_map))
       hijacked += (*e)[2] == (*created)[12] && (*e)[6] == uint64_t(UarMapOutcome::hijacked);
     uint64_t launched_before = 0, kernel_fn = 0;
-    for (const VerbsEvent* e : owner->of(EventType::cuda_launch))
+    for (const TraceEvent* e : owner->of(EventType::cuda_launch))
       if (!dbs.empty() && e->tsc < dbs[0]->tsc) ++launched_before, kernel_fn = (*e)[0];
     std::string kernel = "?";
-    for (const VerbsEvent* e : owner->of(EventType::cuda_function))
+    for (const TraceEvent* e : owner->of(EventType::cuda_function))
       if ((*e)[0] == kernel_fn && !e->bytes.empty()) kernel = e->bytes;
     // The peer: INIT2RTR's remote QPN names a devx QP of another traced process.
     std::string peer;
-    for (const VerbsEvent* e : owner->of(EventType::devx_qp_modify))
+    for (const TraceEvent* e : owner->of(EventType::devx_qp_modify))
       if ((*e)[1] == qpn && (*e)[2] == 0x503)
         for (const ProcessEvents& p : procs)
           if (&p != owner)
-            for (const VerbsEvent* c : p.of(EventType::devx_qp_create))
+            for (const TraceEvent* c : p.of(EventType::devx_qp_create))
               if ((*c)[2] == (*e)[3]) peer = p.path.substr(p.path.rfind('/') + 1) + " QP 0x" + [&] {
                 char b[16];
                 snprintf(b, sizeof b, "%" PRIx64, (*e)[3]);
@@ -248,7 +248,7 @@ int main(int argc, char** argv) {
   }
   // What the pollers cost: CPU time over their lifetime, per doorbell page (one page each here).
   for (const ProcessEvents& p : procs)
-    for (const VerbsEvent* e : p.of(EventType::gpu_poller))
+    for (const TraceEvent* e : p.of(EventType::gpu_poller))
       if ((*e)[0] == 2 && (*e)[4] > 0)
         printf("poller (%s): %" PRIu64 " doorbells, CPU %.1f ms of %.1f ms (%.0f %%), %.2f us CPU per doorbell\n",
                p.path.substr(p.path.rfind('/') + 1).c_str(), (*e)[2], double((*e)[3]) / 1e6, double((*e)[4]) / 1e6,

@@ -73,14 +73,14 @@ void expect_exact_recovery(const ProcessEvents& p, int qps, int ops, int burst) 
     const uint64_t qpn = senders[size_t(q)];
     const std::vector<ExpectedWqe> want = expected_mix(mr.addr, mr.rkey, q, ops, burst);
     // This QP's doorbells and WQEs in recording order (one poller thread records both).
-    std::vector<const VerbsEvent*> seq;
-    for (const VerbsEvent& e : p.events)
+    std::vector<const TraceEvent*> seq;
+    for (const TraceEvent& e : p.events)
       if ((e.type == uint16_t(EventType::gpu_doorbell) && e[1] == qpn) || (e.type == uint16_t(EventType::gpu_wqe) && e[0] == qpn))
         seq.push_back(&e);
     size_t w = 0, doorbells = 0;
-    const VerbsEvent* bell = nullptr;
+    const TraceEvent* bell = nullptr;
     uint64_t announced = 0;
-    for (const VerbsEvent* e : seq) {
+    for (const TraceEvent* e : seq) {
       if (e->type == uint16_t(EventType::gpu_doorbell)) {
         ASSERT_EQ(announced, bell ? (*bell)[6] : 0u) << "QP " << qpn << ": doorbell " << doorbells << " had other WQEs than it said";
         bell = e;
@@ -123,11 +123,11 @@ void expect_exact_recovery(const ProcessEvents& p, int qps, int ops, int burst) 
 // The per-QP integrity report: everything recovered, nothing lost, damaged or unread.
 void expect_clean_stats(const ProcessEvents& p, int qps, int ops, uint64_t doorbells_per_qp, bool sync) {
   const uint64_t wqebbs = 1 + uint64_t(ops / 6) * 8;
-  std::map<uint64_t, const VerbsEvent*> stats;
-  for (const VerbsEvent* e : p.of(EventType::gpu_wqe_stats)) stats[(*e)[0]] = e;
+  std::map<uint64_t, const TraceEvent*> stats;
+  for (const TraceEvent* e : p.of(EventType::gpu_wqe_stats)) stats[(*e)[0]] = e;
   for (uint64_t qpn : sender_qpns(p)) {
     ASSERT_TRUE(stats.count(qpn)) << "no gpu_wqe_stats for QP " << qpn;
-    const VerbsEvent& s = *stats[qpn];
+    const TraceEvent& s = *stats[qpn];
     EXPECT_EQ(s[3], uint64_t(SqMemory::host));
     EXPECT_EQ(s[4], uint64_t(ops) + 1) << "recovered";
     EXPECT_EQ(s[5], wqebbs) << "WQEBBs parsed";
@@ -174,7 +174,7 @@ TEST_P(WqeRecovery, EveryWqeIsRecoveredExactlyAndTheProgramIsUnchanged) {
   EXPECT_EQ(p->count(EventType::gpu_wqe), 0u);
   EXPECT_EQ(p->count(EventType::gpu_doorbell), 0u);
   std::map<std::pair<uint64_t, uint64_t>, std::pair<uint64_t, uint64_t>> per;
-  for (const VerbsEvent* e : p->of(EventType::aggregate_entry))
+  for (const TraceEvent* e : p->of(EventType::aggregate_entry))
     if ((*e)[1] == uint64_t(AggregateKey::gpu_wqe_qp_opcode)) {
       auto& t = per[std::make_pair((*e)[2], (*e)[3])];
       t.first += (*e)[4];

@@ -17,7 +17,7 @@
 #include "profiler/doorbell/wqe_recovery.h"
 #include "profiler/runtime/lifecycle.h"
 #include "support/temp_dir.h"
-#include "verbs_trace.h"
+#include "support/trace_events.h"
 
 using namespace sigmatrace::profiler;
 using namespace sigmatrace::profiler::doorbell;
@@ -26,7 +26,7 @@ using sigmatrace::format::DoorbellWqeClass;
 using sigmatrace::format::EventType;
 using sigmatrace::format::SqMemory;
 using sigmatrace::test::ProcessEvents;
-using sigmatrace::test::VerbsEvent;
+using sigmatrace::test::TraceEvent;
 namespace m5 = sigmatrace::mlx5;
 
 namespace {
@@ -175,8 +175,8 @@ void ring_nops(CopyStreams* streams, int n) {
   finish_queue(r);
 }
 
-const VerbsEvent* stats_of(const ProcessEvents& p, uint32_t qpn = kQpn) {
-  for (const VerbsEvent* e : p.of(EventType::gpu_wqe_stats))
+const TraceEvent* stats_of(const ProcessEvents& p, uint32_t qpn = kQpn) {
+  for (const TraceEvent* e : p.of(EventType::gpu_wqe_stats))
     if ((*e)[0] == qpn) return e;
   return nullptr;
 }
@@ -215,7 +215,7 @@ TEST(WqeRecoveryUnit, EveryWqeKindIsParsedWithItsFields) {
       {8, m5::kOpAtomicMaskedFa, m5::kOpmodExtAtomic8B, 4, 0x08, 8, ra + 200, 0x97, 0x8008, 15, 1, 0, 0, 3, 0, 0, 0},
   };
   for (size_t i = 0; i < 7; ++i) {
-    const VerbsEvent& e = *wqes[i];
+    const TraceEvent& e = *wqes[i];
     const Want& w = want[i];
     const uint64_t got[] = {e[1], e[3], e[4], e[5], e[6], e[7], e[8], e[9], e[10], e[11], e[12], e[13], e[14], e[15], e[16], e[17], e[18]};
     const uint64_t exp[] = {w.idx, w.opcode, w.opmod, w.ds, w.flags, w.bytes, w.raddr, w.rkey, w.laddr, w.lkey, w.sges, w.is_inline, w.imm, w.x, w.y, w.xm, w.ym};
@@ -231,7 +231,7 @@ TEST(WqeRecoveryUnit, EveryWqeKindIsParsedWithItsFields) {
   EXPECT_EQ((*bells[1])[6], 3u);
   EXPECT_EQ(wqes[0]->tsc, bells[0]->tsc);
   EXPECT_EQ(wqes[6]->tsc, bells[1]->tsc);
-  const VerbsEvent* st = stats_of(p);
+  const TraceEvent* st = stats_of(p);
   ASSERT_NE(st, nullptr);
   EXPECT_EQ((*st)[4], 7u);
   EXPECT_EQ((*st)[5], 9u);
@@ -259,7 +259,7 @@ TEST(WqeRecoveryUnit, WqesThatWrapAroundTheRingAreReadWhole) {
     EXPECT_EQ((*wqes[i])[7], 48u) << i;
     EXPECT_EQ((*wqes[i])[12], 3u) << i;
   }
-  const VerbsEvent* st = stats_of(p);
+  const TraceEvent* st = stats_of(p);
   ASSERT_NE(st, nullptr);
   EXPECT_EQ((*st)[4], 9u);
   EXPECT_EQ((*st)[6] + (*st)[7], 0u);
@@ -293,7 +293,7 @@ TEST(WqeRecoveryUnit, OverwrittenDamagedAndBackwardsAreCountedNotParsed) {
     bell.ring(r, ring);
     finish_queue(r);
   });
-  const VerbsEvent* st = stats_of(p);
+  const TraceEvent* st = stats_of(p);
   ASSERT_NE(st, nullptr);
   EXPECT_EQ((*st)[4], 1u) << "recovered: only the last WRITE";
   EXPECT_EQ((*st)[6], 2u) << "lost: the overwritten slot and the other QP's WQE";
@@ -311,7 +311,7 @@ TEST(WqeRecoveryUnit, OverwrittenDamagedAndBackwardsAreCountedNotParsed) {
 TEST(WqeRecoveryUnit, CopiesAreParsedInBatchesOfTheThresholdCappedAtTheRing) {
   for (uint32_t batch : {4u, 1000u}) {
     ProcessEvents p = traced(batch, [&](CopyStreams* streams) { ring_nops(streams, 20); });  // a ring of 8: 1000 is capped at 8
-    const VerbsEvent* st = stats_of(p);
+    const TraceEvent* st = stats_of(p);
     ASSERT_NE(st, nullptr);
     EXPECT_EQ((*st)[4], 20u);
     EXPECT_EQ((*st)[14], std::min(batch, 8u)) << "the threshold in effect";
@@ -322,7 +322,7 @@ TEST(WqeRecoveryUnit, CopiesAreParsedInBatchesOfTheThresholdCappedAtTheRing) {
   }
   // SIGMATRACE_WQE_COPY=doorbell: one copy per doorbell (none wraps), the same batches.
   ProcessEvents p = traced(4, [&](CopyStreams* streams) { ring_nops(streams, 20); }, true);
-  const VerbsEvent* st = stats_of(p);
+  const TraceEvent* st = stats_of(p);
   ASSERT_NE(st, nullptr);
   EXPECT_EQ((*st)[4], 20u);
   EXPECT_EQ((*st)[10], 20u) << "copies";
@@ -331,7 +331,7 @@ TEST(WqeRecoveryUnit, CopiesAreParsedInBatchesOfTheThresholdCappedAtTheRing) {
 
 TEST(WqeRecoveryUnit, SyncModeParsesAtEveryDoorbell) {
   ProcessEvents p = traced(kWqeBatchSync, [&](CopyStreams* streams) { ring_nops(streams, 6); });
-  const VerbsEvent* st = stats_of(p);
+  const TraceEvent* st = stats_of(p);
   ASSERT_NE(st, nullptr);
   EXPECT_EQ((*st)[11], 6u);
   EXPECT_EQ((*st)[14], 0u) << "batch 0: sync";
@@ -358,7 +358,7 @@ TEST(WqeRecoveryUnit, AQueueNobodyDescribedIsCountedUnreadAndAReusedQpnIsANewQue
     delete again;
     remove_send_queue(kQpn);
   });
-  const VerbsEvent* st = stats_of(p, 0x777);
+  const TraceEvent* st = stats_of(p, 0x777);
   ASSERT_NE(st, nullptr);
   EXPECT_EQ((*st)[3], uint64_t(SqMemory::unknown));
   EXPECT_EQ((*st)[8], 3u) << "unread WQEBBs";

@@ -21,7 +21,7 @@
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
 #include "support/timeline_check.h"
-#include "verbs_trace.h"
+#include "support/trace_events.h"
 
 using namespace sigmatrace::test;
 using sigmatrace::format::AggregateKey;
@@ -94,14 +94,14 @@ long final_iterations(const std::string& out) {
 
 size_t count_ucx_ops(const ProcessEvents& p, UcxOp op) {
   size_t n = 0;
-  for (const VerbsEvent* e : p.of(EventType::ucx_op)) n += (*e)[0] == static_cast<uint64_t>(op);
+  for (const TraceEvent* e : p.of(EventType::ucx_op)) n += (*e)[0] == static_cast<uint64_t>(op);
   return n;
 }
 
 // aggregate_entry: tid, key_kind, key_a, key_b, count, bytes
 uint64_t aggregate_count(const ProcessEvents& p, AggregateKey kind, uint64_t key_b) {
   uint64_t n = 0;
-  for (const VerbsEvent* e : p.of(EventType::aggregate_entry))
+  for (const TraceEvent* e : p.of(EventType::aggregate_entry))
     if ((*e)[1] == static_cast<uint64_t>(kind) && (*e)[3] == key_b) n += (*e)[4];
   return n;
 }
@@ -109,7 +109,7 @@ uint64_t aggregate_count(const ProcessEvents& p, AggregateKey kind, uint64_t key
 // iface address -> transport name ("tcp/lo") from ucx_iface_open.
 std::map<uint64_t, std::string> transports(const ProcessEvents& p) {
   std::map<uint64_t, std::string> m;
-  for (const VerbsEvent* e : p.of(EventType::ucx_iface_open)) m[(*e)[0]] = e->bytes;
+  for (const TraceEvent* e : p.of(EventType::ucx_iface_open)) m[(*e)[0]] = e->bytes;
   return m;
 }
 
@@ -117,7 +117,7 @@ std::map<uint64_t, std::string> transports(const ProcessEvents& p) {
 std::set<std::string> op_transports(const ProcessEvents& p, UcxOp op) {
   std::map<uint64_t, std::string> t = transports(p);
   std::set<std::string> s;
-  for (const VerbsEvent* e : p.of(EventType::ucx_op))
+  for (const TraceEvent* e : p.of(EventType::ucx_op))
     if ((*e)[0] == static_cast<uint64_t>(op) && (*e)[8] != 0) s.insert(t.count((*e)[8]) ? t[(*e)[8]] : "unknown");
   return s;
 }
@@ -178,7 +178,7 @@ TEST(UcxPerftest, TagLatencyOverTcpRecordsEverySendAndReceiveWithItsLaneAndPeer)
     EXPECT_EQ(p->count(EventType::ucx_worker_create), 1u);
     EXPECT_EQ(p->count(EventType::ucx_ep_create), 1u);
     EXPECT_EQ(p->count(EventType::ucx_worker_progress), 0u) << "progress is recorded in full mode only";
-    for (const VerbsEvent* e : p->of(EventType::ucx_op))
+    for (const TraceEvent* e : p->of(EventType::ucx_op))
       if ((*e)[0] == static_cast<uint64_t>(UcxOp::tag_send)) {
         ASSERT_EQ((*e)[2], 8u);
       }
@@ -232,7 +232,7 @@ TEST(UcxPerftest, PutBandwidthOverTcpCountsEveryPutOnTheInitiatorOnly) {
   EXPECT_EQ(count_ucx_ops(cl, UcxOp::put), 401u);
   EXPECT_EQ(count_ucx_ops(traced.server_procs[0], UcxOp::put), 0u);
   uint64_t bytes = 0;
-  for (const VerbsEvent* e : cl.of(EventType::ucx_op))
+  for (const TraceEvent* e : cl.of(EventType::ucx_op))
     if ((*e)[0] == static_cast<uint64_t>(UcxOp::put)) bytes += (*e)[2];
   EXPECT_EQ(bytes, 401u * 4096u);
   EXPECT_GE(cl.count(EventType::ucx_mem_map), 1u);
@@ -300,7 +300,7 @@ TEST(UcxPerftest, GetOverSharedMemoryCountsEveryGet) {
 
 size_t count_ofi_ops(const ProcessEvents& p, std::initializer_list<OfiOp> ops, uint64_t bytes = ~uint64_t{0}) {
   size_t n = 0;
-  for (const VerbsEvent* e : p.of(EventType::ofi_op))
+  for (const TraceEvent* e : p.of(EventType::ofi_op))
     for (OfiOp op : ops)
       if ((*e)[0] == static_cast<uint64_t>(op) && (bytes == ~uint64_t{0} || (*e)[2] == bytes)) ++n;
   return n;
@@ -359,7 +359,7 @@ TEST(FiPingpong, TcpMsgCountsEveryMessageAndNamesTheProvider) {
   }
   // the client's connect names the server's listening address
   bool connect_seen = false;
-  for (const VerbsEvent* e : traced.client_procs[0].of(EventType::ofi_ep_address)) connect_seen |= (*e)[1] == 2;
+  for (const TraceEvent* e : traced.client_procs[0].of(EventType::ofi_ep_address)) connect_seen |= (*e)[1] == 2;
   EXPECT_TRUE(connect_seen);
 }
 
@@ -440,7 +440,7 @@ ProcessResult run_mpi(const std::vector<std::string>& mca, const std::string& mo
 std::map<long, const ProcessEvents*> by_mpi_rank(const std::vector<ProcessEvents>& procs) {
   std::map<long, const ProcessEvents*> m;
   for (const ProcessEvents& p : procs)
-    for (const VerbsEvent* e : p.of(EventType::rank_update))
+    for (const TraceEvent* e : p.of(EventType::rank_update))
       if (e->bytes == "MPI_COMM_WORLD") {
         EXPECT_EQ(static_cast<int64_t>((*e)[1]), 2);
         m[static_cast<long>(static_cast<int64_t>((*e)[0]))] = &p;
@@ -475,7 +475,7 @@ TEST(OpenMpi, OverUcxEveryMessageIsATagSendWithItsRankAndTransport) {
   ASSERT_TRUE(ranks.count(0) && ranks.count(1));
   auto sized = [](const ProcessEvents& p, UcxOp op, uint64_t bytes) {
     size_t n = 0;
-    for (const VerbsEvent* e : p.of(EventType::ucx_op)) n += (*e)[0] == static_cast<uint64_t>(op) && (*e)[2] == bytes;
+    for (const TraceEvent* e : p.of(EventType::ucx_op)) n += (*e)[0] == static_cast<uint64_t>(op) && (*e)[2] == bytes;
     return n;
   };
   EXPECT_EQ(sized(*ranks[0], UcxOp::tag_send, 256), 100u);
@@ -499,7 +499,7 @@ TEST(OpenMpi, OverLibfabricEveryMessageIsATaggedSendOnRxmTcp) {
   EXPECT_EQ(count_ofi_ops(*ranks[1], {OfiOp::tsend, OfiOp::tinject, OfiOp::tsenddata, OfiOp::tinjectdata, OfiOp::tsendmsg}, 8), 1u);
   // mtl ofi receives with an ignore mask: it is recorded as tag_ignore, not in remote_addr.
   size_t masked = 0;
-  for (const VerbsEvent* e : ranks[1]->of(EventType::ofi_op)) {
+  for (const TraceEvent* e : ranks[1]->of(EventType::ofi_op)) {
     if ((*e)[0] != static_cast<uint64_t>(OfiOp::trecv) && (*e)[0] != static_cast<uint64_t>(OfiOp::trecvmsg)) continue;
     EXPECT_EQ((*e)[5], 0u) << "a receive has no remote address";
     masked += (*e)[8] != 0;
@@ -714,8 +714,8 @@ TEST(OfiAddresses, EachAddressVectorRecordsItsOwnFormatsLength) {
   std::string err;
   ASSERT_TRUE(read_experiment(dir.path(), &procs, &err)) << err;
   ASSERT_EQ(procs.size(), 1u);
-  std::vector<const VerbsEvent*> inserts = procs[0].of(EventType::ofi_av_insert);
-  std::vector<const VerbsEvent*> local = procs[0].of(EventType::ofi_ep_address);
+  std::vector<const TraceEvent*> inserts = procs[0].of(EventType::ofi_av_insert);
+  std::vector<const TraceEvent*> local = procs[0].of(EventType::ofi_ep_address);
   ASSERT_EQ(inserts.size(), 2u);
   // Each inserted address is the endpoint's own, as fi_getname gave it (recorded as local).
   for (size_t i = 0; i < 2; ++i) {
@@ -723,7 +723,7 @@ TEST(OfiAddresses, EachAddressVectorRecordsItsOwnFormatsLength) {
     EXPECT_NE(plain.out.find(want), std::string::npos) << "insert " << i << " recorded " << inserts[i]->bytes.size()
                                                        << " bytes; the program said:\n" << plain.out;
     bool seen = false;
-    for (const VerbsEvent* a : local) seen |= a->bytes == inserts[i]->bytes;
+    for (const TraceEvent* a : local) seen |= a->bytes == inserts[i]->bytes;
     EXPECT_TRUE(seen) << "insert " << i << " does not hold an endpoint's address";
   }
   EXPECT_NE(inserts[0]->bytes.size(), inserts[1]->bytes.size()) << "the two formats were recorded alike";

@@ -17,7 +17,7 @@
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
 #include "support/timeline_check.h"
-#include "verbs_trace.h"
+#include "support/trace_events.h"
 
 using namespace sigmatrace::test;
 using sigmatrace::format::AggregateKey;
@@ -115,7 +115,7 @@ std::string shape(const std::string& text) {
 
 uint64_t sum_field(const ProcessEvents& p, EventType t, size_t field) {
   uint64_t s = 0;
-  for (const VerbsEvent* e : p.of(t)) s += (*e)[field];
+  for (const TraceEvent* e : p.of(t)) s += (*e)[field];
   return s;
 }
 
@@ -126,7 +126,7 @@ struct AggregateSum {
 template <typename Match>  // bool(uint64_t a, uint64_t b)
 AggregateSum aggregate(const ProcessEvents& p, AggregateKey kind, Match match) {
   AggregateSum s;
-  for (const VerbsEvent* e : p.of(EventType::aggregate_entry))
+  for (const TraceEvent* e : p.of(EventType::aggregate_entry))
     if ((*e)[1] == static_cast<uint64_t>(kind) && match((*e)[2], (*e)[3])) s.count += (*e)[4], s.bytes += (*e)[5];
   return s;
 }
@@ -186,7 +186,7 @@ TEST_P(VerbsProbe, RecordsExactlyWhatTheProgramPostedAndPolled) {
   // The forced remote access error is recorded in every mode.
   auto wcs = p.of(EventType::ibv_completion);
   size_t access_errors = 0;
-  for (const VerbsEvent* e : wcs) access_errors += (*e)[3] == IBV_WC_REM_ACCESS_ERR && (*e)[2] == 9999;
+  for (const TraceEvent* e : wcs) access_errors += (*e)[3] == IBV_WC_REM_ACCESS_ERR && (*e)[2] == 9999;
   EXPECT_EQ(access_errors, 1u);
 
   // The linked probe also calls mlx5dv_create_qp (softnic: EOPNOTSUPP): errno untouched (the output
@@ -194,7 +194,7 @@ TEST_P(VerbsProbe, RecordsExactlyWhatTheProgramPostedAndPolled) {
   std::smatch dv;
   if (std::regex_search(out, dv, std::regex("mlx5dv_create_qp: failed errno=([0-9]+)"))) {
     size_t recorded = 0;
-    for (const VerbsEvent* e : p.of(EventType::ibv_call_error))
+    for (const TraceEvent* e : p.of(EventType::ibv_call_error))
       recorded += (*e)[0] == static_cast<uint64_t>(sigmatrace::format::IbvCall::create_qp) && (*e)[2] == std::stoull(dv[1]);
     EXPECT_EQ(recorded, 1u);
   }
@@ -241,7 +241,7 @@ TEST_P(VerbsProbe, RecordsExactlyWhatTheProgramPostedAndPolled) {
   EXPECT_EQ(sum_field(p, EventType::ibv_post_recv, 1), recv_wrs);
   // The two QPs pair up: each one's RTR names the other.
   std::map<uint64_t, uint64_t> dest_of;
-  for (const VerbsEvent* e : p.of(EventType::ibv_qp_modify))
+  for (const TraceEvent* e : p.of(EventType::ibv_qp_modify))
     if ((*e)[2] == IBV_QPS_RTR) dest_of[(*e)[0]] = (*e)[4];
   ASSERT_EQ(dest_of.size(), 2u);
   for (auto [qpn, dest] : dest_of) EXPECT_EQ(dest_of[dest], qpn);
@@ -312,7 +312,7 @@ TEST_P(IbWriteBw, RecordsEveryWriteAndBothSidesPairUp) {
     EXPECT_EQ(w.bytes, kIters * kSize);
     AggregateSum all = aggregate(*client, AggregateKey::ibv_qp_opcode, [](uint64_t, uint64_t) { return true; });
     EXPECT_EQ(all.count, kIters);
-    for (const VerbsEvent* e : client->of(EventType::aggregate_entry))
+    for (const TraceEvent* e : client->of(EventType::aggregate_entry))
       if ((*e)[1] == static_cast<uint64_t>(AggregateKey::ibv_endpoint_pair)) {
         EXPECT_EQ((*e)[2], local);
         EXPECT_EQ((*e)[3], remote);
@@ -323,7 +323,7 @@ TEST_P(IbWriteBw, RecordsEveryWriteAndBothSidesPairUp) {
     // The server never sends, yet names its connection (an empty counter made at RTR) so that the
     // analysis can pair the two QPs in aggregate mode too.
     size_t server_pairs = 0;
-    for (const VerbsEvent* e : server->of(EventType::aggregate_entry))
+    for (const TraceEvent* e : server->of(EventType::aggregate_entry))
       if ((*e)[1] == static_cast<uint64_t>(AggregateKey::ibv_endpoint_pair)) {
         ++server_pairs;
         EXPECT_EQ((*e)[2], remote);
@@ -335,21 +335,21 @@ TEST_P(IbWriteBw, RecordsEveryWriteAndBothSidesPairUp) {
   }
   EXPECT_EQ(sum_field(*client, EventType::ibv_post_send, 1), kIters);
   EXPECT_EQ(sum_field(*client, EventType::ibv_post_send, 2), kIters * kSize);
-  for (const VerbsEvent* e : client->of(EventType::ibv_post_send)) EXPECT_EQ((*e)[3], uint64_t{1} << IBV_WR_RDMA_WRITE);
+  for (const TraceEvent* e : client->of(EventType::ibv_post_send)) EXPECT_EQ((*e)[3], uint64_t{1} << IBV_WR_RDMA_WRITE);
   if (mode == "full") {
     EXPECT_EQ(client->count(EventType::ibv_send_wr), kIters);
-    for (const VerbsEvent* e : client->of(EventType::ibv_send_wr)) {
+    for (const TraceEvent* e : client->of(EventType::ibv_send_wr)) {
       EXPECT_EQ((*e)[2], uint64_t{IBV_WR_RDMA_WRITE});
       EXPECT_EQ((*e)[3], kSize);
     }
   }
   // Both processes' QP transitions pair up, with the LIDs of the ports they were opened on.
   auto rtr_of = [](const ProcessEvents& p) {
-    for (const VerbsEvent* e : p.of(EventType::ibv_qp_modify))
+    for (const TraceEvent* e : p.of(EventType::ibv_qp_modify))
       if ((*e)[2] == IBV_QPS_RTR) return *e;
-    return VerbsEvent{};
+    return TraceEvent{};
   };
-  VerbsEvent c_rtr = rtr_of(*client), s_rtr = rtr_of(*server);
+  TraceEvent c_rtr = rtr_of(*client), s_rtr = rtr_of(*server);
   ASSERT_FALSE(c_rtr.v.empty());
   ASSERT_FALSE(s_rtr.v.empty());
   EXPECT_EQ(c_rtr[0], ids["local"].second);
@@ -460,7 +460,7 @@ TEST_P(SoftnicScenarios, ErrorsAreRecordedInEveryModeAndNothingChanges) {
   ASSERT_EQ(procs.size(), 1u);
   const ProcessEvents& p = *procs[0];
   std::map<uint64_t, size_t> by_status;
-  for (const VerbsEvent* e : p.of(EventType::ibv_completion)) by_status[(*e)[3]]++;
+  for (const TraceEvent* e : p.of(EventType::ibv_completion)) by_status[(*e)[3]]++;
   EXPECT_GE(by_status[IBV_WC_REM_ACCESS_ERR], 2u);  // bad rkey, out of bounds
   EXPECT_GE(by_status[IBV_WC_WR_FLUSH_ERR], 2u);
   EXPECT_GE(p.count(EventType::ibv_call_error), 1u);  // invalid transitions, posting to a QP not ready
@@ -521,14 +521,14 @@ TEST_P(NcclNetIbPattern, EveryOperationOfBothRanksIsRecordedAndTheLoopbackFlushQ
     }
     // The flush QP is the one whose RTR names itself.
     uint64_t flush_qp = ~0ull;
-    for (const VerbsEvent* e : p.of(EventType::ibv_qp_modify))
+    for (const TraceEvent* e : p.of(EventType::ibv_qp_modify))
       if ((*e)[2] == IBV_QPS_RTR && (*e)[4] == (*e)[0]) flush_qp = (*e)[0];
     ASSERT_NE(flush_qp, ~0ull) << p.path;
     EXPECT_EQ(p.count(EventType::ibv_qp_create), 3u);
 
     uint64_t data = 0, data_wrs = 0, data_bytes = 0, cts = 0, cts_bytes = 0, flush = 0, flush_bytes = 0;
     std::set<uint64_t> data_qps, cts_qps;
-    for (const VerbsEvent* e : p.of(EventType::ibv_post_send)) {
+    for (const TraceEvent* e : p.of(EventType::ibv_post_send)) {
       EXPECT_EQ((*e)[4], 0u);
       if ((*e)[3] == (bit(IBV_WR_RDMA_WRITE) | bit(IBV_WR_RDMA_WRITE_WITH_IMM))) {
         ++data, data_wrs += (*e)[1], data_bytes += (*e)[2], data_qps.insert((*e)[0]);
@@ -553,21 +553,21 @@ TEST_P(NcclNetIbPattern, EveryOperationOfBothRanksIsRecordedAndTheLoopbackFlushQ
     EXPECT_NE(*data_qps.begin(), *cts_qps.begin());
     auto recvs = p.of(EventType::ibv_post_recv);
     EXPECT_EQ(recvs.size(), kIters);
-    for (const VerbsEvent* e : recvs) {
+    for (const TraceEvent* e : recvs) {
       EXPECT_EQ((*e)[0], *cts_qps.begin());  // receives are posted on the receive connection's QP
       EXPECT_EQ((*e)[1], 1u);
       EXPECT_EQ((*e)[2], 0u);  // zero SGEs
     }
     if (mode == "full") {
       uint64_t imm_wrs = 0, imm_wcs = 0, read_wcs = 0;
-      for (const VerbsEvent* e : p.of(EventType::ibv_send_wr))
+      for (const TraceEvent* e : p.of(EventType::ibv_send_wr))
         if ((*e)[2] == IBV_WR_RDMA_WRITE_WITH_IMM) {
           ++imm_wrs;
           EXPECT_EQ((*e)[3], 0u);  // the empty IMM write after the data (above NCCL's AR threshold)
           EXPECT_EQ((*e)[4], 0u);
           EXPECT_EQ((*e)[8], kBytes);  // recorded in host order: NCCL sends the size
         }
-      for (const VerbsEvent* e : p.of(EventType::ibv_completion)) {
+      for (const TraceEvent* e : p.of(EventType::ibv_completion)) {
         EXPECT_EQ((*e)[3], uint64_t{IBV_WC_SUCCESS});
         if ((*e)[4] == IBV_WC_RECV_RDMA_WITH_IMM) {
           ++imm_wcs;

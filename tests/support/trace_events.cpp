@@ -1,14 +1,14 @@
-// See verbs_trace.h.
-#include "verbs_trace.h"
+// See trace_events.h.
+#include "support/trace_events.h"
 
 #include "format/experiment_layout.h"
 #include "format/trace_reader.h"
 
 namespace sigmatrace::test {
 
-std::vector<const VerbsEvent*> ProcessEvents::of(format::EventType t) const {
-  std::vector<const VerbsEvent*> r;
-  for (const VerbsEvent& e : events)
+std::vector<const TraceEvent*> ProcessEvents::of(format::EventType t) const {
+  std::vector<const TraceEvent*> r;
+  for (const TraceEvent& e : events)
     if (e.type == static_cast<uint16_t>(t)) r.push_back(&e);
   return r;
 }
@@ -25,7 +25,7 @@ bool read_experiment(const std::string& dir, std::vector<ProcessEvents>* out, st
     while (r.next_chunk(&c)) {
       format::ChunkEventDecoder d(c.header, c.payload.data(), c.payload.size(), &r.schema());
       while (d.next(&ev)) {
-        VerbsEvent e;
+        TraceEvent e;
         e.type = ev.type;
         e.tsc = ev.tsc;
         e.v.assign(ev.values, ev.values + ev.field_count);

@@ -1,4 +1,5 @@
-// Reading back what verbs programs recorded: every event of every process of an experiment.
+// Reading back what a traced program recorded: every event of every process of an experiment, each
+// with its fields in schema order (the tests of every provider assert on them).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -9,7 +10,7 @@
 
 namespace sigmatrace::test {
 
-struct VerbsEvent {
+struct TraceEvent {
   uint16_t type = 0;
   uint64_t tsc = 0;
   std::vector<uint64_t> v;  // field values in schema order (bytes fields: 0)
@@ -20,8 +21,8 @@ struct VerbsEvent {
 struct ProcessEvents {
   std::string path;
   std::string executable;
-  std::vector<VerbsEvent> events;
-  std::vector<const VerbsEvent*> of(format::EventType t) const;
+  std::vector<TraceEvent> events;
+  std::vector<const TraceEvent*> of(format::EventType t) const;
   size_t count(format::EventType t) const { return of(t).size(); }
 };
 
