@@ -329,7 +329,8 @@ class PerfettoFileSink : public FileSink {
     if (ts > sel_.detail_end_ns) return ++summarised_, false;
     return true;
   }
-  // A flow's last event: with a selection, its first may be left out, so it ends nowhere.
+  // A flow's last event: with a selection, its first may be left out, and in a shard it may be in
+  // another shard's file, so it ends nowhere (an arrow where both ends are in).
   void end_flow(uint64_t id) {
     if (sel_.active || sel_.sharded) w_.flow(id);
     else w_.terminating_flow(id);
@@ -436,8 +437,9 @@ void PerfettoExport::add_host_bytes(uint32_t host, const std::vector<uint64_t>& 
 
 bool PerfettoExport::finish(std::string* error) {
   ProtoWriter w;
-  // Each host's counter has its own sequence, after every process's (sequence ids are process_id
-  // + 1): the same in every shard's file (shards.h), which are then concatenated.
+  // Each host's counter has a sequence of its own, after every process's (sequence ids are
+  // process_id + 1), so that shards' files (shards.h), each with its own hosts, concatenate
+  // without two of them writing one sequence.
   for (const auto& [host, bins] : host_bins_) {
     const uint64_t seq = model_->processes.size() + 1 + host;
     write_counter(bins, model_->start_ns, bin_ns_, [&](int64_t ts, double v) { counter_packet(&w, seq, ts, track_uuid(TrackKind::host_bytes, host), v); });

@@ -20,8 +20,9 @@ using namespace sigmatrace::analysis;
 namespace {
 
 constexpr size_t kBatchRows = 65536;
-// Rows sorted at a time by each file's leaf writers: a WR is emitted when its completion is seen,
-// so the rows of one file come out of order by at most the WRs outstanding at once.
+// The ids each file's leaf writers keep in order before writing: a WR is emitted when its
+// completion is seen, so the rows of one file come out of order by at most the WRs outstanding
+// at once.
 constexpr size_t kSortWindowRows = 65536;
 constexpr uint32_t kPageSize = 65536;
 // Pages kept in front of the leaves for what SQLite writes (schema, model tables, errors,

@@ -71,7 +71,7 @@ class SqliteExport : public analysis::ExperimentSink {
   std::mutex& lock() { return mu_; }
   LeafScratchFile* scratch() { return &scratch_; }
   int64_t start_ns() const { return start_ns_; }
-  // Rows inserted by SQLite after the leaf pages were assembled: out of order beyond the sort window.
+  // Rows inserted by SQLite after the leaf pages were assembled: out of order beyond the ordering ring (sqlite_btree.h).
   uint64_t late_rows() const { return late_row_count_; }
 
  private:
