@@ -18,6 +18,7 @@
 
 #include "export/analysis_run.h"
 #include "export/shard_merge.h"
+#include "support/pair_runner.h"
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
 #include "support/timeline_check.h"
@@ -45,24 +46,14 @@ struct PairRun {
 // into its own experiment directory so the two are told apart. The server is up once `port` listens.
 PairRun run_pair(const std::vector<std::string>& server, const std::vector<std::string>& client, int port, const std::string& mode,
                  const std::string& dir, std::map<std::string, std::string> env, bool one_experiment = false) {
-  ProcessOptions o;
-  o.set_env = std::move(env);
-  o.timeout_s = 60;
-  o.unset_env = {"SIGMATRACE_MODE", "SIGMATRACE_PROVIDERS", "LD_PRELOAD"};
-  auto wrap = [&](std::vector<std::string> argv, const std::string& sub) {
-    argv[0] = find_program(argv[0]);
-    if (mode.empty()) return argv;
-    std::vector<std::string> p = {build_path("bin/sigmatrace"), "profile", "--mode", mode, "-o", one_experiment ? dir : dir + "/" + sub,
-                                  "--"};
-    p.insert(p.end(), argv.begin(), argv.end());
-    return p;
-  };
-  PairRun r;
-  BackgroundProcess bg = start_process(wrap(server, "server"), o);
-  for (int i = 0; i < 400 && !tcp_port_listening(port) && still_running(bg); ++i) usleep(25000);
-  // A server that exited (its port was taken) leaves the listener, if any, to another program.
-  if (still_running(bg)) r.client = run_process(wrap(client, "client"), o);
-  r.server = wait_process(bg, 60);
+  PairOptions o;
+  o.mode = mode, o.dir = dir, o.port = port;
+  o.separate_experiments = !one_experiment;
+  o.process.set_env = std::move(env);
+  o.process.timeout_s = 60;
+  o.process.unset_env = {"SIGMATRACE_MODE", "SIGMATRACE_PROVIDERS", "LD_PRELOAD"};
+  PairResult pr = sigmatrace::test::run_pair(server, client, o);
+  PairRun r{pr.server, pr.client, {}, {}};
   if (!mode.empty() && !one_experiment) {
     std::string err;
     EXPECT_TRUE(read_experiment(dir + "/server", &r.server_procs, &err)) << err;

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "support/pair_runner.h"
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
 #include "support/timeline_check.h"
@@ -38,44 +39,22 @@ struct PairRun {
   std::vector<ProcessEvents> procs;  // traced runs only
 };
 
-std::vector<std::string> substitute(std::vector<std::string> argv, int port) {
-  for (std::string& a : argv)
-    if (a == "@PORT@") a = std::to_string(port);
-  return argv;
-}
-
-// Runs `client` (and `server` first when given) untraced (mode "") or under sigmatrace profile.
+// Runs `client` (and `server` first when given) untraced (mode "") or under sigmatrace profile,
+// on a fabric of its own ("@PORT@" in an argv is the server's port).
 PairRun run_pair(const std::vector<std::string>& server, const std::vector<std::string>& client, const std::string& mode,
              const std::string& dir, std::map<std::string, std::string> env = {}) {
   static int fabric = 0;
-  const int port = unused_tcp_port();
-  ProcessOptions o;
-  o.set_env = std::move(env);
-  o.set_env["SOFTNIC_FABRIC"] = "verbs-test-" + std::to_string(getpid()) + "-" + std::to_string(fabric++);
-  o.timeout_s = 60;
-  o.unset_env = {"SIGMATRACE_MODE", "SIGMATRACE_PROVIDERS", "LD_PRELOAD"};
-  auto wrap = [&](std::vector<std::string> argv) {
-    argv = substitute(argv, port);
-    argv[0] = find_program(argv[0]);
-    if (mode.empty()) {
-      o.set_env["LD_LIBRARY_PATH"] = softnic_dir();
-      return argv;
-    }
-    o.set_env["SIGMATRACE_RUN_ID"] = "verbs-test";
-    std::vector<std::string> p = {build_path("bin/sigmatrace"), "profile", "--softnic", "--mode", mode, "-o", dir, "--"};
-    p.insert(p.end(), argv.begin(), argv.end());
-    return p;
-  };
-  PairRun r;
-  BackgroundProcess bg;
-  if (!server.empty()) {
-    bg = start_process(wrap(server), o);
-    for (int i = 0; i < 400 && !tcp_port_listening(port) && still_running(bg); ++i) usleep(25000);
-  }
-  // Only start the client against our own server: if it died (port taken after all), the
-  // listener, if any, is someone else's.
-  if (server.empty() || still_running(bg)) r.client = run_process(wrap(client), o);
-  if (!server.empty()) r.server = wait_process(bg, 60);
+  PairOptions o;
+  o.mode = mode, o.dir = dir, o.port = unused_tcp_port();
+  o.profile_args = {"--softnic"};
+  o.process.set_env = std::move(env);
+  o.process.set_env["SOFTNIC_FABRIC"] = "verbs-test-" + std::to_string(getpid()) + "-" + std::to_string(fabric++);
+  if (mode.empty()) o.process.set_env["LD_LIBRARY_PATH"] = softnic_dir();
+  else o.process.set_env["SIGMATRACE_RUN_ID"] = "verbs-test";
+  o.process.timeout_s = 60;
+  o.process.unset_env = {"SIGMATRACE_MODE", "SIGMATRACE_PROVIDERS", "LD_PRELOAD"};
+  PairResult pr = sigmatrace::test::run_pair(server, client, o);
+  PairRun r{pr.server, pr.client, {}};
   if (!mode.empty()) {
     std::string err;
     EXPECT_TRUE(read_experiment(dir, &r.procs, &err)) << err;
