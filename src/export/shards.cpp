@@ -72,6 +72,22 @@ bool parse_shard_spec(const std::string& text, ShardSpec* out, std::string* erro
   return true;
 }
 
+std::vector<std::vector<uint32_t>> contiguous_groups(const std::vector<uint64_t>& weights, unsigned count) {
+  uint64_t total = 0;
+  for (uint64_t w : weights) total += w;
+  // Cut where the running sum passes k/count of the total, keeping an item for each later group.
+  std::vector<std::vector<uint32_t>> groups(count);
+  uint64_t sum = 0;
+  unsigned g = 0;
+  for (uint32_t i = 0; i < weights.size(); ++i) {
+    const bool must_move = weights.size() - i == count - g - 1;  // as many items left as groups after this one
+    if (g + 1 < count && !groups[g].empty() && (must_move || sum * count >= total * (g + 1))) ++g;
+    groups[g].push_back(i);
+    sum += weights[i];
+  }
+  return groups;
+}
+
 bool shard_host_groups(const ExperimentModel& m, unsigned count, std::vector<std::vector<uint32_t>>* groups, std::string* error) {
   const size_t hosts = m.hosts.size();
   if (count > hosts) {
@@ -80,18 +96,8 @@ bool shard_host_groups(const ExperimentModel& m, unsigned count, std::vector<std
     return false;
   }
   std::vector<uint64_t> events(hosts, 0);
-  uint64_t total = 0;
-  for (const ProcessRow& p : m.processes) events[p.host_id] += p.file->events, total += p.file->events;
-  // Cut where the running sum passes k/count of the events, keeping a host for each later group.
-  groups->assign(count, {});
-  uint64_t sum = 0;
-  unsigned g = 0;
-  for (uint32_t h = 0; h < hosts; ++h) {
-    const bool must_move = hosts - h == count - g;  // as many hosts left as groups after this one
-    if (g + 1 < count && !(*groups)[g].empty() && (must_move || sum * count >= total * (g + 1))) ++g;
-    (*groups)[g].push_back(h);
-    sum += events[h];
-  }
+  for (const ProcessRow& p : m.processes) events[p.host_id] += p.file->events;
+  *groups = contiguous_groups(events, count);
   return true;
 }
 

@@ -32,6 +32,9 @@ bool parse_shard_spec(const std::string& text, ShardSpec* out, std::string* erro
 // groups of about equal events (each group at least one host). False when there are fewer hosts
 // than shards.
 bool shard_host_groups(const analysis::ExperimentModel& m, unsigned count, std::vector<std::vector<uint32_t>>* groups, std::string* error);
+// Items 0..n-1 in order cut into `count` (<= n) contiguous groups of about equal weight, each at
+// least one item.
+std::vector<std::vector<uint32_t>> contiguous_groups(const std::vector<uint64_t>& weights, unsigned count);
 // By process_id: whether the process is on one of the shard's hosts.
 std::vector<bool> shard_processes(const analysis::ExperimentModel& m, const std::vector<uint32_t>& hosts);
 

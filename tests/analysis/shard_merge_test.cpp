@@ -72,6 +72,7 @@ void analyse_whole_then_sharded(const std::string& dir, unsigned count, uint64_t
     ASSERT_TRUE(shard.ok) << shard.error;
     EXPECT_EQ(shard.output_dir, dir + "/shards/" + std::to_string(k) + "-of-" + std::to_string(count));
     EXPECT_LT(shard.pass.events, whole.pass.events);  // a part of the second pass
+    EXPECT_GT(shard.pass.events, 0u);
     EXPECT_TRUE(fs::exists(shard.output_dir + "/trace.sqlite"));
     EXPECT_EQ(sql_rows(shard.output_dir + "/trace.sqlite", "PRAGMA integrity_check"), std::vector<std::string>{"ok"});
   }
@@ -146,6 +147,19 @@ TEST(ShardMerge, HostGroupsAreContiguousAndCoverEveryHost) {
   std::string error;
   EXPECT_FALSE(exporter::shard_host_groups(m, 6, &groups, &error));
   EXPECT_EQ(error, "6 shards, but the experiment has 5 hosts (a shard is a group of hosts)");
+}
+
+// However the events lie, every group gets a host: a light first host and a heavy last one were
+// once cut into {0, 1} and {} (the demo's two hosts).
+TEST(ShardMerge, GroupsOfUnevenHostsAreNeverEmpty) {
+  using G = std::vector<std::vector<uint32_t>>;
+  EXPECT_EQ(exporter::contiguous_groups({1, 100}, 2), (G{{0}, {1}}));
+  EXPECT_EQ(exporter::contiguous_groups({100, 1}, 2), (G{{0}, {1}}));
+  EXPECT_EQ(exporter::contiguous_groups({100, 1, 1, 1}, 2), (G{{0}, {1, 2, 3}}));
+  EXPECT_EQ(exporter::contiguous_groups({1, 1, 1, 100}, 3), (G{{0, 1}, {2}, {3}}));
+  EXPECT_EQ(exporter::contiguous_groups({1, 1, 1, 1}, 2), (G{{0, 1}, {2, 3}}));
+  EXPECT_EQ(exporter::contiguous_groups({0, 0, 0}, 3), (G{{0}, {1}, {2}}));
+  EXPECT_EQ(exporter::contiguous_groups({5, 5, 5}, 1), (G{{0, 1, 2}}));
 }
 
 TEST(ShardMerge, ShardSpecFromTheCommandLineOrTheMpiLauncher) {
@@ -230,8 +244,9 @@ TEST(ShardMergeCommand, MpiJobWritesOneShardPerRankAndMergeJoinsThem) {
   ProcessResult r = run_process({mpirun, "--allow-run-as-root", "--oversubscribe", "-n", "2", SIGMATRACE_CLI, "analyze", dir.path(),
                                  "--shard", "mpi", "-j", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  for (const char* k : {"0", "1"})
-    EXPECT_NE(r.out.find("wrote " + dir.path() + "/shards/" + k + "-of-2 (shard " + k + " of 2: hosts "), std::string::npos) << r.out;
+  // Five hosts of equal traffic: node0-node2 and node3-node4 (the events' midpoint falls in node2).
+  EXPECT_NE(r.out.find("wrote " + dir.path() + "/shards/0-of-2 (shard 0 of 2: hosts node0,node1,node2, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wrote " + dir.path() + "/shards/1-of-2 (shard 1 of 2: hosts node3,node4, "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("when every shard is written: sigmatrace merge " + dir.path()), std::string::npos);
   r = run_process({SIGMATRACE_CLI, "merge", dir.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;

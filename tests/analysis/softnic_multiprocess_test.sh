@@ -121,7 +121,8 @@ mkdir -p "$work/whole" && mv "$exp/aggregate.json" "$exp/trace.sqlite" "$exp/tra
 for k in 0 1; do
   "$st" analyze "$exp" --shard "$k/2" >"$work/shard$k.log" 2>&1 || { cat "$work/shard$k.log"; fail "analyze --shard $k/2 failed"; }
 done
-grep -q "shard 0 of 2: hosts node-a," "$work/shard0.log" || fail "shard 0 is not node-a's: $(cat "$work/shard0.log")"
+grep -Eq "shard 0 of 2: hosts node-a, [1-9][0-9]* events" "$work/shard0.log" || fail "shard 0 is not node-a's: $(cat "$work/shard0.log")"
+grep -Eq "shard 1 of 2: hosts node-b, [1-9][0-9]* events" "$work/shard1.log" || fail "shard 1 is not node-b's: $(cat "$work/shard1.log")"
 "$st" merge -q "$exp" >"$work/merge.log" 2>&1 || { cat "$work/merge.log"; fail "merge failed"; }
 "$build/tests/bin/pftrace_check" "$exp/trace.pftrace" "$exp/trace.sqlite" || fail "the merged timeline breaks Perfetto's invariants"
 python3 - "$work/whole/aggregate.json" "$exp/aggregate.json" <<'PY' || fail "merged aggregate.json"

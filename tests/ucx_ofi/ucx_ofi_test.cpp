@@ -652,6 +652,7 @@ TEST(LayerAnalysis, UcxRingAnalysedInShardsMergesToTheWholeAnalysis) {
     so.shard = {k, 2};
     sigmatrace::exporter::AnalysisRun shard = sigmatrace::exporter::run_analysis(so);
     ASSERT_TRUE(shard.ok) << shard.error;
+    EXPECT_EQ(shard.shard_hosts, std::vector<std::string>{"node" + std::to_string(k)});
   }
   sigmatrace::exporter::MergeOptions mo;
   mo.dir = exp;
