@@ -29,6 +29,15 @@ const nlohmann::json* layer_entry(const nlohmann::json& agg, const std::string& 
   return nullptr;
 }
 
+// The whole analysis of an experiment, on two workers.
+sigmatrace::exporter::AnalysisRun analyze(const std::string& dir, sigmatrace::exporter::ShardSpec shard = {}) {
+  sigmatrace::exporter::AnalysisOptions o;
+  o.dir = dir;
+  o.threads = 2;
+  o.shard = shard;
+  return sigmatrace::exporter::run_analysis(o);
+}
+
 TEST(LayerAnalysis, UcxTagMessagesHaveTheirPeerTransportAndMatrixEntry) {
   REQUIRE_PROGRAM("ucx_perftest");
   TempDir dir;
@@ -37,10 +46,7 @@ TEST(LayerAnalysis, UcxTagMessagesHaveTheirPeerTransportAndMatrixEntry) {
   PairRun r = run_pair({"ucx_perftest", "-p", p}, {"ucx_perftest", "127.0.0.1", "-p", p, "-t", "tag_lat", "-n", "150", "-w", "0", "-s", "16"},
                        port, "simple", dir.path(), ucx_env("tcp"), true);
   ASSERT_EQ(r.client.exit_code, 0) << r.client.err;
-  sigmatrace::exporter::AnalysisOptions o;
-  o.dir = dir.path();
-  o.threads = 2;
-  sigmatrace::exporter::AnalysisRun a = sigmatrace::exporter::run_analysis(o);
+  sigmatrace::exporter::AnalysisRun a = analyze(dir.path());
   ASSERT_TRUE(a.ok) << a.error;
   expect_valid_timeline(dir.path());
   ASSERT_EQ(a.model->processes.size(), 2u);
@@ -151,10 +157,7 @@ TEST(LayerAnalysis, UcxRingAnalysedInShardsMergesToTheWholeAnalysis) {
                                       rank_as_host},
                                      o);
   ASSERT_EQ(traced.exit_code, 0) << traced.out << traced.err;
-  sigmatrace::exporter::AnalysisOptions whole_options;
-  whole_options.dir = exp;
-  whole_options.threads = 2;
-  sigmatrace::exporter::AnalysisRun whole = sigmatrace::exporter::run_analysis(whole_options);
+  sigmatrace::exporter::AnalysisRun whole = analyze(exp);
   ASSERT_TRUE(whole.ok) << whole.error;
   ASSERT_EQ(whole.model->hosts, (std::vector<std::string>{"node0", "node1"}));
   ASSERT_FALSE(whole.aggregate_json["layers"].empty());
@@ -166,9 +169,7 @@ TEST(LayerAnalysis, UcxRingAnalysedInShardsMergesToTheWholeAnalysis) {
   const std::string whole_ops = op_rows(exp);
   for (const char* f : {"aggregate.json", "trace.sqlite", "trace.pftrace"}) std::rename((exp + "/" + f).c_str(), (exp + "/whole." + f).c_str());
   for (unsigned k = 0; k < 2; ++k) {
-    sigmatrace::exporter::AnalysisOptions so = whole_options;
-    so.shard = {k, 2};
-    sigmatrace::exporter::AnalysisRun shard = sigmatrace::exporter::run_analysis(so);
+    sigmatrace::exporter::AnalysisRun shard = analyze(exp, {k, 2});
     ASSERT_TRUE(shard.ok) << shard.error;
     EXPECT_EQ(shard.shard_hosts, std::vector<std::string>{"node" + std::to_string(k)});
   }
@@ -192,10 +193,7 @@ TEST(LayerAnalysis, LibfabricMessagesFindTheirPeerThroughTheAddressVector) {
   client.insert(client.end(), {"-P", std::to_string(port), "127.0.0.1"});
   PairRun r = run_pair(server, client, port, "simple", dir.path(), {}, true);
   ASSERT_EQ(r.client.exit_code, 0) << r.client.err;
-  sigmatrace::exporter::AnalysisOptions o;
-  o.dir = dir.path();
-  o.threads = 2;
-  sigmatrace::exporter::AnalysisRun a = sigmatrace::exporter::run_analysis(o);
+  sigmatrace::exporter::AnalysisRun a = analyze(dir.path());
   ASSERT_TRUE(a.ok) << a.error;
   expect_valid_timeline(dir.path());
   for (uint64_t src : {0u, 1u}) {
