@@ -39,8 +39,6 @@ int run_analyze(const AnalyzeOptions& o) {
   if (format::experiment_is_live(o.dir))
     std::fprintf(stderr, "sigmatrace: analyze: %s is still being recorded; analysing what is written so far\n", o.dir.c_str());
   analysis::Progress progress;
-  for (const std::string& f : format::list_trace_files(o.dir))
-    if (stat(f.c_str(), &st) == 0) progress.total_bytes += static_cast<uint64_t>(st.st_size);
   exporter::AnalysisOptions ao;
   ao.dir = o.dir;
   ao.threads = o.threads;
@@ -87,9 +85,8 @@ int run_analyze(const AnalyzeOptions& o) {
   }
   if (!o.quiet) std::fputs(exporter::render_text_report(run.aggregate_json, o.top).c_str(), stdout);
   double total = run.first_pass_s + run.second_pass_s + run.outputs_s;
-  std::printf("\nwrote %s/%s%s%s%s in %.2f s (%zu files, %llu events)\n", o.dir.c_str(), exporter::kAggregateFile,
-              ao.sqlite ? ", trace.sqlite" : "", ao.perfetto ? ", trace.pftrace" : "", "", total, run.model->processes.size(),
-              static_cast<unsigned long long>(run.pass.events));
+  std::printf("\nwrote %s/%s in %.2f s (%zu files, %llu events)\n", o.dir.c_str(), exporter::output_list(run).c_str(), total,
+              run.model->processes.size(), static_cast<unsigned long long>(run.pass.events));
   return 0;
 }
 

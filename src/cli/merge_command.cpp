@@ -9,7 +9,6 @@
 #include "cli/progress_bar.h"
 #include "export/shard_merge.h"
 #include "export/text_report.h"
-#include "format/experiment_layout.h"
 
 namespace sigmatrace::cli {
 namespace {
@@ -28,8 +27,6 @@ int run_merge(const MergeOptions& o) {
     return 2;
   }
   analysis::Progress progress;
-  for (const std::string& f : format::list_trace_files(o.dir))
-    if (stat(f.c_str(), &st) == 0) progress.total_bytes += static_cast<uint64_t>(st.st_size);
   exporter::MergeOptions mo;
   mo.dir = o.dir;
   mo.threads = o.threads;
@@ -44,10 +41,9 @@ int run_merge(const MergeOptions& o) {
     return 1;
   }
   if (!o.quiet) std::fputs(exporter::render_text_report(run.aggregate_json, o.top).c_str(), stdout);
-  std::string files;
-  for (const std::string& f : run.outputs) files += (files.empty() ? "" : ", ") + f;
   std::printf("\nmerged %llu shards into %s/%s in %.2f s (%zu files, %llu events)\n",
-              static_cast<unsigned long long>(run.aggregate_json.value("merged_shards", 0)), o.dir.c_str(), files.c_str(),
+              static_cast<unsigned long long>(run.aggregate_json.value("merged_shards", 0)), o.dir.c_str(),
+              exporter::output_list(run).c_str(),
               run.first_pass_s + run.outputs_s, run.model->processes.size(), static_cast<unsigned long long>(run.pass.events));
   return 0;
 }

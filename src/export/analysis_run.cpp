@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "export/json_aggregates.h"
+#include "format/experiment_layout.h"
 #include "export/perfetto_writer.h"
 #include "export/sqlite_writer.h"
 
@@ -42,9 +43,25 @@ bool make_directories(const std::string& path, std::string* error) {
 }
 }  // namespace
 
+std::string output_list(const AnalysisRun& run) {
+  std::string files;
+  for (const std::string& f : run.outputs) files += (files.empty() ? "" : ", ") + f;
+  return files;
+}
+
 bool run_first_pass(const std::string& dir, unsigned threads, Progress* progress, AnalysisRun* run) {
   auto t0 = std::chrono::steady_clock::now();
-  if (progress) progress->pass = 1;
+  if (progress) {
+    // The first pass reads every trace file: its progress is over their sizes.
+    uint64_t bytes = 0;
+    for (const std::string& f : format::list_trace_files(dir)) {
+      std::error_code ec;
+      const uintmax_t n = std::filesystem::file_size(f, ec);
+      if (!ec) bytes += n;
+    }
+    progress->total_bytes = bytes;
+    progress->pass = 1;
+  }
   run->model = std::make_unique<ExperimentModel>(build_experiment_model(dir, threads, progress ? &progress->bytes_done : nullptr));
   const ExperimentModel& m = *run->model;
   run->first_pass_s = seconds_since(t0);

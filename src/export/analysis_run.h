@@ -53,6 +53,9 @@ AnalysisRun run_analysis(const AnalysisOptions& o);
 // holds no usable trace file. Shared with the merge of shards (shard_merge.h).
 bool run_first_pass(const std::string& dir, unsigned threads, analysis::Progress* progress, AnalysisRun* run);
 
+// "aggregate.json, trace.sqlite, trace.pftrace": the files run wrote, for a summary line.
+std::string output_list(const AnalysisRun& run);
+
 inline double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
