@@ -1,0 +1,246 @@
+// The wrappers of the extended verbs objects: an ibv_qp_ex's wr_* builders and wr_complete/wr_abort
+// (re-applied after every ibv_modify_qp, since providers rewrite them on state changes), and an
+// ibv_cq_ex's start_poll/next_poll. A batch of ibv_wr_* calls is recorded at wr_complete as one
+// post (and, in full mode, one event per WR). They run on application threads: no locks, no system
+// calls, no allocation.
+#include <endian.h>
+
+#include "profiler/providers/verbs/ibverbs_hooks.h"
+#include "profiler/providers/verbs/ibverbs_send_counters.h"
+
+namespace sigmatrace::profiler::ibv {
+
+namespace {
+
+using format::AggregateKey;
+
+// ---- ibv_qp_ex ---------------------------------------------------------------------------------
+
+[[gnu::always_inline]] inline QpState* qp_of(ibv_qp_ex* q) { return find_qp(&q->qp_base); }
+
+template <TraceMode M>
+[[gnu::always_inline]] inline void finish_wr(QpState* s, uint64_t now) {
+  PendingWr& w = s->wr;
+  w.open = false;
+  ++s->batch_wrs;
+  s->batch_bytes += w.bytes;
+  s->batch_opcode_mask |= uint64_t{1} << (w.opcode & 63);
+  if constexpr (M == kFull)
+    record_at<EventType::ibv_send_wr>(now, uint64_t{s->qp_num}, w.wr_id, uint64_t{w.opcode}, w.bytes, uint64_t{w.num_sge}, w.remote_addr,
+           uint64_t{w.rkey}, uint64_t{w.send_flags}, uint64_t{w.imm_data});
+  if constexpr (M == kAggregate) {
+    const void* qp = s->key.load(std::memory_order_relaxed);
+    const uint64_t generation = memo_generation();
+    if (!count_send_memo(qp, s->qp_num, w.opcode, w.bytes, generation))
+      count_send_slow(t_send_memo, qp, s->qp_num, w.opcode, s->local_endpoint, s->remote_endpoint, w.bytes, generation);
+  }
+}
+
+template <TraceMode M>
+[[gnu::always_inline]] inline void begin_wr(QpState* s, ibv_qp_ex* q, uint32_t opcode, uint32_t rkey, uint64_t raddr, uint32_t imm) {
+  if (!active()) return;
+  if (s->wr.open) finish_wr<M>(s, M == kFull ? read_tsc() : 0);
+  s->wr = PendingWr{q->wr_id, raddr, 0, opcode, rkey, q->wr_flags, imm, 0, true};
+}
+
+#define SIGMATRACE_QPX_PROLOGUE(field)          \
+  QpState* s = qp_of(q);                        \
+  if (__builtin_expect(s == nullptr, 0)) {      \
+    object_not_tracked("QP");                   \
+    return;                                     \
+  }                                             \
+  s->real.field
+
+template <TraceMode M>
+void wr_rdma_write_hook(ibv_qp_ex* q, uint32_t rkey, uint64_t raddr) {
+  SIGMATRACE_QPX_PROLOGUE(rdma_write)(q, rkey, raddr);
+  begin_wr<M>(s, q, IBV_WR_RDMA_WRITE, rkey, raddr, 0);
+}
+template <TraceMode M>
+void wr_rdma_write_imm_hook(ibv_qp_ex* q, uint32_t rkey, uint64_t raddr, __be32 imm) {
+  SIGMATRACE_QPX_PROLOGUE(rdma_write_imm)(q, rkey, raddr, imm);
+  begin_wr<M>(s, q, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, raddr, be32toh(imm));
+}
+template <TraceMode M>
+void wr_rdma_read_hook(ibv_qp_ex* q, uint32_t rkey, uint64_t raddr) {
+  SIGMATRACE_QPX_PROLOGUE(rdma_read)(q, rkey, raddr);
+  begin_wr<M>(s, q, IBV_WR_RDMA_READ, rkey, raddr, 0);
+}
+template <TraceMode M>
+void wr_send_hook(ibv_qp_ex* q) {
+  SIGMATRACE_QPX_PROLOGUE(send)(q);
+  begin_wr<M>(s, q, IBV_WR_SEND, 0, 0, 0);
+}
+template <TraceMode M>
+void wr_send_imm_hook(ibv_qp_ex* q, __be32 imm) {
+  SIGMATRACE_QPX_PROLOGUE(send_imm)(q, imm);
+  begin_wr<M>(s, q, IBV_WR_SEND_WITH_IMM, 0, 0, be32toh(imm));
+}
+template <TraceMode M>
+void wr_send_inv_hook(ibv_qp_ex* q, uint32_t invalidate_rkey) {
+  SIGMATRACE_QPX_PROLOGUE(send_inv)(q, invalidate_rkey);
+  begin_wr<M>(s, q, IBV_WR_SEND_WITH_INV, 0, 0, invalidate_rkey);
+}
+template <TraceMode M>
+void wr_atomic_cmp_swp_hook(ibv_qp_ex* q, uint32_t rkey, uint64_t raddr, uint64_t compare, uint64_t swap) {
+  SIGMATRACE_QPX_PROLOGUE(atomic_cmp_swp)(q, rkey, raddr, compare, swap);
+  begin_wr<M>(s, q, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, raddr, 0);
+}
+template <TraceMode M>
+void wr_atomic_fetch_add_hook(ibv_qp_ex* q, uint32_t rkey, uint64_t raddr, uint64_t add) {
+  SIGMATRACE_QPX_PROLOGUE(atomic_fetch_add)(q, rkey, raddr, add);
+  begin_wr<M>(s, q, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, raddr, 0);
+}
+template <TraceMode M>
+void wr_set_sge_hook(ibv_qp_ex* q, uint32_t lkey, uint64_t addr, uint32_t length) {
+  SIGMATRACE_QPX_PROLOGUE(set_sge)(q, lkey, addr, length);
+  s->wr.bytes = length;
+  s->wr.num_sge = 1;
+}
+template <TraceMode M>
+void wr_set_sge_list_hook(ibv_qp_ex* q, size_t num_sge, const ibv_sge* sg_list) {
+  SIGMATRACE_QPX_PROLOGUE(set_sge_list)(q, num_sge, sg_list);
+  s->wr.bytes = sge_bytes(sg_list, static_cast<int>(num_sge));
+  s->wr.num_sge = static_cast<uint32_t>(num_sge);
+}
+template <TraceMode M>
+void wr_set_inline_data_hook(ibv_qp_ex* q, void* addr, size_t length) {
+  SIGMATRACE_QPX_PROLOGUE(set_inline_data)(q, addr, length);
+  s->wr.bytes = length;
+  s->wr.num_sge = 0;
+  s->wr.send_flags |= IBV_SEND_INLINE;
+}
+template <TraceMode M>
+void wr_set_inline_data_list_hook(ibv_qp_ex* q, size_t num_buf, const ibv_data_buf* bufs) {
+  SIGMATRACE_QPX_PROLOGUE(set_inline_data_list)(q, num_buf, bufs);
+  uint64_t b = 0;
+  for (size_t i = 0; i < num_buf; ++i) b += bufs[i].length;
+  s->wr.bytes = b;
+  s->wr.num_sge = 0;
+  s->wr.send_flags |= IBV_SEND_INLINE;
+}
+
+template <TraceMode M>
+int wr_complete_hook(ibv_qp_ex* q) {
+  QpState* s = qp_of(q);
+  if (__builtin_expect(s == nullptr, 0)) {
+    object_not_tracked("QP");
+    return ENOSYS;
+  }
+  if (__builtin_expect(!active(), 0)) {
+    reset_batch(s);
+    return s->real.complete(q);
+  }
+  const uint64_t now = M == kAggregate ? 0 : read_tsc();  // one timestamp for the last WR and the call
+  if (s->wr.open) finish_wr<M>(s, now);
+  // Copied out before the real call: it releases the QP, and another thread may start a batch.
+  const uint64_t n = s->batch_wrs, bytes = s->batch_bytes, mask = s->batch_opcode_mask;
+  const uint32_t qpn = s->qp_num;
+  reset_batch(s);
+  const int ret = s->real.complete(q);
+  if constexpr (M != kAggregate) record_at<EventType::ibv_post_send>(now, uint64_t{qpn}, n, bytes, mask, static_cast<int64_t>(ret));
+  if (__builtin_expect(ret != 0, 0)) record_error(IbvCall::post_send, qpn, ret);
+  return ret;
+}
+
+template <TraceMode M>
+void wr_abort_hook(ibv_qp_ex* q) {
+  QpState* s = qp_of(q);
+  if (__builtin_expect(s == nullptr, 0)) {
+    object_not_tracked("QP");
+    return;
+  }
+  reset_batch(s);
+  s->real.abort(q);
+}
+
+// ---- ibv_cq_ex ---------------------------------------------------------------------------------
+
+template <TraceMode M>
+[[gnu::always_inline]] inline void after_cq_ex_poll(CqState* s, ibv_cq_ex* cq, int ret) {
+  if (ret != 0) {
+    if (__builtin_expect(ret != ENOENT, 0)) record_error(IbvCall::poll_cq, reinterpret_cast<uintptr_t>(cq), ret);
+    return;
+  }
+  const ibv_wc_status status = cq->status;
+  if (M == kFull || __builtin_expect(status != IBV_WC_SUCCESS, 0)) {
+    const uint64_t f = s->wc_flags;
+    uint64_t qpn = (f & IBV_WC_EX_WITH_QP_NUM) && s->read_qp_num ? s->read_qp_num(cq) : 0;
+    uint64_t len = (f & IBV_WC_EX_WITH_BYTE_LEN) && s->read_byte_len ? s->read_byte_len(cq) : 0;
+    uint64_t imm = (f & IBV_WC_EX_WITH_IMM) && s->read_imm_data ? be32toh(s->read_imm_data(cq)) : 0;
+    uint64_t src = (f & IBV_WC_EX_WITH_SRC_QP) && s->read_src_qp ? s->read_src_qp(cq) : 0;
+    uint64_t opcode = s->read_opcode ? s->read_opcode(cq) : 0;
+    uint64_t flags = s->read_wc_flags ? s->read_wc_flags(cq) : 0;
+    uint64_t verr = status != IBV_WC_SUCCESS && s->read_vendor_err ? s->read_vendor_err(cq) : 0;
+    record<EventType::ibv_completion>(reinterpret_cast<uintptr_t>(cq), qpn, cq->wr_id, static_cast<uint64_t>(status), opcode, len, imm,
+           flags, src, verr);
+  } else if constexpr (M == kAggregate) {
+    if (s->read_opcode) {
+      uint32_t opcode = s->read_opcode(cq);
+      if (opcode & IBV_WC_RECV) {
+        uint64_t qpn = (s->wc_flags & IBV_WC_EX_WITH_QP_NUM) && s->read_qp_num ? s->read_qp_num(cq) : 0;
+        uint64_t len = (s->wc_flags & IBV_WC_EX_WITH_BYTE_LEN) && s->read_byte_len ? s->read_byte_len(cq) : 0;
+        aggregate_add(AggregateKey::ibv_qp_opcode, qpn, 0x100 + uint64_t{opcode}, len);
+      }
+    }
+  }
+}
+
+template <TraceMode M>
+int start_poll_hook(ibv_cq_ex* cq, ibv_poll_cq_attr* attr) {
+  CqState* s = g_cqs.find(cq);
+  if (__builtin_expect(s == nullptr, 0)) {
+    object_not_tracked("CQ");
+    return ENOSYS;
+  }
+  const int ret = s->start_poll(cq, attr);
+  if (__builtin_expect(active(), 1)) after_cq_ex_poll<M>(s, cq, ret);
+  return ret;
+}
+
+template <TraceMode M>
+int next_poll_hook(ibv_cq_ex* cq) {
+  CqState* s = g_cqs.find(cq);
+  if (__builtin_expect(s == nullptr, 0)) {
+    object_not_tracked("CQ");
+    return ENOSYS;
+  }
+  const int ret = s->next_poll(cq);
+  if (__builtin_expect(active(), 1)) after_cq_ex_poll<M>(s, cq, ret);
+  return ret;
+}
+
+template <TraceMode M>
+constexpr QpExReal make_qp_ex_hooks() {
+  QpExReal h{};
+  h.atomic_cmp_swp = &wr_atomic_cmp_swp_hook<M>;
+  h.atomic_fetch_add = &wr_atomic_fetch_add_hook<M>;
+  h.rdma_read = &wr_rdma_read_hook<M>;
+  h.rdma_write = &wr_rdma_write_hook<M>;
+  h.rdma_write_imm = &wr_rdma_write_imm_hook<M>;
+  h.send = &wr_send_hook<M>;
+  h.send_imm = &wr_send_imm_hook<M>;
+  h.send_inv = &wr_send_inv_hook<M>;
+  h.set_inline_data = &wr_set_inline_data_hook<M>;
+  h.set_inline_data_list = &wr_set_inline_data_list_hook<M>;
+  h.set_sge = &wr_set_sge_hook<M>;
+  h.set_sge_list = &wr_set_sge_list_hook<M>;
+  h.start = nullptr;  // not wrapped: the batch is reset at complete/abort
+  h.complete = &wr_complete_hook<M>;
+  h.abort = &wr_abort_hook<M>;
+  return h;
+}
+const QpExReal kQpExHooks[3] = {make_qp_ex_hooks<kAggregate>(), make_qp_ex_hooks<kSimple>(), make_qp_ex_hooks<kFull>()};
+
+template <TraceMode M>
+constexpr CqExPollOps make_cq_ex_hooks() {
+  return {&start_poll_hook<M>, &next_poll_hook<M>};
+}
+const CqExPollOps kCqExHooks[3] = {make_cq_ex_hooks<kAggregate>(), make_cq_ex_hooks<kSimple>(), make_cq_ex_hooks<kFull>()};
+
+}  // namespace
+
+const QpExReal& qp_ex_hooks() { return for_trace_mode(kQpExHooks); }
+const CqExPollOps& cq_ex_hooks() { return for_trace_mode(kCqExHooks); }
+
+}  // namespace sigmatrace::profiler::ibv
