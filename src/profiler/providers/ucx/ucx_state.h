@@ -1,4 +1,4 @@
-// What the ucx provider's two halves share: the UCP symbol shims (ucx_ucp_symbols.cpp) and the
+// What the ucx provider's two halves share: the UCP symbol shims (ucx_ucp_control.cpp, ucx_ucp_data_path.cpp) and the
 // UCT ops-table patching (ucx_uct_patch.cpp). The shims record one event per UCP call; the UCT
 // wrappers note, per thread, which interface and endpoint (lane) the current UCP call went out on.
 // Everything here is read on application threads: no locks, no allocation, no system calls.
