@@ -63,6 +63,16 @@ struct HijackCounters {
   uint64_t kernels_marked = 0, kernel_ends = 0, kernel_markers_dropped = 0, kernel_markers_unresolved = 0;
 };
 
+// Traffic that left a process through UCX or libfabric, per (peer, layer, transport): found by the
+// second pass over the process's file (layer_ops.h).
+struct LayerTraffic {
+  std::string layer;      // "ucx" or "ofi"
+  std::string transport;  // "tcp/lo", "posix/memory", "tcp;ofi_rxm", "shm", ... ("" when unknown)
+  uint32_t src = 0;       // process ids
+  int64_t dst = -1;       // -1: peer not traced or not identified
+  uint64_t ops = 0, bytes = 0;
+};
+
 struct ProcessCounters {
   OpCounters ops;              // summed over the process's QPs, plus operations without a QP (SRQ)
   uint64_t events = 0;         // decoded in the second pass
@@ -80,6 +90,7 @@ struct ProcessCounters {
   uint64_t aggregate_entries = 0;  // aggregate-mode records folded in
   DoorbellCounters doorbells_without_qp;  // doorbells naming a QP number no devx CREATE_QP created
   HijackCounters hijack;
+  std::vector<LayerTraffic> layer_traffic;  // its UCX/libfabric traffic (reads: from their source)
 };
 
 // One GPU of one process that rang doorbells (GPU-initiated QPs whose send queue is in its memory;

@@ -1,14 +1,10 @@
 // See association.h.
 #include "analysis/association.h"
 
-#include <deque>
-#include <unordered_map>
+#include <memory>
+#include <vector>
 
-#include "analysis/call_spans.h"
-#include "analysis/gpu_ops.h"
-#include "analysis/ibv_names.h"
-#include "analysis/layer_ops.h"
-#include "analysis/qp_lookup.h"
+#include "analysis/associator_list.h"
 #include "format/event_types.h"
 #include "format/trace_reader.h"
 
@@ -30,94 +26,61 @@ uint64_t message_flow_id(const HwEndpoint& from, const HwEndpoint& to, uint64_t 
 
 namespace {
 
-constexpr size_t kMaxPending = 1 << 16;  // per QP queue: beyond this the oldest WR is given up
-constexpr size_t kMaxEarly = 1 << 12;    // per QP: completions waiting for their WR
-constexpr uint64_t kSendSignaled = 2;    // IBV_SEND_SIGNALED
-
-struct PendingWr {
-  OpRecord op;
-};
-
-struct QpState {
-  std::deque<PendingWr> sends, recvs;
-  // Completions read before their WR: a thread that polls flushes its chunk before the thread that
-  // posted does, so file order is not time order across threads. Matched when the WR comes.
-  std::deque<CompletionRecord> early;
-  uint64_t send_seq = 0, recv_seq = 0;
-  int64_t peer_process = kNone;
-  uint64_t local_hash = 0, peer_hash = 0;  // hw_endpoint_hash of both ends (the peer's own address)
-  bool flows = false;                      // connected peer in the trace: messages get flow ids
-  bool saw_signaled = false;               // a send WR was posted signalled (so not sq_sig_all only)
-};
-
-class FileAssociation {
+// One file's second pass: the events its layers' associators registered go to them; the core
+// events (call spans, marks, the count of aggregate entries) are handled here.
+class FilePass {
  public:
-  FileAssociation(const ExperimentModel& m, uint32_t pid, FileSink* sink, Aggregates* agg)
-      : m_(m), p_(m.processes[pid]), sink_(sink), agg_(agg), pc_(agg->process[pid]) {
-    // A process's QPs have consecutive ids (the first pass numbers them file by file).
-    first_qp_ = m.qps.size();
-    size_t last = 0;
-    for (const auto& [num, ids] : p_.qps_by_num)
-      for (uint32_t id : ids) first_qp_ = std::min<size_t>(first_qp_, id), last = std::max<size_t>(last, id + 1);
-    if (first_qp_ > last) first_qp_ = last = 0;
-    qps_.resize(last - first_qp_);
-    for (size_t i = 0; i < qps_.size(); ++i) {
-      const QpRow& q = m.qps[first_qp_ + i];
-      QpState& s = qps_[i];
-      s.local_hash = hw_endpoint_hash(q.local);
-      if (q.remote_qp_id != kNone) {
-        const QpRow& r = m.qps[static_cast<size_t>(q.remote_qp_id)];
-        s.peer_process = r.process_id;
-        s.peer_hash = hw_endpoint_hash(r.local);
-        s.flows = q.connection_id != kNone;
-      }
+  FilePass(const ExperimentModel& m, uint32_t pid, FileSink* sink, Aggregates* agg)
+      : process_(m.processes[pid]),
+        counters_(agg->process[pid]),
+        qp_of_(m, process_, &counters_.unknown_qp),
+        calls_(sink, process_.clock),
+        file_{m, process_, sink, *agg, counters_, qp_of_, calls_} {
+    for (const AssociatorRegistration* r : kAssociators) {
+      associators_.push_back({r, r->make(file_)});
+      for (format::AggregateKey k : r->aggregate_keys) by_key_[static_cast<size_t>(k) % kKeys] = associators_.back().associator.get();
     }
   }
 
   FilePassStats run(std::atomic<uint64_t>* bytes_done);
 
  private:
-  void on_event(int64_t thread, const format::DecodedEvent& ev);
-  void post_send_wr(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
-  void post_recv_wr(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
-  void completion(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
-  void post_call(int64_t thread, int64_t ts, const format::DecodedEvent& ev, bool send);
-  void control_call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result);
-  void call_error(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
-  void finish_op(OpRecord& op);
-  bool match_early(QpState* s, OpRecord& op, bool receive);
-  void emit_completion(const CompletionRecord& c);
-  QpState* state(int64_t qp) { return qp == kNone ? nullptr : &qps_[static_cast<size_t>(qp) - first_qp_]; }
-  int64_t qp_of(uint64_t qp_num, uint64_t tsc) { return qp_of_(qp_num, tsc); }
-  OpCounters& counters(int64_t qp) { return qp == kNone ? pc_.ops : agg_->qp[static_cast<size_t>(qp)]; }
-  uint64_t next_id(uint64_t* n) { return (uint64_t{p_.process_id} << 40) | (*n)++; }
+  struct Registered {
+    const AssociatorRegistration* registration;
+    std::unique_ptr<LayerAssociator> associator;
+  };
+  LayerAssociator* associator_of(uint16_t id) const {
+    for (const Registered& r : associators_)
+      for (const EventIdRange& range : r.registration->events)
+        if (range.holds(id)) return r.associator.get();
+    return nullptr;
+  }
+  void core_event(int64_t thread, const format::DecodedEvent& ev);
 
-  const ExperimentModel& m_;
-  const ProcessRow& p_;
-  FileSink* sink_;
-  Aggregates* agg_;
-  ProcessCounters& pc_;
-  size_t first_qp_ = 0;
-  std::vector<QpState> qps_;
-  std::unordered_map<uint64_t, std::deque<PendingWr>> srq_recvs_;
-  QpLookup qp_of_{m_, p_, &pc_.unknown_qp};
-  uint64_t ops_ = 0, completions_ = 0, errors_ = 0;
+  static constexpr size_t kKeys = 64;  // AggregateKey values are small
+  const ProcessRow& process_;
+  ProcessCounters& counters_;
+  QpLookup qp_of_;
+  CallSpans calls_;
+  FileContext file_;
+  std::vector<Registered> associators_;
+  LayerAssociator* by_key_[kKeys] = {};
   FilePassStats stats_;
-  CallSpans calls_{sink_, p_.clock};                      // control calls, held until their duration is known
-  LayerOpsAssociation layers_{m_, p_.process_id, sink_, &pc_.receives_untimed};  // UCX and libfabric events (layer_ops.h)
-  GpuAssociation gpu_{m_, p_.process_id, sink_, agg_, &ops_, &qp_of_, &calls_};  // GPU-initiated work (gpu_ops.h)
 };
 
-FilePassStats FileAssociation::run(std::atomic<uint64_t>* bytes_done) {
+FilePassStats FilePass::run(std::atomic<uint64_t>* bytes_done) {
   format::TraceFileReader reader;
   std::string error;
-  if (!reader.open(p_.file->path, &error)) return stats_;  // was readable in the first pass; now gone
+  if (!reader.open(process_.file->path, &error)) return stats_;  // was readable in the first pass; now gone
   const format::Schema& schema = reader.schema();
+  // Per type of this file's schema: the associator that reads it (null: the core's own, or none).
   // Types whose layout in this file lacks fields we read are skipped (counted), never misread.
   std::vector<bool> layout_ok(schema.types.size(), false);
+  std::vector<LayerAssociator*> handler(schema.types.size(), nullptr);
   for (size_t i = 0; i < schema.types.size(); ++i) {
     const format::EventSpec* spec = format::find_builtin_spec(schema.types[i].id);
     layout_ok[i] = spec && schema.types[i].fields.size() >= spec->field_count;
+    handler[i] = associator_of(schema.types[i].id);
   }
   format::Chunk chunk;
   format::DecodedEvent ev;
@@ -126,380 +89,50 @@ FilePassStats FileAssociation::run(std::atomic<uint64_t>* bytes_done) {
     if (bytes_done) *bytes_done += sizeof(chunk.header) + chunk.header.stored_bytes;
     int64_t thread = kNone;
     if (chunk.header.tid) {
-      auto it = p_.thread_of_tid.find(chunk.header.tid);
-      if (it != p_.thread_of_tid.end()) thread = it->second;
+      auto it = process_.thread_of_tid.find(chunk.header.tid);
+      if (it != process_.thread_of_tid.end()) thread = it->second;
     }
     format::ChunkEventDecoder dec(chunk.header, chunk.payload.data(), chunk.payload.size(), &schema);
     while (dec.next(&ev)) {
       ++stats_.events;
-      if (!layout_ok[static_cast<size_t>(ev.desc - schema.types.data())]) {
+      const size_t type = static_cast<size_t>(ev.desc - schema.types.data());
+      if (!layout_ok[type]) {
         ++stats_.skipped_events;
         continue;
       }
-      on_event(thread, ev);
+      if (LayerAssociator* a = handler[type]) a->on_event(thread, process_.clock.to_ns(ev.tsc), ev);
+      else core_event(thread, ev);
     }
     if (dec.failed()) ++stats_.undecodable_chunks;
   }
-  // WRs still waiting: their completion was not traced (unsignaled at the end, or lost).
-  for (QpState& s : qps_) {
-    for (const CompletionRecord& c : s.early) ++pc_.unmatched_completions, emit_completion(c);
-    s.early.clear();
-    for (PendingWr& w : s.sends) finish_op(w.op);
-    for (PendingWr& w : s.recvs) finish_op(w.op);
-    s.sends.clear(), s.recvs.clear();
-  }
-  for (auto& [srq, q] : srq_recvs_)
-    for (PendingWr& w : q) finish_op(w.op);
-  layers_.finish();
+  for (Registered& r : associators_) r.associator->finish();
   calls_.flush();
-  pc_.events += stats_.events;
-  if (sink_) sink_->finish();
+  counters_.events += stats_.events;
+  if (file_.sink) file_.sink->finish();
   return stats_;
 }
 
-void FileAssociation::finish_op(OpRecord& op) {
-  if (sink_) sink_->op(op);
-}
-
-void FileAssociation::on_event(int64_t thread, const format::DecodedEvent& ev) {
-  int64_t ts = p_.clock.to_ns(ev.tsc);
+void FilePass::core_event(int64_t thread, const format::DecodedEvent& ev) {
   const uint64_t* v = ev.values;
   switch (static_cast<EventType>(ev.type)) {
-    case EventType::ibv_send_wr: post_send_wr(thread, ts, ev); break;
-    case EventType::ibv_recv_wr: post_recv_wr(thread, ts, ev); break;
-    case EventType::ibv_completion: completion(thread, ts, ev); break;
-    case EventType::ibv_post_send: post_call(thread, ts, ev, true); break;
-    case EventType::ibv_post_recv: post_call(thread, ts, ev, false); break;
-    case EventType::ibv_post_srq_recv: post_call(thread, ts, ev, false); break;
-    case EventType::ibv_call_error: call_error(thread, ts, ev); break;
-    case EventType::ibv_poll_cq:
-      if (sink_ && static_cast<int64_t>(v[1]) > 0) {
-        CallRecord c{ts, 0, p_.process_id, thread, "ibv_poll_cq", kNone, 0, v[1], ev.as_i64(2)};
-        sink_->call(c);
-      }
-      break;
-    case EventType::ibv_async_event: {
-      ++pc_.errors;
-      ++pc_.error_kinds[error_kind("async", "event_type_" + std::to_string(v[1]), 0)];
-      if (sink_) {
-        ErrorRecord e{next_id(&errors_), ts, p_.process_id, thread, "ibv", "async", "event_type_" + std::to_string(v[1]), v[2], 0, kNone};
-        sink_->error(e);
-      }
-      break;
-    }
-    case EventType::ibv_device_open: control_call(thread, ts, "ibv_open_device", kNone, 0); break;
-    case EventType::ibv_qp_create: control_call(thread, ts, "ibv_create_qp", qp_of(v[3], ev.tsc), 0); break;
-    case EventType::ibv_qp_modify: control_call(thread, ts, "ibv_modify_qp", qp_of(v[0], ev.tsc), 0); break;
-    case EventType::ibv_qp_destroy: control_call(thread, ts, "ibv_destroy_qp", qp_of(v[0], ev.tsc), 0); break;
-    case EventType::ibv_mr_reg: control_call(thread, ts, "ibv_reg_mr", kNone, 0); break;
-    case EventType::ibv_mr_dereg: control_call(thread, ts, "ibv_dereg_mr", kNone, 0); break;
-    case EventType::ibv_cq_create: control_call(thread, ts, "ibv_create_cq", kNone, 0); break;
-    case EventType::ibv_cq_destroy: control_call(thread, ts, "ibv_destroy_cq", kNone, 0); break;
-    case EventType::ibv_device_close: control_call(thread, ts, "ibv_close_device", kNone, 0); break;
-    case EventType::ibv_pd_alloc: control_call(thread, ts, "ibv_alloc_pd", kNone, 0); break;
-    case EventType::ibv_srq_create: control_call(thread, ts, "ibv_create_srq", kNone, 0); break;
     case EventType::call_span: calls_.span(thread, ev.tsc, v[0]); break;
     case EventType::user_mark:
-      if (sink_) sink_->mark(MarkRecord{ts, p_.process_id, thread, v[0], v[1]});
+      if (file_.sink) file_.sink->mark(MarkRecord{process_.clock.to_ns(ev.tsc), process_.process_id, thread, v[0], v[1]});
       break;
-    case EventType::aggregate_entry: {
-      // Aggregate mode: counters without timestamps, folded into the same per-QP totals.
-      ++pc_.aggregate_entries;
-      if (gpu_.on_aggregate(ev)) break;
-      if (v[1] != static_cast<uint64_t>(format::AggregateKey::ibv_qp_opcode)) {
-        layers_.on_event(thread, ts, ev);  // ucx / ofi counters
-        break;
-      }
-      int64_t qp = qp_of(v[2], 0);
-      OpCounters& c = counters(qp);
-      unsigned op = v[3] >= 0x100 ? static_cast<unsigned>(kOpRecv) : op_class_of_wr_opcode(v[3]);
-      c.ops[op] += v[4];
-      c.bytes[op] += v[5];
+    case EventType::aggregate_entry:  // tid key_kind key_a key_b count bytes: folded by the key's layer
+      ++counters_.aggregate_entries;
+      if (LayerAssociator* a = by_key_[v[1] % kKeys]) a->on_aggregate(ev);
       break;
-    }
-    default:
-      if (!gpu_.on_event(thread, ts, ev)) layers_.on_event(thread, ts, ev);
-      break;
+    default: break;
   }
-}
-
-void FileAssociation::post_send_wr(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
-  const uint64_t* v = ev.values;  // qp_num wr_id opcode bytes num_sge remote_addr rkey send_flags imm_data
-  int64_t qp = qp_of(v[0], ev.tsc);
-  QpState* s = state(qp);
-  OpRecord op;
-  op.op_id = next_id(&ops_);
-  op.ts_ns = ts;
-  op.process_id = p_.process_id;
-  op.thread_id = thread;
-  op.qp_id = qp;
-  op.op_class = op_class_of_wr_opcode(v[2]);
-  op.bytes = v[3];
-  op.wr_id = v[1];
-  op.signaled = (v[7] & kSendSignaled) != 0;
-  if (s) {
-    op.peer_process_id = s->peer_process;
-    if (op_consumes_receive(op.op_class)) {
-      ++s->send_seq;
-      if (s->flows) op.flow_id = message_flow_id(s->local_hash, s->peer_hash, s->send_seq), ++pc_.flows_out;
-    }
-  }
-  OpCounters& c = counters(qp);
-  c.ops[op.op_class] += 1;
-  c.bytes[op.op_class] += op.bytes;
-  c.calls += 1;
-  c.saw(ts);
-  if (sink_) sink_->work_request(op);
-  if (!s) {
-    finish_op(op);
-    return;
-  }
-  s->saw_signaled |= op.signaled;
-  if (!s->early.empty() && match_early(s, op, false)) return;
-  if (s->sends.size() >= kMaxPending) {
-    finish_op(s->sends.front().op);
-    s->sends.pop_front();
-  }
-  s->sends.push_back({op});
-}
-
-void FileAssociation::post_recv_wr(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
-  const uint64_t* v = ev.values;  // qp_num wr_id bytes num_sge srq
-  OpRecord op;
-  op.op_id = next_id(&ops_);
-  op.ts_ns = ts;
-  op.process_id = p_.process_id;
-  op.thread_id = thread;
-  op.op_class = kOpRecv;
-  op.bytes = v[2];
-  op.wr_id = v[1];
-  std::deque<PendingWr>* queue;
-  if (v[4]) {
-    queue = &srq_recvs_[v[4]];
-  } else {
-    op.qp_id = qp_of(v[0], ev.tsc);
-    QpState* s = state(op.qp_id);
-    if (!s) {
-      pc_.ops.ops[kOpRecv] += 1;
-      if (sink_) sink_->work_request(op), finish_op(op);
-      return;
-    }
-    op.peer_process_id = s->peer_process;
-    queue = &s->recvs;
-    if (!s->early.empty() && match_early(s, op, true)) {
-      if (sink_) sink_->work_request(op);
-      return;
-    }
-  }
-  if (sink_) sink_->work_request(op);
-  if (queue->size() >= kMaxPending) {
-    finish_op(queue->front().op);
-    queue->pop_front();
-  }
-  queue->push_back({op});
-}
-
-namespace {
-// The pending WR a completion with this wr_id reports: the first one with that id, except that on
-// a send queue a successful completion skips unsignalled WRs (they generate none; they complete
-// with the next signalled one). With duplicate wr_ids (perftest posts every WR with id 0 and
-// signals one in cq_mod) that is what pairs each completion with its own WR. Falls back to the
-// first id match when no signalled WR matches (the QP was created with sq_sig_all).
-size_t find_wr(const std::deque<PendingWr>& q, uint64_t wr_id, bool signalled_only) {
-  size_t first = q.size();
-  for (size_t i = 0; i < q.size(); ++i) {
-    if (q[i].op.wr_id != wr_id) continue;
-    if (!signalled_only || q[i].op.signaled) return i;
-    if (first == q.size()) first = i;
-  }
-  return first;
-}
-
-// Removes the WR the completion reports from the queue, completing with it every earlier WR when
-// `send_queue` (send queues complete in order on RC).
-bool take_wr(std::deque<PendingWr>* q, uint64_t wr_id, bool send_queue, bool ok, OpRecord* out, std::vector<OpRecord>* earlier) {
-  const size_t i = find_wr(*q, wr_id, send_queue && ok);
-  if (i == q->size()) return false;
-  *out = (*q)[i].op;
-  if (send_queue) {
-    for (size_t k = 0; k < i; ++k) earlier->push_back((*q)[k].op);
-    q->erase(q->begin(), q->begin() + static_cast<long>(i) + 1);
-  } else {
-    q->erase(q->begin() + static_cast<long>(i));
-  }
-  return true;
-}
-}  // namespace
-
-void FileAssociation::emit_completion(const CompletionRecord& c) {
-  if (sink_) sink_->completion(c);
-}
-
-// A WR whose completion was read earlier: complete it (and, for sends, every WR posted before it
-// on the QP, as RC completes in order) with that completion.
-bool FileAssociation::match_early(QpState* s, OpRecord& op, bool receive) {
-  for (auto it = s->early.begin(); it != s->early.end(); ++it) {
-    CompletionRecord& c = *it;
-    bool ok = c.status == 0;
-    if (c.wr_id != op.wr_id || (ok && c.is_receive != receive)) continue;
-    if (!receive && ok && !op.signaled && s->saw_signaled) continue;  // generates no completion
-    if (!receive) {
-      for (PendingWr& w : s->sends) {
-        w.op.dur_ns = c.ts_ns - w.op.ts_ns;
-        w.op.status = ok ? 0 : -1;
-        finish_op(w.op);
-      }
-      s->sends.clear();
-    } else {
-      if (ok) op.bytes = c.byte_len, op.flow_id = c.flow_id;
-    }
-    op.dur_ns = c.ts_ns - op.ts_ns;
-    op.status = static_cast<int64_t>(c.status);
-    op.completion_id = static_cast<int64_t>(c.completion_id);
-    c.op_id = static_cast<int64_t>(op.op_id);
-    finish_op(op);
-    emit_completion(c);
-    s->early.erase(it);
-    return true;
-  }
-  return false;
-}
-
-void FileAssociation::completion(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
-  const uint64_t* v = ev.values;  // cq qp_num wr_id status opcode byte_len imm_data wc_flags src_qp vendor_err
-  CompletionRecord c;
-  c.completion_id = next_id(&completions_);
-  c.ts_ns = ts;
-  c.process_id = p_.process_id;
-  c.thread_id = thread;
-  c.qp_id = qp_of(v[1], ev.tsc);
-  c.cq = v[0], c.wr_id = v[2], c.status = v[3], c.opcode = v[4], c.byte_len = v[5];
-  c.imm_data = v[6], c.wc_flags = v[7], c.src_qp = v[8], c.vendor_err = v[9];
-  QpState* s = state(c.qp_id);
-  OpCounters& cnt = counters(c.qp_id);
-  ++cnt.completions;
-  cnt.saw(ts);
-  bool ok = c.status == 0;
-  // With an error status the opcode is undefined: look in both queues.
-  bool recv_side = ok ? (c.opcode & kWcRecv) != 0 : false;
-  OpRecord op;
-  std::vector<OpRecord> earlier;
-  bool found = false;
-  if (s) {
-    if (!ok || !recv_side) found = take_wr(&s->sends, c.wr_id, true, ok, &op, &earlier);
-    if (!found && (!ok || recv_side)) {
-      found = take_wr(&s->recvs, c.wr_id, false, ok, &op, &earlier);
-      for (auto it = srq_recvs_.begin(); !found && it != srq_recvs_.end(); ++it)
-        found = take_wr(&it->second, c.wr_id, false, ok, &op, &earlier);
-      if (found) recv_side = true;
-    }
-  }
-  if (ok && (c.opcode & kWcRecv)) {
-    c.is_receive = true;
-    cnt.bytes[kOpRecv] += c.byte_len;
-    if (!found) cnt.ops[kOpRecv] += 1;  // receive WR not traced (lost, or posted before tracing)
-    if (s) {
-      ++s->recv_seq;
-      if (s->flows) c.flow_id = message_flow_id(s->peer_hash, s->local_hash, s->recv_seq), ++pc_.flows_in;
-    }
-  }
-  if (!ok) {
-    ++cnt.completion_errors;
-    ++pc_.errors;
-    ++pc_.error_kinds[error_kind("completion", wc_status_name(c.status), 0)];
-  }
-  if (found) {
-    if (recv_side && op.qp_id == kNone) op.qp_id = c.qp_id;  // SRQ receive: now we know the QP
-    if (recv_side && s) op.peer_process_id = s->peer_process;
-    if (recv_side && ok) op.bytes = c.byte_len;
-    if (recv_side) cnt.ops[kOpRecv] += 1;
-    op.dur_ns = ts - op.ts_ns;
-    op.status = static_cast<int64_t>(c.status);
-    if (c.is_receive) op.flow_id = c.flow_id;
-    op.completion_id = static_cast<int64_t>(c.completion_id);
-    c.op_id = static_cast<int64_t>(op.op_id);
-    for (OpRecord& e : earlier) {
-      e.dur_ns = ts - e.ts_ns;
-      e.status = 0;  // unsignaled, completed before this one (ordering), successfully if this one did
-      if (!ok) e.status = -1;
-      finish_op(e);
-    }
-    finish_op(op);
-  } else if (s && s->early.size() < kMaxEarly) {
-    s->early.push_back(c);  // its WR may come later in the file (another thread's chunk)
-  } else {
-    ++pc_.unmatched_completions;
-  }
-  if (sink_) {
-    if (found || !s || s->early.empty() || s->early.back().completion_id != c.completion_id) sink_->completion(c);
-    if (!ok) {
-      ErrorRecord e{next_id(&errors_), ts, p_.process_id, thread, "ibv", "completion", wc_status_name(c.status), c.wr_id,
-                    static_cast<int64_t>(c.vendor_err), c.qp_id};
-      sink_->error(e);
-    }
-  }
-}
-
-void FileAssociation::post_call(int64_t thread, int64_t ts, const format::DecodedEvent& ev, bool send) {
-  const uint64_t* v = ev.values;
-  // post_send: qp_num wr_count bytes opcode_mask result; post_recv: qp_num wr_count bytes result;
-  // post_srq_recv: srq wr_count bytes result.
-  bool srq = ev.type == static_cast<uint16_t>(EventType::ibv_post_srq_recv);
-  int64_t result = ev.as_i64(send ? 4 : 3);
-  int64_t qp = srq ? kNone : qp_of(v[0], ev.tsc);
-  const char* name = send ? "ibv_post_send" : srq ? "ibv_post_srq_recv" : "ibv_post_recv";
-  if (sink_) sink_->call(CallRecord{ts, 0, p_.process_id, thread, name, qp, v[2], v[1], result});
-  // A failed call is counted once, from its ibv_call_error record (written in every mode).
-  if (p_.full_mode) return;  // operations come from the WR events
-  QpState* s = state(qp);
-  OpRecord op;
-  op.op_id = next_id(&ops_);
-  op.ts_ns = ts;
-  op.dur_ns = 0;
-  op.process_id = p_.process_id;
-  op.thread_id = thread;
-  op.qp_id = qp;
-  op.op_class = send ? op_class_of_mask(v[3]) : static_cast<unsigned>(kOpRecv);
-  op.bytes = v[2];
-  op.wr_count = static_cast<uint32_t>(v[1]);
-  op.peer_process_id = s ? s->peer_process : kNone;
-  op.status = result;
-  op.is_call = true;
-  OpCounters& c = counters(qp);
-  c.ops[op.op_class] += v[1];
-  c.bytes[op.op_class] += v[2];
-  c.calls += 1;
-  c.saw(ts);
-  if (sink_) {
-    sink_->work_request(op);
-    sink_->op(op);
-  }
-}
-
-void FileAssociation::control_call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result) {
-  calls_.call(CallRecord{ts, 0, p_.process_id, thread, name, qp, 0, 0, result});
-}
-
-void FileAssociation::call_error(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
-  const uint64_t* v = ev.values;  // call object error
-  ++pc_.errors;
-  ++pc_.error_kinds[error_kind("call", ibv_call_name(v[0]), ev.as_i64(2))];
-  if (!sink_) return;
-  int64_t qp = kNone;
-  auto call = static_cast<format::IbvCall>(v[0]);
-  if (call == format::IbvCall::post_send || call == format::IbvCall::post_recv || call == format::IbvCall::modify_qp ||
-      call == format::IbvCall::destroy_qp)
-    qp = m_.qp_at(p_.process_id, v[1], ev.tsc);
-  ErrorRecord e{next_id(&errors_), ts, p_.process_id, thread, "ibv", "call", ibv_call_name(v[0]), v[1], ev.as_i64(2), qp};
-  sink_->error(e);
 }
 
 }  // namespace
 
 FilePassStats associate_file(const ExperimentModel& model, uint32_t process_id, FileSink* sink, Aggregates* aggregates,
                              std::atomic<uint64_t>* bytes_done) {
-  FileAssociation fa(model, process_id, sink, aggregates);
-  return fa.run(bytes_done);
+  FilePass pass(model, process_id, sink, aggregates);
+  return pass.run(bytes_done);
 }
 
 }  // namespace sigmatrace::analysis

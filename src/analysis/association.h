@@ -1,12 +1,10 @@
 // Second pass over one file (association): streams its events chunk by chunk, maps every timestamp
-// to the shared timeline, and associates
-//   - work requests with their completions (per QP, in posting order; an unsignaled WR completes
-//     with the next signaled one, as RC guarantees),
-//   - sends that consume a receive (SEND*, WRITE_WITH_IMM) with the peer's receive completion, by
-//     per-connection sequence number: the k-th such send on a QP and the k-th successful receive
-//     completion on its peer QP get the same flow id, derived from both QPs' hardware addresses and
-//     k, so each side computes it alone (no events are exchanged between files),
-//   - one-sided operations (WRITE, READ, atomics) with the target endpoint (the peer QP's process).
+// to the shared timeline, and hands each event to the associator of its layer (layer_associator.h,
+// associator_list.h): the verbs layer associates work requests with their completions and sends
+// that consume a receive with the peer's receive completion, by per-connection sequence number
+// (the k-th such send on a QP and the k-th successful receive completion on its peer QP get the
+// same flow id, derived from both QPs' hardware addresses and k, so each side computes it alone:
+// no events are exchanged between files); the GPU and UCX/libfabric layers do the same for theirs.
 // It fills the file's counters in Aggregates and hands records to the sink (exports).
 #pragma once
 #include <atomic>

@@ -1,6 +1,12 @@
-// See gpu_ops.h.
-#include "analysis/gpu_ops.h"
+// GPU-initiated work in the second pass (layer "gpu"): the doorbells each GPU rang, the
+// operations recovered from its send queues (docs/gpu-doorbells.md), the kernels it ran, and the
+// doorbell hijack's set-up, of one file. Each recovered WQE becomes an op row with the doorbell
+// that announced it, its GPU, the kernel running, and its peer — the peer QP's process from the
+// QP topology, or else the process that registered the memory its rkey names. Integrity counts
+// (recovered, lost, damaged, unread WQEs) go to the QP's DoorbellCounters.
+#include <unordered_map>
 
+#include "analysis/associator_list.h"
 #include "analysis/ibv_names.h"
 #include "format/event_types.h"
 
@@ -8,10 +14,39 @@ namespace sigmatrace::analysis {
 
 using format::EventType;
 
-GpuAssociation::GpuAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink, Aggregates* agg, uint64_t* op_seq,
-                               QpLookup* qp_of, CallSpans* calls)
-    : m_(m), p_(m.processes[process_id]), sink_(sink), agg_(agg), pc_(agg->process[process_id]), op_seq_(op_seq), qp_of_(*qp_of),
-      calls_(*calls) {}
+namespace {
+
+class GpuAssociation final : public LayerAssociator {
+ public:
+  explicit GpuAssociation(FileContext& f)
+      : f_(f), m_(f.model), p_(f.process), sink_(f.sink), agg_(&f.agg), pc_(f.counters), qp_of_(f.qp_of), calls_(f.calls) {}
+  void on_event(int64_t thread, int64_t ts, const format::DecodedEvent& ev) override;  // gpu_*, cuda_* and devx_* events
+  void on_aggregate(const format::DecodedEvent& ev) override;                          // the GPU keys' entries
+
+ private:
+  void doorbell(int64_t ts, const format::DecodedEvent& ev);
+  void wqe(int64_t ts, const format::DecodedEvent& ev);
+  void wqe_stats(const format::DecodedEvent& ev);
+  void launch(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
+  void control(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
+  void call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result);
+  DoorbellCounters& doorbell_counters(int64_t qp);
+  OpCounters& op_counters(int64_t qp);
+  int64_t peer_of(int64_t qp, uint64_t rkey, uint64_t raddr);
+  uint64_t next_id(uint64_t* n) const { return (uint64_t{p_.process_id} << 40) | (*n)++; }
+
+  FileContext& f_;
+  const ExperimentModel& m_;
+  const ProcessRow& p_;
+  FileSink* sink_;
+  Aggregates* agg_;
+  ProcessCounters& pc_;
+  QpLookup& qp_of_;
+  CallSpans& calls_;
+  uint64_t doorbell_seq_ = 0, launch_seq_ = 0;
+  std::unordered_map<int64_t, uint64_t> last_doorbell_;  // per QP: the doorbell its next WQEs belong to
+  std::unordered_map<uint64_t, int64_t> peer_by_rkey_;   // rkey -> process that registered it (or kNone)
+};
 
 DoorbellCounters& GpuAssociation::doorbell_counters(int64_t qp) {
   return qp == kNone ? pc_.doorbells_without_qp : agg_->qp_doorbells[static_cast<size_t>(qp)];
@@ -19,40 +54,39 @@ DoorbellCounters& GpuAssociation::doorbell_counters(int64_t qp) {
 
 OpCounters& GpuAssociation::op_counters(int64_t qp) { return qp == kNone ? pc_.ops : agg_->qp[static_cast<size_t>(qp)]; }
 
-bool GpuAssociation::on_event(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
+void GpuAssociation::on_event(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
   switch (static_cast<EventType>(ev.type)) {
-    case EventType::gpu_doorbell: doorbell(ts, ev); return true;
-    case EventType::gpu_wqe: wqe(ts, ev); return true;
-    case EventType::gpu_wqe_stats: wqe_stats(ev); return true;
-    case EventType::cuda_launch: launch(thread, ts, ev); return true;
+    case EventType::gpu_doorbell: doorbell(ts, ev); return;
+    case EventType::gpu_wqe: wqe(ts, ev); return;
+    case EventType::gpu_wqe_stats: wqe_stats(ev); return;
+    case EventType::cuda_launch: launch(thread, ts, ev); return;
     case EventType::gpu_uar_map: case EventType::gpu_poller: case EventType::devx_qp_create:
     case EventType::devx_qp_modify: case EventType::devx_obj_destroy: case EventType::devx_uar_alloc:
     case EventType::devx_umem_reg: case EventType::devx_cq_create: case EventType::cuda_kernel_markers:
       control(thread, ts, ev);
-      return true;
-    case EventType::cuda_kernel_end: return true;  // kernel spans: read in the first pass
-    default: return false;
+      return;
+    default: return;  // cuda_kernel_end (kernel spans: read in the first pass), lookups, registrations
   }
 }
 
-bool GpuAssociation::on_aggregate(const format::DecodedEvent& ev) {
+void GpuAssociation::on_aggregate(const format::DecodedEvent& ev) {
   const uint64_t* v = ev.values;  // thread_tid key_kind key_a key_b count bytes
   switch (static_cast<format::AggregateKey>(v[1])) {
     case format::AggregateKey::gpu_doorbell_qp: {
       DoorbellCounters& d = doorbell_counters(qp_of_(v[2], 0));
       d.doorbells += v[4];
       d.wqebbs += v[5];
-      return true;
+      return;
     }
     case format::AggregateKey::gpu_wqe_qp_opcode: {
       OpCounters& c = op_counters(qp_of_(v[2], 0));
       const unsigned op = op_class_of_mlx5_opcode(v[3]);
       c.ops[op] += v[4];
       c.bytes[op] += v[5];
-      return true;
+      return;
     }
-    case format::AggregateKey::cuda_launch: pc_.hijack.launches += v[4]; return true;
-    default: return false;
+    case format::AggregateKey::cuda_launch: pc_.hijack.launches += v[4]; return;
+    default: return;
   }
 }
 
@@ -107,7 +141,7 @@ void GpuAssociation::wqe(int64_t ts, const format::DecodedEvent& ev) {
   // inline imm swap_add compare swap_mask compare_mask
   const uint64_t* v = ev.values;
   OpRecord op;
-  op.op_id = next_id(op_seq_);
+  op.op_id = f_.next_op_id();
   op.ts_ns = ts;
   op.process_id = p_.process_id;
   op.layer = "gpu";
@@ -200,5 +234,15 @@ void GpuAssociation::control(int64_t thread, int64_t ts, const format::DecodedEv
     default: break;
   }
 }
+
+std::unique_ptr<LayerAssociator> make_gpu_associator(FileContext& f) { return std::make_unique<GpuAssociation>(f); }
+
+constexpr EventIdRange kGpuEvents[] = {{200, 299}, {500, 599}};  // devx commands; CUDA and the doorbell hijack
+constexpr format::AggregateKey kGpuKeys[] = {format::AggregateKey::gpu_doorbell_qp, format::AggregateKey::gpu_wqe_qp_opcode,
+                                             format::AggregateKey::cuda_launch};
+
+}  // namespace
+
+extern const AssociatorRegistration kGpuAssociator = {"gpu", kGpuEvents, kGpuKeys, &make_gpu_associator};
 
 }  // namespace sigmatrace::analysis

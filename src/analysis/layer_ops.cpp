@@ -6,12 +6,12 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <tuple>
 #include <unordered_map>
 
 #include "analysis/aggregates.h"
-#include "analysis/association.h"
+#include "analysis/associator_list.h"
+#include "analysis/flow_ids.h"
 #include "analysis/experiment_model.h"
 #include "analysis/ibv_names.h"
 #include "format/event_types.h"
@@ -34,19 +34,9 @@ struct ProcLayer {
   int64_t single_ucx_peer = kNone, single_ofi_peer = kNone;   // when the process talks to one peer only
 };
 
+// Built once, at the end of the first pass; read-only afterwards (the second pass's workers share it).
 struct LayerModel {
   std::vector<ProcLayer> procs;
-  std::mutex mu;  // traffic
-  std::vector<LayerTraffic> traffic;
-  std::deque<std::string> names;  // stable storage for CallRecord names
-  bool finished = false;          // the matrices got the traffic: the next pass starts afresh
-  const char* intern(const std::string& s) {
-    std::lock_guard<std::mutex> lock(mu);
-    for (const std::string& n : names)
-      if (n == s) return n.c_str();
-    names.push_back(s);
-    return names.back().c_str();
-  }
 };
 
 namespace {
@@ -134,11 +124,10 @@ std::shared_ptr<LayerModel> build_layer_model(const ExperimentModel& m, const st
 
 namespace {
 
-// The experiment's layer model; an experiment model made without one (by hand, in tests) gets an
-// empty one for the pass.
-LayerModel& layer_model(const ExperimentModel& m) {
-  static LayerModel empty;
-  return m.layers ? *m.layers : empty;
+// The process's peers and transports; a model made without a layer model (by hand, in tests) has none.
+const ProcLayer& process_layer(const ExperimentModel& m, uint32_t pid) {
+  static const ProcLayer kNoLayer;
+  return m.layers && pid < m.layers->procs.size() ? m.layers->procs[pid] : kNoLayer;
 }
 
 // Flow id of the seq-th message from process src to dst on (layer, channel, tag): both sides compute it.
@@ -206,15 +195,32 @@ OpKind ofi_kind(uint64_t op) {
 
 // ---- second pass, one file -----------------------------------------------------------------------------
 
-struct LayerOpsAssociation::State {
+namespace {
+
+class LayerOpsAssociation final : public LayerAssociator {
+ public:
+  explicit LayerOpsAssociation(FileContext& f)
+      : m(f.model), pid(f.process.process_id), sink(f.sink), counters(f.counters), pl(process_layer(f.model, pid)),
+        full_mode(f.process.mode == "full"), untimed_receives(f.counters.receives_untimed) {}
+  void on_event(int64_t thread, int64_t ts, const format::DecodedEvent& ev) override;
+  void on_aggregate(const format::DecodedEvent& ev) override;
+  void finish() override;
+
+ private:
   const ExperimentModel& m;
   uint32_t pid;
   FileSink* sink;
-  LayerModel& lm;
+  ProcessCounters& counters;
   const ProcLayer& pl;
   bool full_mode;  // libfabric completions are recorded one by one
   uint64_t& untimed_receives;
   uint64_t ops = 0, errors = 0, completions = 0;
+  std::unordered_map<std::string, std::unique_ptr<const std::string>> names;  // CallRecord names, kept for the file
+  const char* intern(const std::string& name) {
+    auto& kept = names[name];
+    if (!kept) kept = std::make_unique<const std::string>(name);
+    return kept->c_str();
+  }
   std::map<std::tuple<uint64_t, int64_t, uint64_t, uint64_t>, uint64_t> seq_out, seq_in;  // (layer, peer, channel, tag)
   std::unordered_map<uint64_t, std::string> ucx_ep_transport;  // the last transport seen on each UCP endpoint
   struct Inflight {
@@ -251,7 +257,7 @@ struct LayerOpsAssociation::State {
     if (k.op_class != kOpUnknown) count(layer, transport, peer, k.dir, bytes);
     if (sink) {
       const std::string name = transport.empty() ? std::string(k.name) : std::string(k.name) + " [" + transport + "]";
-      sink->call(CallRecord{ts, 0, pid, thread, lm.intern(name), kNone, bytes, 1, status});
+      sink->call(CallRecord{ts, 0, pid, thread, intern(name), kNone, bytes, 1, status});
     }
     if (k.op_class == kOpUnknown) return;
     OpRecord r;
@@ -352,146 +358,133 @@ struct LayerOpsAssociation::State {
   }
 };
 
-LayerOpsAssociation::LayerOpsAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink, uint64_t* untimed_receives) {
-  LayerModel& lm = layer_model(m);
-  {
-    // A new second pass over the same model (the throughput benchmark repeats it) starts afresh.
-    std::lock_guard<std::mutex> lock(lm.mu);
-    if (lm.finished) {
-      lm.traffic.clear();
-      lm.finished = false;
-    }
-  }
-  static const ProcLayer kNoLayer;
-  const ProcLayer& pl = process_id < lm.procs.size() ? lm.procs[process_id] : kNoLayer;
-  s_ = new State{m, process_id, sink, lm, pl, m.processes[process_id].mode == "full", *untimed_receives, 0, 0, 0, {}, {}, {}, {}, {}};
-}
-
-LayerOpsAssociation::~LayerOpsAssociation() { delete s_; }
-
-bool LayerOpsAssociation::on_event(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
-  State& s = *s_;
+void LayerOpsAssociation::on_event(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
   const uint64_t* v = ev.values;
   switch (static_cast<EventType>(ev.type)) {
     case EventType::ucx_op: {  // op object bytes tag tag_mask remote_addr request status iface uct_ep
       const OpKind k = ucx_kind(v[0]);
       int64_t peer = kNone;
-      if (k.dir == Dir::in) peer = s.ucx_recv_peer(v[3], v[4]);
-      else if (auto it = s.pl.ucx_ep_peer.find(v[1]); it != s.pl.ucx_ep_peer.end()) peer = it->second;
+      if (k.dir == Dir::in) peer = ucx_recv_peer(v[3], v[4]);
+      else if (auto it = pl.ucx_ep_peer.find(v[1]); it != pl.ucx_ep_peer.end()) peer = it->second;
       std::string transport;
-      if (auto it = s.pl.ucx_transport.find(v[8]); v[8] && it != s.pl.ucx_transport.end()) {
+      if (auto it = pl.ucx_transport.find(v[8]); v[8] && it != pl.ucx_transport.end()) {
         transport = it->second;
-        s.ucx_ep_transport[v[1]] = transport;
-      } else if (auto e = s.ucx_ep_transport.find(v[1]); e != s.ucx_ep_transport.end()) {
+        ucx_ep_transport[v[1]] = transport;
+      } else if (auto e = ucx_ep_transport.find(v[1]); e != ucx_ep_transport.end()) {
         transport = e->second;
       }
       // A request (in progress) completes when the program sees it done; a status, at the call.
-      State::Completes when{v[6] ? State::Completes::later : State::Completes::at_call, v[6]};
-      s.op(thread, ts, "ucx", 1, k, v[2], peer, transport, v[3], k.dir != Dir::in || v[4] == ~uint64_t{0}, ev.as_i64(7), when);
-      if (ev.as_i64(7) < 0) s.error(thread, ts, "ucx", k.name, v[1], ev.as_i64(7));
-      return true;
+      Completes when{v[6] ? Completes::later : Completes::at_call, v[6]};
+      op(thread, ts, "ucx", 1, k, v[2], peer, transport, v[3], k.dir != Dir::in || v[4] == ~uint64_t{0}, ev.as_i64(7), when);
+      if (ev.as_i64(7) < 0) error(thread, ts, "ucx", k.name, v[1], ev.as_i64(7));
+      return;
     }
     case EventType::ucx_am_recv: {  // worker id header_length length reply_ep recv_attr
-      int64_t peer = s.pl.single_ucx_peer;
-      if (auto it = s.pl.ucx_ep_peer.find(v[4]); it != s.pl.ucx_ep_peer.end()) peer = it->second;
-      s.op(thread, ts, "ucx", 1, {"ucp_am_recv", kOpRecv, Dir::in, 3}, v[3], peer, "", v[1], true, 0, {State::Completes::at_call, 0});
-      return true;
+      int64_t peer = pl.single_ucx_peer;
+      if (auto it = pl.ucx_ep_peer.find(v[4]); it != pl.ucx_ep_peer.end()) peer = it->second;
+      op(thread, ts, "ucx", 1, {"ucp_am_recv", kOpRecv, Dir::in, 3}, v[3], peer, "", v[1], true, 0, {Completes::at_call, 0});
+      return;
     }
     case EventType::ucx_request_done:  // request status tag length
-      s.completed(v[0], ts, ev.as_i64(1), v[3], true);
-      return true;
+      completed(v[0], ts, ev.as_i64(1), v[3], true);
+      return;
     case EventType::ucx_request_free:  // request: completed at the latest now (length not known)
-      s.completed(v[0], ts, 0, 0, false);
-      return true;
+      completed(v[0], ts, 0, 0, false);
+      return;
     case EventType::ofi_completion:  // cq context flags length tag source
-      if (v[1]) s.completed(ofi_completion_key(v[1], (v[2] & kFiRecv) != 0), ts, 0, v[3], true);
-      return true;
+      if (v[1]) completed(ofi_completion_key(v[1], (v[2] & kFiRecv) != 0), ts, 0, v[3], true);
+      return;
     case EventType::ucx_call_error:
-      s.error(thread, ts, "ucx", std::string(ucx_kind(v[0]).name) + "#" + std::to_string(v[0]), v[1], ev.as_i64(2));
-      return true;
+      error(thread, ts, "ucx", std::string(ucx_kind(v[0]).name) + "#" + std::to_string(v[0]), v[1], ev.as_i64(2));
+      return;
     case EventType::ofi_op: {  // op ep bytes peer tag remote_addr context result tag_ignore
       const OpKind k = ofi_kind(v[0]);
       int64_t peer = kNone;
-      if (auto it = s.pl.ofi_addr_peer.find(v[3]); v[3] != ~uint64_t{0} && it != s.pl.ofi_addr_peer.end()) peer = it->second;
-      else if (auto e = s.pl.ofi_ep_peer.find(v[1]); e != s.pl.ofi_ep_peer.end()) peer = e->second;
-      else peer = s.pl.single_ofi_peer;
+      if (auto it = pl.ofi_addr_peer.find(v[3]); v[3] != ~uint64_t{0} && it != pl.ofi_addr_peer.end()) peer = it->second;
+      else if (auto e = pl.ofi_ep_peer.find(v[1]); e != pl.ofi_ep_peer.end()) peer = e->second;
+      else peer = pl.single_ofi_peer;
       std::string provider;
-      if (auto it = s.pl.ofi_provider.find(v[1]); it != s.pl.ofi_provider.end()) provider = it->second;
+      if (auto it = pl.ofi_provider.find(v[1]); it != pl.ofi_provider.end()) provider = it->second;
       // tagged receives match exactly only with an empty ignore mask (files before tag_ignore
       // existed kept it in remote_addr)
       const uint64_t ignore = ev.field_count > 8 ? v[8] : v[5];
       const bool exact = !(k.dir == Dir::in && k.channel == 1 && ignore != 0);
       // Full mode records each completion with its context; injects have none.
       const bool receive = k.dir == Dir::in;
-      State::Completes when{State::Completes::unknown, 0};
-      if (s.full_mode && v[6] && !ofi_is_inject(v[0])) when = {State::Completes::later, ofi_completion_key(v[6], receive)};
-      s.op(thread, ts, "ofi", 2, k, v[2], peer, provider, k.channel == 1 ? v[4] : 0, exact, ev.as_i64(7), when);
-      return true;
+      Completes when{Completes::unknown, 0};
+      if (full_mode && v[6] && !ofi_is_inject(v[0])) when = {Completes::later, ofi_completion_key(v[6], receive)};
+      op(thread, ts, "ofi", 2, k, v[2], peer, provider, k.channel == 1 ? v[4] : 0, exact, ev.as_i64(7), when);
+      return;
     }
     case EventType::ofi_cq_read:
-      if (s.sink) s.sink->call(CallRecord{ts, 0, s.pid, thread, "fi_cq_read", kNone, 0, v[1], static_cast<int64_t>(v[1])});
-      return true;
+      if (sink) sink->call(CallRecord{ts, 0, pid, thread, "fi_cq_read", kNone, 0, v[1], static_cast<int64_t>(v[1])});
+      return;
     case EventType::ofi_completion_error:  // cq context flags error prov_errno
-      s.error(thread, ts, "ofi", "completion", v[1], ev.as_i64(3));
-      if (v[1]) s.completed(ofi_completion_key(v[1], (v[2] & kFiRecv) != 0), ts, -std::abs(ev.as_i64(3)), 0, false);
-      return true;
+      error(thread, ts, "ofi", "completion", v[1], ev.as_i64(3));
+      if (v[1]) completed(ofi_completion_key(v[1], (v[2] & kFiRecv) != 0), ts, -std::abs(ev.as_i64(3)), 0, false);
+      return;
     case EventType::ofi_call_error:
-      s.error(thread, ts, "ofi", std::string(ofi_kind(v[0]).name) + "#" + std::to_string(v[0]), v[1], ev.as_i64(2));
-      return true;
-    case EventType::aggregate_entry: {  // tid key_kind key_a key_b count bytes
-      if (v[1] == static_cast<uint64_t>(format::AggregateKey::ucx_ep_op)) {
-        const OpKind k = ucx_kind(v[3]);
-        auto it = s.pl.ucx_ep_peer.find(v[2]);
-        auto& t = s.traffic[{k.dir == Dir::read ? "ucx<" : "ucx", "", it != s.pl.ucx_ep_peer.end() ? it->second : kNone}];
-        if (k.dir == Dir::out || k.dir == Dir::read) t.first += v[4], t.second += v[5];
-        return true;
-      }
-      if (v[1] == static_cast<uint64_t>(format::AggregateKey::ofi_ep_op)) {
-        const OpKind k = ofi_kind(v[3]);
-        auto it = s.pl.ofi_ep_peer.find(v[2]);
-        int64_t peer = it != s.pl.ofi_ep_peer.end() ? it->second : s.pl.single_ofi_peer;
-        auto& t = s.traffic[{k.dir == Dir::read ? "ofi<" : "ofi", "", peer}];
-        if (k.dir == Dir::out || k.dir == Dir::read) t.first += v[4], t.second += v[5];
-        return true;
-      }
-      return false;
-    }
-    default: return false;
+      error(thread, ts, "ofi", std::string(ofi_kind(v[0]).name) + "#" + std::to_string(v[0]), v[1], ev.as_i64(2));
+      return;
+    default: return;
+  }
+}
+
+void LayerOpsAssociation::on_aggregate(const format::DecodedEvent& ev) {
+  const uint64_t* v = ev.values;  // tid key_kind key_a key_b count bytes
+  if (v[1] == static_cast<uint64_t>(format::AggregateKey::ucx_ep_op)) {
+    const OpKind k = ucx_kind(v[3]);
+    auto it = pl.ucx_ep_peer.find(v[2]);
+    auto& t = traffic[{k.dir == Dir::read ? "ucx<" : "ucx", "", it != pl.ucx_ep_peer.end() ? it->second : kNone}];
+    if (k.dir == Dir::out || k.dir == Dir::read) t.first += v[4], t.second += v[5];
+    return;
+  }
+  if (v[1] == static_cast<uint64_t>(format::AggregateKey::ofi_ep_op)) {
+    const OpKind k = ofi_kind(v[3]);
+    auto it = pl.ofi_ep_peer.find(v[2]);
+    int64_t peer = it != pl.ofi_ep_peer.end() ? it->second : pl.single_ofi_peer;
+    auto& t = traffic[{k.dir == Dir::read ? "ofi<" : "ofi", "", peer}];
+    if (k.dir == Dir::out || k.dir == Dir::read) t.first += v[4], t.second += v[5];
+    return;
   }
 }
 
 void LayerOpsAssociation::finish() {
-  State& s = *s_;
   {  // completion not in the trace: in posting order
     std::vector<const OpRecord*> left;
-    for (const auto& [key, f] : s.inflight) left.push_back(&f.op);
+    for (const auto& [key, f] : inflight) left.push_back(&f.op);
     std::sort(left.begin(), left.end(), [](const OpRecord* a, const OpRecord* b) { return a->op_id < b->op_id; });
-    for (const OpRecord* r : left) s.untimed(*r);
+    for (const OpRecord* r : left) untimed(*r);
   }
-  s.inflight.clear();
-  std::lock_guard<std::mutex> lock(s.lm.mu);
-  for (const auto& [key, t] : s.traffic) {
+  inflight.clear();
+  for (const auto& [key, t] : traffic) {
     const auto& [layer, transport, peer] = key;
     LayerTraffic lt;
     const bool read = !layer.empty() && layer.back() == '<';
     lt.layer = read ? layer.substr(0, layer.size() - 1) : layer;
     lt.transport = transport;
     // reads: bytes went from the peer to this process
-    if (read) lt.src = peer == kNone ? s.pid : static_cast<uint32_t>(peer), lt.dst = peer == kNone ? kNone : s.pid;
-    else lt.src = s.pid, lt.dst = peer;
+    if (read) lt.src = peer == kNone ? pid : static_cast<uint32_t>(peer), lt.dst = peer == kNone ? kNone : pid;
+    else lt.src = pid, lt.dst = peer;
     lt.ops = t.first, lt.bytes = t.second;
     if (read && peer == kNone) lt.dst = kNone;  // unknown source: counted as leaving this process to "unknown"
-    s.lm.traffic.push_back(lt);
+    counters.layer_traffic.push_back(lt);
   }
-  s.traffic.clear();
+  traffic.clear();
 }
 
+std::unique_ptr<LayerAssociator> make_layer_ops_associator(FileContext& f) { return std::make_unique<LayerOpsAssociation>(f); }
+
+constexpr EventIdRange kUcxOfiEvents[] = {{300, 499}};
+constexpr format::AggregateKey kUcxOfiKeys[] = {format::AggregateKey::ucx_ep_op, format::AggregateKey::ofi_ep_op};
+
+}  // namespace
+
+extern const AssociatorRegistration kUcxOfiAssociator = {"ucx,ofi", kUcxOfiEvents, kUcxOfiKeys, &make_layer_ops_associator};
+
 void add_layer_traffic(const ExperimentModel& m, Aggregates* agg) {
-  LayerModel& lm = layer_model(m);
-  std::lock_guard<std::mutex> lock(lm.mu);
-  lm.finished = true;
   const size_t np = m.processes.size(), nh = m.hosts.size();
-  for (const LayerTraffic& t : lm.traffic) {
+  for (const LayerTraffic& t : layer_traffic(*agg)) {
     size_t src = t.src, dst = t.dst == kNone ? np : static_cast<size_t>(t.dst);
     if (src >= np) continue;
     agg->rank_matrix.bytes[src][dst] += t.bytes;
@@ -502,21 +495,13 @@ void add_layer_traffic(const ExperimentModel& m, Aggregates* agg) {
   }
 }
 
-std::vector<LayerTraffic> layer_traffic(const ExperimentModel& m) {
-  LayerModel& lm = layer_model(m);
-  std::lock_guard<std::mutex> lock(lm.mu);
-  std::vector<LayerTraffic> rows = lm.traffic;  // in the order files finished: sorted, so that outputs do not vary
+std::vector<LayerTraffic> layer_traffic(const Aggregates& agg) {
+  std::vector<LayerTraffic> rows;
+  for (const ProcessCounters& p : agg.process) rows.insert(rows.end(), p.layer_traffic.begin(), p.layer_traffic.end());
   std::sort(rows.begin(), rows.end(), [](const LayerTraffic& a, const LayerTraffic& b) {
     return std::tie(a.src, a.layer, a.transport, a.dst) < std::tie(b.src, b.layer, b.transport, b.dst);
   });
   return rows;
-}
-
-void add_layer_traffic_rows(const ExperimentModel& m, const std::vector<LayerTraffic>& rows) {
-  LayerModel& lm = layer_model(m);
-  std::lock_guard<std::mutex> lock(lm.mu);
-  if (lm.finished) lm.traffic.clear(), lm.finished = false;
-  lm.traffic.insert(lm.traffic.end(), rows.begin(), rows.end());
 }
 
 }  // namespace sigmatrace::analysis

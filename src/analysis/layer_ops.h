@@ -3,8 +3,9 @@
 // carried them), slices on their thread, flows between a tagged/stream/active message and the
 // receive it was matched to, errors, and traffic in the rank and host matrices.
 //
-// Who the peer is comes from the control events of every file, gathered once per experiment
-// (layer_model): UCP endpoints name the peer worker's UUID (ucx_ep_create) which another process
+// The second pass's part is an associator (layer_associator.h) registered for the ucx and ofi
+// events. Who the peer is comes from the control events of every file, gathered once per
+// experiment by the first pass (build_layer_model): UCP endpoints name the peer worker's UUID (ucx_ep_create) which another process
 // created (ucx_worker_create); libfabric endpoints name peer addresses (fi_connect, fi_av_insert)
 // that another process reported as its own (fi_getname). Messages are matched by (sender, receiver,
 // channel, tag) and order: the k-th send from A to B with tag T and the k-th receive posted by B
@@ -15,13 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "analysis/aggregates.h"
 #include "analysis/records.h"
-#include "format/chunk_codec.h"
 
 namespace sigmatrace::analysis {
 
 struct ExperimentModel;
-struct Aggregates;
 struct LayerModel;
 
 // A UCX/libfabric control event (worker and endpoint creation, interfaces, addresses), kept by
@@ -39,37 +39,12 @@ bool is_layer_control(uint16_t type);
 // of the first pass (build_experiment_model).
 std::shared_ptr<LayerModel> build_layer_model(const ExperimentModel& m, const std::vector<std::vector<LayerControlEvent>>& events);
 
-// Traffic that left a process through UCX or libfabric, per (peer, layer, transport).
-struct LayerTraffic {
-  std::string layer;      // "ucx" or "ofi"
-  std::string transport;  // "tcp/lo", "posix/memory", "tcp;ofi_rxm", "shm", ... ("" when unknown)
-  uint32_t src = 0;       // process ids
-  int64_t dst = -1;       // -1: peer not traced or not identified
-  uint64_t ops = 0, bytes = 0;
-};
-
-// Second pass, one file: handles ucx_* and ofi_* events (true) and leaves the others (false).
-class LayerOpsAssociation {
- public:
-  // untimed_receives: counts matched receives whose completion time the trace lacks.
-  LayerOpsAssociation(const ExperimentModel& m, uint32_t process_id, FileSink* sink, uint64_t* untimed_receives);
-  ~LayerOpsAssociation();
-  bool on_event(int64_t thread, int64_t ts_ns, const format::DecodedEvent& ev);
-  void finish();  // publishes the file's traffic (call once, at the end of the file)
-
- private:
-  struct State;
-  State* s_;
-};
-
-// Adds every file's UCX/libfabric traffic to agg's rank and host matrices (before they are summed).
+// Adds every process's UCX/libfabric traffic (ProcessCounters::layer_traffic) to agg's rank and
+// host matrices (before they are summed).
 void add_layer_traffic(const ExperimentModel& m, Aggregates* agg);
 
 // All UCX/libfabric traffic of the experiment (after the second pass), for aggregate.json: by
 // source process, layer, transport and destination.
-std::vector<LayerTraffic> layer_traffic(const ExperimentModel& m);
-// Traffic a second pass elsewhere found (a shard's files, merged: shards.h), as if its files had
-// been analysed here.
-void add_layer_traffic_rows(const ExperimentModel& m, const std::vector<LayerTraffic>& rows);
+std::vector<LayerTraffic> layer_traffic(const Aggregates& agg);
 
 }  // namespace sigmatrace::analysis

@@ -240,7 +240,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
   json cov = json::object();
   for (const auto& [name, c] : coverage) cov[name] = {{"enabled_in", c.first}, {"reported_by", c.second}};
   j["coverage"] = cov;
-  j["layers"] = layer_traffic_json(m);  // UCX / libfabric traffic (json_layers.h)
+  j["layers"] = layer_traffic_json(m, agg);  // UCX / libfabric traffic (json_layers.h)
   return j;
 }
 

@@ -13,9 +13,9 @@ namespace sigmatrace::exporter {
 using nlohmann::json;
 using namespace sigmatrace::analysis;
 
-json layer_traffic_json(const ExperimentModel& m) {
+json layer_traffic_json(const ExperimentModel& m, const Aggregates& agg) {
   json a = json::array();
-  for (const LayerTraffic& t : layer_traffic(m)) {
+  for (const LayerTraffic& t : layer_traffic(agg)) {
     json e = {{"layer", t.layer}, {"transport", t.transport}, {"src_process_id", t.src}, {"ops", t.ops}, {"bytes", t.bytes}};
     e["src"] = t.src < m.processes.size() ? process_label(m.processes[t.src]) : "?";
     if (t.dst >= 0 && static_cast<size_t>(t.dst) < m.processes.size()) {

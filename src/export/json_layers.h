@@ -4,11 +4,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "analysis/aggregates.h"
 #include "analysis/experiment_model.h"
 
 namespace sigmatrace::exporter {
 
-nlohmann::json layer_traffic_json(const analysis::ExperimentModel& m);
+nlohmann::json layer_traffic_json(const analysis::ExperimentModel& m, const analysis::Aggregates& agg);
 std::string render_layer_report(const nlohmann::json& aggregate);  // "" when the experiment has none
 
 }  // namespace sigmatrace::exporter

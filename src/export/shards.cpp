@@ -15,10 +15,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DoorbellCounters, doorbells, wqebbs, blueflam
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(HijackCounters, pages_hijacked, pages_not_hijacked, pages_doorbells_off, map_failures, pollers,
                                    poller_doorbells, poller_cpu_ns, poller_wall_ns, launches, kernels_marked, kernel_ends,
                                    kernel_markers_dropped, kernel_markers_unresolved)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProcessCounters, ops, events, errors, error_kinds, unknown_qp, unmatched_completions, flows_out,
-                                   flows_in, receives_untimed, aggregate_entries, doorbells_without_qp, hijack)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FilePassStats, events, chunks, undecodable_chunks, skipped_events)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LayerTraffic, layer, transport, src, dst, ops, bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProcessCounters, ops, events, errors, error_kinds, unknown_qp, unmatched_completions, flows_out,
+                                   flows_in, receives_untimed, aggregate_entries, doorbells_without_qp, hijack, layer_traffic)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FilePassStats, events, chunks, undecodable_chunks, skipped_events)
 }  // namespace sigmatrace::analysis
 
 namespace sigmatrace::exporter {
@@ -159,7 +159,6 @@ json shard_section(const ExperimentModel& m, const ShardSpec& s, const std::vect
     if (processes[q.process_id]) qps.push_back({{"qp_id", q.qp_id}, {"ops", raw.qp[q.qp_id]}, {"doorbells", raw.qp_doorbells[q.qp_id]}});
   j["processes"] = procs;
   j["qps"] = qps;
-  j["layer_traffic"] = layer_traffic(m);  // the shard's files' only: the others' second pass did not run here
   return j;
 }
 
@@ -187,7 +186,6 @@ bool add_shard_counters(const json& section, const ExperimentModel& m, Aggregate
       agg->qp[id] = q.at("ops").get<OpCounters>();
       agg->qp_doorbells[id] = q.at("doorbells").get<DoorbellCounters>();
     }
-    add_layer_traffic_rows(m, section.at("layer_traffic").get<std::vector<LayerTraffic>>());
   } catch (const json::exception& e) {
     *error = which + ": its counters do not read (" + e.what() + ")";
     return false;
