@@ -38,7 +38,8 @@ class FilePass {
         file_{m, process_, sink, *agg, counters_, qp_of_, calls_} {
     for (const AssociatorRegistration* r : kAssociators) {
       associators_.push_back({r, r->make(file_)});
-      for (format::AggregateKey k : r->aggregate_keys) by_key_[static_cast<size_t>(k) % kKeys] = associators_.back().associator.get();
+      for (format::AggregateKey k : r->aggregate_keys)
+        if (static_cast<size_t>(k) < kKeys) by_key_[static_cast<size_t>(k)] = associators_.back().associator.get();
     }
   }
 
@@ -121,7 +122,7 @@ void FilePass::core_event(int64_t thread, const format::DecodedEvent& ev) {
       break;
     case EventType::aggregate_entry:  // tid key_kind key_a key_b count bytes: folded by the key's layer
       ++counters_.aggregate_entries;
-      if (LayerAssociator* a = by_key_[v[1] % kKeys]) a->on_aggregate(ev);
+      if (LayerAssociator* a = v[1] < kKeys ? by_key_[v[1]] : nullptr) a->on_aggregate(ev);  // unknown keys: ignored, as before
       break;
     default: break;
   }
