@@ -95,6 +95,52 @@ TEST(FaultInjection, DiskFullCountsEveryLostEventAndTheProgramRunsOn) {
   EXPECT_NE(info.out.find("writes failed (No space left on device)"), std::string::npos) << info.out;
 }
 
+// A file-size limit (RLIMIT_FSIZE) stands for a disk that fills at any byte, also exactly where a
+// chunk ends, so that cutting the file back to its last whole chunk frees nothing. 64 threads
+// are still running at exit, so the summary (a name and a summary per thread) is larger than a
+// 4 KiB chunk: the file must give chunks back to make room for it, and say what it gave.
+TEST(FaultInjection, AFileSizeLimitAnywhereStillLeavesTheSummaryAndCountsWhatItCost) {
+  if (find_program("prlimit").empty()) GTEST_SKIP() << "skipped: prlimit (util-linux) not installed";
+  constexpr uint64_t kThreads = 64, kMarks = 2000;
+  std::vector<std::string> args = workload({"--threads", std::to_string(kThreads), "--marks", std::to_string(kMarks),
+                                            "--then", "exit-holding", "--sleep-ms", "100"});
+  ProcessResult plain = run_process(args);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  for (uint64_t limit : {12000, 20480, 33333, 40960, 57000}) {
+    SCOPED_TRACE("limit " + std::to_string(limit) + " bytes");
+    TempDir t;
+    // Only the workload is traced, not prlimit or env.
+    std::vector<std::string> argv = {"prlimit", "--fsize=" + std::to_string(limit), "env",
+                                     "LD_PRELOAD=" + build_path("lib/libsigmatrace.so")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ProcessOptions o;
+    o.set_env["SIGMATRACE_OUTPUT"] = t / "exp";
+    o.set_env["SIGMATRACE_CHUNK_KB"] = "4";
+    ProcessResult r = run_process(argv, o);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, plain.out);
+    EXPECT_EQ(split_lines(r.err).size(), 1u) << "one line says it, once: " << r.err;
+    EXPECT_EQ(count_lines_with(r.err, "File too large"), 1u) << r.err;
+    std::vector<std::string> files = trace_files(t / "exp");
+    ASSERT_EQ(files.size(), 1u);
+    MarkTrace m = read_marks(files[0]);
+    ASSERT_TRUE(m.summary.write_failure.failed) << "the summary after the failure was not written";
+    EXPECT_EQ(m.summary.write_failure.error, "File too large");
+    EXPECT_TRUE(m.summary.has_file_end);
+    EXPECT_TRUE(m.summary.losses.empty()) << "the file must end on a whole chunk: " << m.summary.losses.at(0).reason;
+    EXPECT_EQ(m.summary.end_chunks_written, m.summary.chunks);
+    EXPECT_EQ(m.summary.end_events_written, m.summary.events);
+    std::vector<ThreadMarks> threads = mark_threads(m);
+    ASSERT_EQ(threads.size(), kThreads);
+    uint64_t dropped = 0;
+    for (const ThreadMarks& th : threads) {
+      EXPECT_EQ(th.in_file + th.summary->events_dropped, kMarks) << "tid " << th.summary->tid;
+      dropped += th.summary->events_dropped;
+    }
+    EXPECT_EQ(dropped, m.summary.write_failure.events_lost) << "the threads' losses are the failure's";
+  }
+}
+
 // SIGKILL while the threads hold partly filled chunks: the whole chunks are read, and the last
 // progress record says how many recorded events never reached the file.
 TEST(FaultInjection, SigkillKeepsWholeChunksAndInfoCountsTheMissingEvents) {

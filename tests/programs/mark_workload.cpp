@@ -48,7 +48,7 @@ void run_threads(int threads, uint64_t marks, uint64_t first_id, bool together, 
 }
 
 [[noreturn]] void usage() {
-  std::fprintf(stderr, "usage: mark_workload [--threads T] [--marks N] [--then exit|fork|sigterm|sigint|sighup|sigquit|sigterm-storm|own-handler|abort|exec|fork-exec|exec-other|sleep|hold] [--sleep-ms MS] [--phase2] [--together] [--batch N]\n");
+  std::fprintf(stderr, "usage: mark_workload [--threads T] [--marks N] [--then exit|fork|sigterm|sigint|sighup|sigquit|sigterm-storm|own-handler|abort|exec|fork-exec|exec-other|sleep|hold|exit-holding] [--sleep-ms MS] [--phase2] [--together] [--batch N]\n");
   std::exit(2);
 }
 
@@ -77,8 +77,10 @@ int main(int argc, char** argv) {
   uint64_t first_id = phase2 ? 100 : 0;
   std::printf("workload%s: %d threads x %llu marks\n", phase2 ? " phase 2" : "", threads, static_cast<unsigned long long>(marks));
   std::fflush(stdout);
-  if (then == "hold") {  // the threads stay alive with their marks still buffered (to be killed)
-    std::atomic<bool> release{false};
+  // hold: the threads stay alive with their marks still buffered (to be killed);
+  // exit-holding: the process exits while they are (the profiler's final flush finds them running).
+  if (then == "hold" || then == "exit-holding") {
+    static std::atomic<bool> release{false};
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t)
       pool.emplace_back([&, t] {
@@ -88,6 +90,11 @@ int main(int argc, char** argv) {
     std::printf("holding\n");
     std::fflush(stdout);
     usleep(static_cast<useconds_t>(sleep_ms) * 1000);
+    if (then == "exit-holding") {
+      std::printf("done\n");
+      std::fflush(stdout);
+      std::exit(0);  // with the threads still alive: their std::thread objects are never destroyed
+    }
     release = true;
     for (auto& th : pool) th.join();
     std::printf("done\n");

@@ -68,13 +68,20 @@ void* Writer::thread_main(void* self) {
 void Writer::fail(int err) {
   if (io_failed_) return;
   io_failed_ = true;
-  io_errno_ = err;
-  // A chunk written in part would be read as damage: cut the file back to its last whole chunk,
-  // which also frees the room the final summary needs on a full disk.
-  if (ftruncate(rt_->trace_fd, static_cast<off_t>(file_bytes_)) != 0)
+  if (!failure_logged_) io_errno_ = err;
+  // A chunk written in part would be read as damage: cut the file back to its last whole chunk.
+  if (ftruncate(rt_->trace_fd, static_cast<off_t>(file_bytes_)) != 0 && !failure_logged_)
     log_line("cannot cut %s back to its last whole chunk (%s): a reader reports the rest as damage",
              rt_->trace_path.c_str(), strerror(errno));
-  log_line("cannot write %s (%s): events from now on are counted as lost, not written", rt_->trace_path.c_str(),
+  // What the failed write left may be too little for the summary (none at all when the disk filled
+  // at a chunk's end): the last chunk a thread wrote gives its room up now, its events counted as
+  // lost, so the file can still say what was lost. Later chunks of the process stream go with it
+  // and are written again with the summary.
+  for (bool thread_chunk = false; !thread_chunk && give_up_last_chunk(&carried_, &thread_chunk);) {
+  }
+  if (failure_logged_) return;
+  failure_logged_ = true;
+  log_line("cannot write %s (%s): events from now on (and the last chunk written, to make room for the summary) are counted as lost, not written", rt_->trace_path.c_str(),
            strerror(err));
 }
 
@@ -102,23 +109,65 @@ bool Writer::write_all(const void* a, size_t an, const void* b, size_t bn) {
 
 void Writer::write_chunk(uint32_t slot, uint32_t tid, const uint8_t* raw, size_t raw_bytes) {
   format::ChunkSealer::Sealed sealed;
-  if (sealer_.seal(raw, raw_bytes, tid, seq_, rt_->config.codec, 1, &sealed)) write_sealed(slot, &sealed);
+  if (!sealer_.seal(raw, raw_bytes, tid, seq_, rt_->config.codec, 1, &sealed)) return;
+  uint64_t offset = file_bytes_;
+  if (write_sealed(slot, &sealed) && slot == process_slot_)
+    remember_written(slot, offset, sealed.encoded.events, raw, raw_bytes);
 }
 
-void Writer::write_sealed(uint32_t slot, format::ChunkSealer::Sealed* sealed) {
+bool Writer::write_sealed(uint32_t slot, format::ChunkSealer::Sealed* sealed) {
   if (sealed->header.seq != seq_) format::ChunkSealer::renumber(&sealed->header, seq_);
   malformed_ += sealed->encoded.malformed;
+  uint64_t offset = file_bytes_;
   if (write_all(&sealed->header, sizeof sealed->header, sealed->payload, sealed->payload_bytes)) {
     ++seq_;
     ++chunks_written_;
     events_written_ += sealed->encoded.events;
     events_per_slot_[slot] += sealed->encoded.events;
-  } else {
-    ++chunks_lost_per_slot_[slot];
-    events_lost_per_slot_[slot] += sealed->encoded.events;
-    ++chunks_lost_;
-    events_lost_ += sealed->encoded.events;
+    if (slot != process_slot_) remember_written(slot, offset, sealed->encoded.events, nullptr, 0);
+    return true;
   }
+  ++chunks_lost_per_slot_[slot];
+  events_lost_per_slot_[slot] += sealed->encoded.events;
+  ++chunks_lost_;
+  events_lost_ += sealed->encoded.events;
+  return false;
+}
+
+void Writer::remember_written(uint32_t slot, uint64_t offset, uint64_t events, const uint8_t* process_raw,
+                              size_t raw_bytes) {
+  if (revocable_.size() < kRevocableChunks) revocable_.resize(kRevocableChunks);
+  if (revocable_used_ == kRevocableChunks) {
+    std::rotate(revocable_.begin(), revocable_.begin() + 1, revocable_.end());  // the oldest gives way
+    --revocable_used_;
+  }
+  WrittenChunk& w = revocable_[revocable_used_++];
+  w.offset = offset, w.events = events, w.slot = slot;
+  w.generation = slot == process_slot_ ? 0 : rt_->slots[slot].generation.load(std::memory_order_relaxed);
+  w.process_raw.assign(process_raw, process_raw + raw_bytes);
+}
+
+bool Writer::give_up_last_chunk(std::vector<uint8_t>* carried, bool* thread_chunk) {
+  if (!revocable_used_) return false;
+  WrittenChunk& w = revocable_[revocable_used_ - 1];
+  *thread_chunk = w.slot != process_slot_;
+  if (*thread_chunk && summarised_gen_[w.slot] == w.generation) return false;  // its summary counts it
+  if (ftruncate(rt_->trace_fd, static_cast<off_t>(w.offset)) != 0) return false;
+  --revocable_used_;
+  file_bytes_ = w.offset;
+  --seq_;
+  --chunks_written_;
+  events_written_ -= w.events;
+  events_per_slot_[w.slot] -= w.events;
+  if (w.slot == process_slot_) {
+    carried->insert(carried->begin(), w.process_raw.begin(), w.process_raw.end());
+  } else {
+    ++chunks_lost_per_slot_[w.slot];
+    events_lost_per_slot_[w.slot] += w.events;
+    ++chunks_lost_;
+    events_lost_ += w.events;
+  }
+  return true;
 }
 
 bool Writer::drain_full_chunks() {
@@ -199,6 +248,7 @@ void Writer::retire_exited_threads() {
   if (retiring_.empty()) return;
   // Their last chunks were handed over before they cleared `active`: write those first.
   drain_full_chunks();
+  revocable_used_ = 0;
   emit_new_thread_infos();  // a thread may have come and gone between two writer rounds
   uint64_t tsc = read_tsc();
   for (uint32_t i : retiring_) {
@@ -276,11 +326,48 @@ void Writer::final_flush(format::ExitReason reason) {
     if (events_in_partial_chunk(i, &base, &bytes)) write_chunk(i, rt_->slots[i].tid, base, bytes);
   }
   drain_full_chunks();  // chunks handed over by threads that exited meanwhile
-  // After a write failure the last chunk below must name every thread again (threads already
-  // retired were named in chunks that may be lost: their summaries are too, counted below).
-  if (io_failed_) announced_gen_.assign(announced_gen_.size(), 0);
-  emit_new_thread_infos();
+  if (malformed_) log_line("%llu malformed events were skipped by the writer", static_cast<unsigned long long>(malformed_));
   ClockSample cs = take_clock_sample();
+  bool failed = io_failed_;
+  // The summary matters more than the last few chunks: while a full disk has no room for it, each
+  // failed attempt gives a chunk back (see fail()).
+  std::vector<uint8_t>& carried = carried_;
+  rt_->process_stream.take(&process_raw_);  // records not flushed yet
+  carried.insert(carried.end(), process_raw_.begin(), process_raw_.end());
+  for (;;) {
+    io_failed_ = false;  // after a failure: one more attempt, for the summary only
+    uint64_t dropped_total = append_final_records(cs, failed);
+    rt_->process_stream.take(&process_raw_);
+    process_raw_.insert(process_raw_.begin(), carried.begin(), carried.end());
+    // The counts include this final chunk, so a reader can tell that nothing is missing.
+    uint64_t in_this_chunk = format::count_raw_events(process_raw_.data(), process_raw_.size()) + 1;
+    rt_->process_stream.append(EventType::file_end, cs.tsc,
+                               {chunks_written_ + 1, events_written_ + in_this_chunk, dropped_total,
+                                static_cast<uint64_t>(reason)});
+    rt_->process_stream.take(&file_end_raw_);
+    process_raw_.insert(process_raw_.end(), file_end_raw_.begin(), file_end_raw_.end());
+    format::ChunkSealer::Sealed sealed;
+    if (!sealer_.seal(process_raw_.data(), process_raw_.size(), 0, seq_, rt_->config.codec, 1, &sealed)) break;
+    size_t revocable_before = revocable_used_;
+    if (write_sealed(process_slot_, &sealed)) return;
+    // Not lost: built again, with the failure it met.
+    --chunks_lost_per_slot_[process_slot_], --chunks_lost_;
+    events_lost_per_slot_[process_slot_] -= sealed.encoded.events;
+    events_lost_ -= sealed.encoded.events;
+    failed = true;
+    if (revocable_used_ == revocable_before) break;  // fail() found nothing more to give up
+  }
+  // The file cannot say it: stderr is the only place left.
+  log_line("%llu chunks (%llu events) were lost after the write failure, and the summary could not be written",
+           static_cast<unsigned long long>(chunks_lost_), static_cast<unsigned long long>(events_lost_));
+}
+
+uint64_t Writer::append_final_records(const ClockSample& cs, bool failed) {
+  uint32_t used = std::min(rt_->slots_used.load(std::memory_order_acquire), rt_->max_slots);
+  // After a write failure the last chunk must name every thread again (threads already retired
+  // were named in chunks that may be lost: their summaries are too, counted below).
+  if (failed) announced_gen_.assign(announced_gen_.size(), 0);
+  emit_new_thread_infos();
   rt_->process_stream.append(EventType::clock_sync, cs.tsc, {cs.realtime_ns, cs.monotonic_ns});
   uint64_t dropped_total = rt_->untracked_events_dropped.load() + dropped_by_retired_;
   for (uint32_t i = 0; i < used; ++i) {
@@ -292,27 +379,12 @@ void Writer::final_flush(format::ExitReason reason) {
     rt_->process_stream.append(EventType::thread_summary, cs.tsc,
                                {uint64_t{0}, uint64_t{0}, rt_->untracked_events_dropped.load(), uint64_t{0}, uint64_t{0}});
   }
-  if (!io_failed_) flush_process_stream();
-  if (malformed_) log_line("%llu malformed events were skipped by the writer", static_cast<unsigned long long>(malformed_));
-  uint64_t chunks_lost = chunks_lost_, events_lost = events_lost_;
-  bool failed = io_failed_;
   if (failed) {
     const char* err = strerror(io_errno_);
     rt_->process_stream.append(EventType::write_failure, cs.tsc,
-                               {file_bytes_, chunks_lost, events_lost, std::string_view(err, strlen(err))});
-    // One last attempt, for the summary only: the cut-back file has room again unless the disk
-    // filled to the last byte meanwhile.
-    io_failed_ = false;
+                               {file_bytes_, chunks_lost_, events_lost_, std::string_view(err, strlen(err))});
   }
-  // chunks_written counts this final chunk too, so a reader can tell that nothing is missing.
-  rt_->process_stream.append(EventType::file_end, cs.tsc,
-                             {chunks_written_ + 1, events_written_ + 1, dropped_total, static_cast<uint64_t>(reason)});
-  rt_->process_stream.take(&process_raw_);
-  uint64_t before = chunks_written_;
-  write_chunk(process_slot_, 0, process_raw_.data(), process_raw_.size());
-  if (failed && chunks_written_ == before)  // the file cannot say it: stderr is the only place left
-    log_line("%llu chunks (%llu events) were lost after the write failure, and the summary could not be written",
-             static_cast<unsigned long long>(chunks_lost), static_cast<unsigned long long>(events_lost));
+  return dropped_total;
 }
 
 bool Writer::finish(format::ExitReason reason, uint32_t timeout_ms) {

@@ -15,6 +15,7 @@
 namespace sigmatrace::profiler {
 
 struct Runtime;
+struct ClockSample;
 
 class Writer {
  public:
@@ -34,7 +35,8 @@ class Writer {
   // Seals and writes one chunk of slot (kProcessSlot: the process stream); after a write failure
   // the chunk is sealed only to count its events as lost.
   void write_chunk(uint32_t slot, uint32_t tid, const uint8_t* raw, size_t raw_bytes);
-  void write_sealed(uint32_t slot, format::ChunkSealer::Sealed* sealed);
+  // Returns whether the chunk reached the file.
+  bool write_sealed(uint32_t slot, format::ChunkSealer::Sealed* sealed);
   // drain_full_chunks() with SIGMATRACE_WRITER_THREADS > 1: sealed on the pipeline's threads.
   bool drain_full_chunks_in_parallel();
   void flush_process_stream();
@@ -49,6 +51,15 @@ class Writer {
   uint64_t events_in_partial_chunk(uint32_t slot, const uint8_t** base, size_t* bytes);
   bool write_all(const void* a, size_t an, const void* b, size_t bn);
   void fail(int err);
+  // The process stream's closing records but the file end: thread names, clock, summaries, write
+  // failure. Returns the events dropped in all.
+  uint64_t append_final_records(const ClockSample& cs, bool failed);
+  // Remembers a chunk that reached the file, so that the final summary can take its room back.
+  void remember_written(uint32_t slot, uint64_t offset, uint64_t events, const uint8_t* process_raw, size_t raw_bytes);
+  // On a full disk, to make room for the final summary: cuts the last chunk written off the file.
+  // A thread's events in it are counted as lost; the process stream's are put back in front of
+  // *carried, to be written again with the summary. False when nothing (more) can be given up.
+  bool give_up_last_chunk(std::vector<uint8_t>* carried, bool* thread_chunk);
 
   Runtime* rt_;
   pthread_t thread_{};
@@ -56,6 +67,7 @@ class Writer {
   std::atomic<bool> done_{false};
   std::atomic<int> exit_reason_{0};
   bool io_failed_ = false;
+  bool failure_logged_ = false;  // the failure is said once, however often writing is retried
   int io_errno_ = 0;
   uint64_t file_bytes_ = 0;  // the file's size after the last whole chunk
   uint32_t seq_ = 0;
@@ -74,7 +86,19 @@ class Writer {
   format::ChunkSealer sealer_;
   SealPipeline pipeline_;
   bool parallel_ = false;
-  std::vector<uint8_t> process_raw_;
+  std::vector<uint8_t> process_raw_, file_end_raw_;
+  // The last chunks written, newest last: what the final summary may take back on a full disk.
+  // A chunk of a thread already summarised cannot be (its summary says it was written), so the
+  // list is cleared whenever a thread is retired.
+  struct WrittenChunk {
+    uint64_t offset = 0, events = 0;
+    uint32_t slot = 0, generation = 0;
+    std::vector<uint8_t> process_raw;  // the unsealed events, for a process-stream chunk
+  };
+  static constexpr size_t kRevocableChunks = 16;
+  std::vector<WrittenChunk> revocable_;
+  size_t revocable_used_ = 0;
+  std::vector<uint8_t> carried_;  // process-stream records given back, written with the summary
 };
 
 }  // namespace sigmatrace::profiler
