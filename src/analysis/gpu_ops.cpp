@@ -18,8 +18,7 @@ namespace {
 
 class GpuAssociation final : public LayerAssociator {
  public:
-  explicit GpuAssociation(FileContext& f)
-      : f_(f), m_(f.model), p_(f.process), sink_(f.sink), agg_(&f.agg), pc_(f.counters), qp_of_(f.qp_of), calls_(f.calls) {}
+  explicit GpuAssociation(FileContext& f) : f_(f) {}
   void on_event(int64_t thread, int64_t ts, const format::DecodedEvent& ev) override;  // gpu_*, cuda_* and devx_* events
   void on_aggregate(const format::DecodedEvent& ev) override;                          // the GPU keys' entries
 
@@ -31,28 +30,17 @@ class GpuAssociation final : public LayerAssociator {
   void control(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
   void call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result);
   DoorbellCounters& doorbell_counters(int64_t qp);
-  OpCounters& op_counters(int64_t qp);
   int64_t peer_of(int64_t qp, uint64_t rkey, uint64_t raddr);
-  uint64_t next_id(uint64_t* n) const { return (uint64_t{p_.process_id} << 40) | (*n)++; }
 
   FileContext& f_;
-  const ExperimentModel& m_;
-  const ProcessRow& p_;
-  FileSink* sink_;
-  Aggregates* agg_;
-  ProcessCounters& pc_;
-  QpLookup& qp_of_;
-  CallSpans& calls_;
   uint64_t doorbell_seq_ = 0, launch_seq_ = 0;
   std::unordered_map<int64_t, uint64_t> last_doorbell_;  // per QP: the doorbell its next WQEs belong to
   std::unordered_map<uint64_t, int64_t> peer_by_rkey_;   // rkey -> process that registered it (or kNone)
 };
 
 DoorbellCounters& GpuAssociation::doorbell_counters(int64_t qp) {
-  return qp == kNone ? pc_.doorbells_without_qp : agg_->qp_doorbells[static_cast<size_t>(qp)];
+  return qp == kNone ? f_.counters.doorbells_without_qp : f_.agg.qp_doorbells[static_cast<size_t>(qp)];
 }
-
-OpCounters& GpuAssociation::op_counters(int64_t qp) { return qp == kNone ? pc_.ops : agg_->qp[static_cast<size_t>(qp)]; }
 
 void GpuAssociation::on_event(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
   switch (static_cast<EventType>(ev.type)) {
@@ -73,19 +61,19 @@ void GpuAssociation::on_aggregate(const format::DecodedEvent& ev) {
   const uint64_t* v = ev.values;  // thread_tid key_kind key_a key_b count bytes
   switch (static_cast<format::AggregateKey>(v[1])) {
     case format::AggregateKey::gpu_doorbell_qp: {
-      DoorbellCounters& d = doorbell_counters(qp_of_(v[2], 0));
+      DoorbellCounters& d = doorbell_counters(f_.qp_of(v[2], 0));
       d.doorbells += v[4];
       d.wqebbs += v[5];
       return;
     }
     case format::AggregateKey::gpu_wqe_qp_opcode: {
-      OpCounters& c = op_counters(qp_of_(v[2], 0));
+      OpCounters& c = f_.op_counters(f_.qp_of(v[2], 0));
       const unsigned op = op_class_of_mlx5_opcode(v[3]);
       c.ops[op] += v[4];
       c.bytes[op] += v[5];
       return;
     }
-    case format::AggregateKey::cuda_launch: pc_.hijack.launches += v[4]; return;
+    case format::AggregateKey::cuda_launch: f_.counters.hijack.launches += v[4]; return;
     default: return;
   }
 }
@@ -93,15 +81,15 @@ void GpuAssociation::on_aggregate(const format::DecodedEvent& ev) {
 void GpuAssociation::doorbell(int64_t ts, const format::DecodedEvent& ev) {
   const uint64_t* v = ev.values;  // uar_page qp_num producer_index delta kind wqe_class wqes
   DoorbellRecord d;
-  d.doorbell_id = next_id(&doorbell_seq_);
+  d.doorbell_id = f_.process_scoped_id(&doorbell_seq_);
   d.ts_ns = ts;
-  d.process_id = p_.process_id;
+  d.process_id = f_.process.process_id;
   d.qp_num = v[1], d.producer_index = v[2], d.delta = v[3], d.uar_page = v[0];
   d.blueflame = v[4] == static_cast<uint64_t>(format::DoorbellKind::blueflame);
   d.wqe_class = v[5], d.wqes = v[6];
-  d.qp_id = qp_of_(v[1], ev.tsc);
-  if (d.qp_id != kNone) d.gpu = m_.qps[static_cast<size_t>(d.qp_id)].gpu;
-  d.kernel = p_.kernel_at(ev.tsc, d.gpu);
+  d.qp_id = f_.qp_of(v[1], ev.tsc);
+  if (d.qp_id != kNone) d.gpu = f_.model.qps[static_cast<size_t>(d.qp_id)].gpu;
+  d.kernel = f_.process.kernel_at(ev.tsc, d.gpu);
   DoorbellCounters& c = doorbell_counters(d.qp_id);
   c.doorbells += 1;
   c.wqebbs += d.delta;
@@ -111,13 +99,13 @@ void GpuAssociation::doorbell(int64_t ts, const format::DecodedEvent& ev) {
   c.not_read_doorbells += d.wqe_class == static_cast<uint64_t>(format::DoorbellWqeClass::not_read);
   c.saw(ts);
   last_doorbell_[d.qp_id] = d.doorbell_id;  // a poller records a doorbell right before its WQEs
-  if (sink_) sink_->doorbell(d);
+  if (f_.sink) f_.sink->doorbell(d);
 }
 
 int64_t GpuAssociation::peer_of(int64_t qp, uint64_t rkey, uint64_t raddr) {
   if (qp != kNone) {
-    const QpRow& q = m_.qps[static_cast<size_t>(qp)];
-    if (q.remote_qp_id != kNone) return m_.qps[static_cast<size_t>(q.remote_qp_id)].process_id;
+    const QpRow& q = f_.model.qps[static_cast<size_t>(qp)];
+    if (q.remote_qp_id != kNone) return f_.model.qps[static_cast<size_t>(q.remote_qp_id)].process_id;
   }
   if (!rkey) return kNone;
   auto it = peer_by_rkey_.find(rkey);
@@ -125,8 +113,8 @@ int64_t GpuAssociation::peer_of(int64_t qp, uint64_t rkey, uint64_t raddr) {
   // An unpaired QP: the process (other than this one) that registered memory with that rkey
   // around the address. Keys are per device, so only a unique answer counts.
   int64_t found = kNone;
-  for (const MrRow& r : m_.mrs)
-    if (r.rkey == rkey && r.process_id != p_.process_id && raddr >= r.addr && raddr - r.addr < r.length) {
+  for (const MrRow& r : f_.model.mrs)
+    if (r.rkey == rkey && r.process_id != f_.process.process_id && raddr >= r.addr && raddr - r.addr < r.length) {
       if (found != kNone && found != r.process_id) {
         found = kNone;
         break;
@@ -143,34 +131,34 @@ void GpuAssociation::wqe(int64_t ts, const format::DecodedEvent& ev) {
   OpRecord op;
   op.op_id = f_.next_op_id();
   op.ts_ns = ts;
-  op.process_id = p_.process_id;
+  op.process_id = f_.process.process_id;
   op.layer = "gpu";
-  op.qp_id = qp_of_(v[0], ev.tsc);
+  op.qp_id = f_.qp_of(v[0], ev.tsc);
   op.op_class = op_class_of_mlx5_opcode(v[3]);
   op.bytes = v[7];
   op.peer_process_id = peer_of(op.qp_id, v[9], v[8]);
   GpuWqeRecord w;
-  if (op.qp_id != kNone) w.gpu = m_.qps[static_cast<size_t>(op.qp_id)].gpu;
-  w.kernel = p_.kernel_at(ev.tsc, w.gpu);
+  if (op.qp_id != kNone) w.gpu = f_.model.qps[static_cast<size_t>(op.qp_id)].gpu;
+  w.kernel = f_.process.kernel_at(ev.tsc, w.gpu);
   auto d = last_doorbell_.find(op.qp_id);
   w.doorbell_id = d != last_doorbell_.end() ? static_cast<int64_t>(d->second) : kNone;
   w.wqe_index = v[1], w.opcode = v[3], w.opmod = v[4], w.flags = v[6];
   w.remote_addr = v[8], w.rkey = v[9], w.local_addr = v[10], w.lkey = v[11], w.sges = v[12];
   w.inline_data = v[13] != 0;
   w.imm = v[14], w.swap_add = v[15], w.compare = v[16];
-  OpCounters& c = op_counters(op.qp_id);
+  OpCounters& c = f_.op_counters(op.qp_id);
   c.ops[op.op_class] += 1;
   c.bytes[op.op_class] += op.bytes;
   c.calls += 1;
   c.saw(ts);
-  if (sink_) sink_->gpu_op(op, w);
+  if (f_.sink) f_.sink->gpu_op(op, w);
 }
 
 void GpuAssociation::wqe_stats(const format::DecodedEvent& ev) {
   // qp_num uar_page gpu memory recovered wqebbs lost_wqebbs damaged unread_wqebbs index_errors
   // copies batches wait_ns max_wait_ns batch
   const uint64_t* v = ev.values;
-  DoorbellCounters& c = doorbell_counters(qp_of_(v[0], ev.tsc));
+  DoorbellCounters& c = doorbell_counters(f_.qp_of(v[0], ev.tsc));
   c.wqes_read = true;
   c.recovered += v[4];
   c.recovered_wqebbs += v[5];
@@ -186,28 +174,28 @@ void GpuAssociation::wqe_stats(const format::DecodedEvent& ev) {
 void GpuAssociation::launch(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
   const uint64_t* v = ev.values;  // function stream device entry grid_xyz block_xyz shared result
   LaunchRecord l;
-  l.launch_id = next_id(&launch_seq_);
+  l.launch_id = f_.process_scoped_id(&launch_seq_);
   l.ts_ns = ts;
-  l.process_id = p_.process_id;
+  l.process_id = f_.process.process_id;
   l.thread_id = thread;
   l.gpu = ev.as_i64(2);
   l.function = v[0], l.stream = v[1], l.entry = v[3];
   for (int i = 0; i < 3; ++i) l.grid[i] = v[4 + i], l.block[i] = v[7 + i];
   l.result = ev.as_i64(11);
-  auto n = p_.kernel_names.find(v[0]);
-  l.name = n != p_.kernel_names.end() ? &n->second : nullptr;
-  ++pc_.hijack.launches;
-  if (sink_) sink_->launch(l);
+  auto n = f_.process.kernel_names.find(v[0]);
+  l.name = n != f_.process.kernel_names.end() ? &n->second : nullptr;
+  ++f_.counters.hijack.launches;
+  if (f_.sink) f_.sink->launch(l);
 }
 
 void GpuAssociation::call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result) {
-  calls_.call(CallRecord{ts, 0, p_.process_id, thread, name, qp, 0, 0, result});
+  f_.calls.call(CallRecord{ts, 0, f_.process.process_id, thread, name, qp, 0, 0, result});
 }
 
 // The doorbell hijack's set-up and its pollers: counted for the summary, slices on their thread.
 void GpuAssociation::control(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
   const uint64_t* v = ev.values;
-  HijackCounters& h = pc_.hijack;
+  HijackCounters& h = f_.counters.hijack;
   switch (static_cast<EventType>(ev.type)) {
     case EventType::gpu_uar_map: {
       const auto outcome = static_cast<format::UarMapOutcome>(v[6]);
@@ -222,8 +210,8 @@ void GpuAssociation::control(int64_t thread, int64_t ts, const format::DecodedEv
       if (v[0] == 1) ++h.pollers;
       if (v[0] == 2) h.poller_doorbells += v[2], h.poller_cpu_ns += v[3], h.poller_wall_ns += v[4];
       break;
-    case EventType::devx_qp_create: call(thread, ts, "devx CREATE_QP", v[2] ? qp_of_(v[2], ev.tsc) : kNone, int64_t(v[17])); break;
-    case EventType::devx_qp_modify: call(thread, ts, "devx QP transition", qp_of_(v[1], ev.tsc), int64_t(v[10])); break;
+    case EventType::devx_qp_create: call(thread, ts, "devx CREATE_QP", v[2] ? f_.qp_of(v[2], ev.tsc) : kNone, int64_t(v[17])); break;
+    case EventType::devx_qp_modify: call(thread, ts, "devx QP transition", f_.qp_of(v[1], ev.tsc), int64_t(v[10])); break;
     case EventType::devx_obj_destroy: call(thread, ts, "devx destroy", kNone, ev.as_i64(3)); break;
     case EventType::devx_uar_alloc: call(thread, ts, "mlx5dv_devx_alloc_uar", kNone, ev.as_i64(6)); break;
     case EventType::devx_umem_reg: call(thread, ts, "mlx5dv_devx_umem_reg", kNone, ev.as_i64(8)); break;

@@ -40,20 +40,20 @@ struct QpState {
 
 class IbvAssociation final : public LayerAssociator {
  public:
-  explicit IbvAssociation(FileContext& f) : f_(f), m_(f.model), p_(f.process), sink_(f.sink), agg_(&f.agg), pc_(f.counters) {
+  explicit IbvAssociation(FileContext& f) : f_(f) {
     // A process's QPs have consecutive ids (the first pass numbers them file by file).
-    first_qp_ = m_.qps.size();
+    first_qp_ = f_.model.qps.size();
     size_t last = 0;
-    for (const auto& [num, ids] : p_.qps_by_num)
+    for (const auto& [num, ids] : f_.process.qps_by_num)
       for (uint32_t id : ids) first_qp_ = std::min<size_t>(first_qp_, id), last = std::max<size_t>(last, id + 1);
     if (first_qp_ > last) first_qp_ = last = 0;
     qps_.resize(last - first_qp_);
     for (size_t i = 0; i < qps_.size(); ++i) {
-      const QpRow& q = m_.qps[first_qp_ + i];
+      const QpRow& q = f_.model.qps[first_qp_ + i];
       QpState& s = qps_[i];
       s.local_hash = hw_endpoint_hash(q.local);
       if (q.remote_qp_id != kNone) {
-        const QpRow& r = m_.qps[static_cast<size_t>(q.remote_qp_id)];
+        const QpRow& r = f_.model.qps[static_cast<size_t>(q.remote_qp_id)];
         s.peer_process = r.process_id;
         s.peer_hash = hw_endpoint_hash(r.local);
         s.flows = q.connection_id != kNone;
@@ -77,15 +77,8 @@ class IbvAssociation final : public LayerAssociator {
   void emit_completion(const CompletionRecord& c);
   QpState* state(int64_t qp) { return qp == kNone ? nullptr : &qps_[static_cast<size_t>(qp) - first_qp_]; }
   int64_t qp_of(uint64_t qp_num, uint64_t tsc) { return f_.qp_of(qp_num, tsc); }
-  OpCounters& counters(int64_t qp) { return qp == kNone ? pc_.ops : agg_->qp[static_cast<size_t>(qp)]; }
-  uint64_t next_id(uint64_t* n) { return (uint64_t{p_.process_id} << 40) | (*n)++; }
 
   FileContext& f_;
-  const ExperimentModel& m_;
-  const ProcessRow& p_;
-  FileSink* sink_;
-  Aggregates* agg_;
-  ProcessCounters& pc_;
   size_t first_qp_ = 0;
   std::vector<QpState> qps_;
   std::unordered_map<uint64_t, std::deque<PendingWr>> srq_recvs_;
@@ -96,7 +89,7 @@ class IbvAssociation final : public LayerAssociator {
 // or lost).
 void IbvAssociation::finish() {
   for (QpState& s : qps_) {
-    for (const CompletionRecord& c : s.early) ++pc_.unmatched_completions, emit_completion(c);
+    for (const CompletionRecord& c : s.early) ++f_.counters.unmatched_completions, emit_completion(c);
     s.early.clear();
     for (PendingWr& w : s.sends) finish_op(w.op);
     for (PendingWr& w : s.recvs) finish_op(w.op);
@@ -107,7 +100,7 @@ void IbvAssociation::finish() {
 }
 
 void IbvAssociation::finish_op(OpRecord& op) {
-  if (sink_) sink_->op(op);
+  if (f_.sink) f_.sink->op(op);
 }
 
 void IbvAssociation::on_event(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
@@ -121,17 +114,17 @@ void IbvAssociation::on_event(int64_t thread, int64_t ts, const format::DecodedE
     case EventType::ibv_post_srq_recv: post_call(thread, ts, ev, false); break;
     case EventType::ibv_call_error: call_error(thread, ts, ev); break;
     case EventType::ibv_poll_cq:
-      if (sink_ && static_cast<int64_t>(v[1]) > 0) {
-        CallRecord c{ts, 0, p_.process_id, thread, "ibv_poll_cq", kNone, 0, v[1], ev.as_i64(2)};
-        sink_->call(c);
+      if (f_.sink && static_cast<int64_t>(v[1]) > 0) {
+        CallRecord c{ts, 0, f_.process.process_id, thread, "ibv_poll_cq", kNone, 0, v[1], ev.as_i64(2)};
+        f_.sink->call(c);
       }
       break;
     case EventType::ibv_async_event: {
-      ++pc_.errors;
-      ++pc_.error_kinds[error_kind("async", "event_type_" + std::to_string(v[1]), 0)];
-      if (sink_) {
-        ErrorRecord e{next_id(&errors_), ts, p_.process_id, thread, "ibv", "async", "event_type_" + std::to_string(v[1]), v[2], 0, kNone};
-        sink_->error(e);
+      ++f_.counters.errors;
+      ++f_.counters.error_kinds[error_kind("async", "event_type_" + std::to_string(v[1]), 0)];
+      if (f_.sink) {
+        ErrorRecord e{f_.process_scoped_id(&errors_), ts, f_.process.process_id, thread, "ibv", "async", "event_type_" + std::to_string(v[1]), v[2], 0, kNone};
+        f_.sink->error(e);
       }
       break;
     }
@@ -153,7 +146,7 @@ void IbvAssociation::on_event(int64_t thread, int64_t ts, const format::DecodedE
 // Aggregate mode: counters without timestamps, folded into the same per-QP totals.
 void IbvAssociation::on_aggregate(const format::DecodedEvent& ev) {
   const uint64_t* v = ev.values;  // tid key_kind key_a key_b count bytes
-  OpCounters& c = counters(qp_of(v[2], 0));
+  OpCounters& c = f_.op_counters(qp_of(v[2], 0));
   unsigned op = v[3] >= 0x100 ? static_cast<unsigned>(kOpRecv) : op_class_of_wr_opcode(v[3]);
   c.ops[op] += v[4];
   c.bytes[op] += v[5];
@@ -166,7 +159,7 @@ void IbvAssociation::post_send_wr(int64_t thread, int64_t ts, const format::Deco
   OpRecord op;
   op.op_id = f_.next_op_id();
   op.ts_ns = ts;
-  op.process_id = p_.process_id;
+  op.process_id = f_.process.process_id;
   op.thread_id = thread;
   op.qp_id = qp;
   op.op_class = op_class_of_wr_opcode(v[2]);
@@ -177,15 +170,15 @@ void IbvAssociation::post_send_wr(int64_t thread, int64_t ts, const format::Deco
     op.peer_process_id = s->peer_process;
     if (op_consumes_receive(op.op_class)) {
       ++s->send_seq;
-      if (s->flows) op.flow_id = message_flow_id(s->local_hash, s->peer_hash, s->send_seq), ++pc_.flows_out;
+      if (s->flows) op.flow_id = message_flow_id(s->local_hash, s->peer_hash, s->send_seq), ++f_.counters.flows_out;
     }
   }
-  OpCounters& c = counters(qp);
+  OpCounters& c = f_.op_counters(qp);
   c.ops[op.op_class] += 1;
   c.bytes[op.op_class] += op.bytes;
   c.calls += 1;
   c.saw(ts);
-  if (sink_) sink_->work_request(op);
+  if (f_.sink) f_.sink->work_request(op);
   if (!s) {
     finish_op(op);
     return;
@@ -204,7 +197,7 @@ void IbvAssociation::post_recv_wr(int64_t thread, int64_t ts, const format::Deco
   OpRecord op;
   op.op_id = f_.next_op_id();
   op.ts_ns = ts;
-  op.process_id = p_.process_id;
+  op.process_id = f_.process.process_id;
   op.thread_id = thread;
   op.op_class = kOpRecv;
   op.bytes = v[2];
@@ -216,18 +209,18 @@ void IbvAssociation::post_recv_wr(int64_t thread, int64_t ts, const format::Deco
     op.qp_id = qp_of(v[0], ev.tsc);
     QpState* s = state(op.qp_id);
     if (!s) {
-      pc_.ops.ops[kOpRecv] += 1;
-      if (sink_) sink_->work_request(op), finish_op(op);
+      f_.counters.ops.ops[kOpRecv] += 1;
+      if (f_.sink) f_.sink->work_request(op), finish_op(op);
       return;
     }
     op.peer_process_id = s->peer_process;
     queue = &s->recvs;
     if (!s->early.empty() && match_early(s, op, true)) {
-      if (sink_) sink_->work_request(op);
+      if (f_.sink) f_.sink->work_request(op);
       return;
     }
   }
-  if (sink_) sink_->work_request(op);
+  if (f_.sink) f_.sink->work_request(op);
   if (queue->size() >= kMaxPending) {
     finish_op(queue->front().op);
     queue->pop_front();
@@ -268,7 +261,7 @@ bool take_wr(std::deque<PendingWr>* q, uint64_t wr_id, bool send_queue, bool ok,
 }  // namespace
 
 void IbvAssociation::emit_completion(const CompletionRecord& c) {
-  if (sink_) sink_->completion(c);
+  if (f_.sink) f_.sink->completion(c);
 }
 
 // A WR whose completion was read earlier: complete it (and, for sends, every WR posted before it
@@ -304,15 +297,15 @@ bool IbvAssociation::match_early(QpState* s, OpRecord& op, bool receive) {
 void IbvAssociation::completion(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
   const uint64_t* v = ev.values;  // cq qp_num wr_id status opcode byte_len imm_data wc_flags src_qp vendor_err
   CompletionRecord c;
-  c.completion_id = next_id(&completions_);
+  c.completion_id = f_.process_scoped_id(&completions_);
   c.ts_ns = ts;
-  c.process_id = p_.process_id;
+  c.process_id = f_.process.process_id;
   c.thread_id = thread;
   c.qp_id = qp_of(v[1], ev.tsc);
   c.cq = v[0], c.wr_id = v[2], c.status = v[3], c.opcode = v[4], c.byte_len = v[5];
   c.imm_data = v[6], c.wc_flags = v[7], c.src_qp = v[8], c.vendor_err = v[9];
   QpState* s = state(c.qp_id);
-  OpCounters& cnt = counters(c.qp_id);
+  OpCounters& cnt = f_.op_counters(c.qp_id);
   ++cnt.completions;
   cnt.saw(ts);
   bool ok = c.status == 0;
@@ -336,13 +329,13 @@ void IbvAssociation::completion(int64_t thread, int64_t ts, const format::Decode
     if (!found) cnt.ops[kOpRecv] += 1;  // receive WR not traced (lost, or posted before tracing)
     if (s) {
       ++s->recv_seq;
-      if (s->flows) c.flow_id = message_flow_id(s->peer_hash, s->local_hash, s->recv_seq), ++pc_.flows_in;
+      if (s->flows) c.flow_id = message_flow_id(s->peer_hash, s->local_hash, s->recv_seq), ++f_.counters.flows_in;
     }
   }
   if (!ok) {
     ++cnt.completion_errors;
-    ++pc_.errors;
-    ++pc_.error_kinds[error_kind("completion", wc_status_name(c.status), 0)];
+    ++f_.counters.errors;
+    ++f_.counters.error_kinds[error_kind("completion", wc_status_name(c.status), 0)];
   }
   if (found) {
     if (recv_side && op.qp_id == kNone) op.qp_id = c.qp_id;  // SRQ receive: now we know the QP
@@ -364,14 +357,14 @@ void IbvAssociation::completion(int64_t thread, int64_t ts, const format::Decode
   } else if (s && s->early.size() < kMaxEarly) {
     s->early.push_back(c);  // its WR may come later in the file (another thread's chunk)
   } else {
-    ++pc_.unmatched_completions;
+    ++f_.counters.unmatched_completions;
   }
-  if (sink_) {
-    if (found || !s || s->early.empty() || s->early.back().completion_id != c.completion_id) sink_->completion(c);
+  if (f_.sink) {
+    if (found || !s || s->early.empty() || s->early.back().completion_id != c.completion_id) f_.sink->completion(c);
     if (!ok) {
-      ErrorRecord e{next_id(&errors_), ts, p_.process_id, thread, "ibv", "completion", wc_status_name(c.status), c.wr_id,
+      ErrorRecord e{f_.process_scoped_id(&errors_), ts, f_.process.process_id, thread, "ibv", "completion", wc_status_name(c.status), c.wr_id,
                     static_cast<int64_t>(c.vendor_err), c.qp_id};
-      sink_->error(e);
+      f_.sink->error(e);
     }
   }
 }
@@ -384,15 +377,15 @@ void IbvAssociation::post_call(int64_t thread, int64_t ts, const format::Decoded
   int64_t result = ev.as_i64(send ? 4 : 3);
   int64_t qp = srq ? kNone : qp_of(v[0], ev.tsc);
   const char* name = send ? "ibv_post_send" : srq ? "ibv_post_srq_recv" : "ibv_post_recv";
-  if (sink_) sink_->call(CallRecord{ts, 0, p_.process_id, thread, name, qp, v[2], v[1], result});
+  if (f_.sink) f_.sink->call(CallRecord{ts, 0, f_.process.process_id, thread, name, qp, v[2], v[1], result});
   // A failed call is counted once, from its ibv_call_error record (written in every mode).
-  if (p_.full_mode) return;  // operations come from the WR events
+  if (f_.process.full_mode) return;  // operations come from the WR events
   QpState* s = state(qp);
   OpRecord op;
   op.op_id = f_.next_op_id();
   op.ts_ns = ts;
   op.dur_ns = 0;
-  op.process_id = p_.process_id;
+  op.process_id = f_.process.process_id;
   op.thread_id = thread;
   op.qp_id = qp;
   op.op_class = send ? op_class_of_mask(v[3]) : static_cast<unsigned>(kOpRecv);
@@ -401,33 +394,33 @@ void IbvAssociation::post_call(int64_t thread, int64_t ts, const format::Decoded
   op.peer_process_id = s ? s->peer_process : kNone;
   op.status = result;
   op.is_call = true;
-  OpCounters& c = counters(qp);
+  OpCounters& c = f_.op_counters(qp);
   c.ops[op.op_class] += v[1];
   c.bytes[op.op_class] += v[2];
   c.calls += 1;
   c.saw(ts);
-  if (sink_) {
-    sink_->work_request(op);
-    sink_->op(op);
+  if (f_.sink) {
+    f_.sink->work_request(op);
+    f_.sink->op(op);
   }
 }
 
 void IbvAssociation::control_call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result) {
-  f_.calls.call(CallRecord{ts, 0, p_.process_id, thread, name, qp, 0, 0, result});
+  f_.calls.call(CallRecord{ts, 0, f_.process.process_id, thread, name, qp, 0, 0, result});
 }
 
 void IbvAssociation::call_error(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
   const uint64_t* v = ev.values;  // call object error
-  ++pc_.errors;
-  ++pc_.error_kinds[error_kind("call", ibv_call_name(v[0]), ev.as_i64(2))];
-  if (!sink_) return;
+  ++f_.counters.errors;
+  ++f_.counters.error_kinds[error_kind("call", ibv_call_name(v[0]), ev.as_i64(2))];
+  if (!f_.sink) return;
   int64_t qp = kNone;
   auto call = static_cast<format::IbvCall>(v[0]);
   if (call == format::IbvCall::post_send || call == format::IbvCall::post_recv || call == format::IbvCall::modify_qp ||
       call == format::IbvCall::destroy_qp)
-    qp = m_.qp_at(p_.process_id, v[1], ev.tsc);
-  ErrorRecord e{next_id(&errors_), ts, p_.process_id, thread, "ibv", "call", ibv_call_name(v[0]), v[1], ev.as_i64(2), qp};
-  sink_->error(e);
+    qp = f_.model.qp_at(f_.process.process_id, v[1], ev.tsc);
+  ErrorRecord e{f_.process_scoped_id(&errors_), ts, f_.process.process_id, thread, "ibv", "call", ibv_call_name(v[0]), v[1], ev.as_i64(2), qp};
+  f_.sink->error(e);
 }
 
 std::unique_ptr<LayerAssociator> make_ibv_associator(FileContext& f) { return std::make_unique<IbvAssociation>(f); }

@@ -30,7 +30,11 @@ struct FileContext {
   QpLookup& qp_of;            // a data-path event's QP number at its time -> QP id
   CallSpans& calls;           // control calls, held until their duration is known
   uint64_t op_seq = 0;        // verbs and GPU operations share one id sequence per process
-  uint64_t next_op_id() { return (uint64_t{process.process_id} << 40) | op_seq++; }
+  uint64_t next_op_id() { return process_scoped_id(&op_seq); }
+  // Ids are unique in the experiment: the process in the top bits, a per-process sequence below.
+  uint64_t process_scoped_id(uint64_t* seq) const { return (uint64_t{process.process_id} << 40) | (*seq)++; }
+  // Operation counts of a QP, or of the process for operations on no known QP.
+  OpCounters& op_counters(int64_t qp) { return qp == kNone ? counters.ops : agg.qp[static_cast<size_t>(qp)]; }
 };
 
 class LayerAssociator {

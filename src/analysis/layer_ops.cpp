@@ -3,11 +3,11 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <deque>
 #include <map>
 #include <memory>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "analysis/aggregates.h"
 #include "analysis/associator_list.h"
@@ -215,12 +215,9 @@ class LayerOpsAssociation final : public LayerAssociator {
   bool full_mode;  // libfabric completions are recorded one by one
   uint64_t& untimed_receives;
   uint64_t ops = 0, errors = 0, completions = 0;
-  std::unordered_map<std::string, std::unique_ptr<const std::string>> names;  // CallRecord names, kept for the file
-  const char* intern(const std::string& name) {
-    auto& kept = names[name];
-    if (!kept) kept = std::make_unique<const std::string>(name);
-    return kept->c_str();
-  }
+  // CallRecord names, kept for the file (a node set: the strings never move).
+  std::unordered_set<std::string> names;
+  const char* intern(const std::string& name) { return names.insert(name).first->c_str(); }
   std::map<std::tuple<uint64_t, int64_t, uint64_t, uint64_t>, uint64_t> seq_out, seq_in;  // (layer, peer, channel, tag)
   std::unordered_map<uint64_t, std::string> ucx_ep_transport;  // the last transport seen on each UCP endpoint
   struct Inflight {

@@ -48,19 +48,6 @@ const std::vector<Expected> kOperations = {
 
 std::string program() { return build_path("tests/bin/ofi_rma_atomic"); }
 
-struct Traced {
-  ProcessResult result;
-  std::vector<ProcessEvents> procs;
-};
-
-Traced run_traced(const std::string& mode, const std::string& dir) {
-  Traced t;
-  t.result = run_process({build_path("bin/sigmatrace"), "profile", "--mode", mode, "-o", dir, "--", program()});
-  std::string err;
-  if (t.result.exit_code == 0 && !read_experiment(dir, &t.procs, &err)) ADD_FAILURE() << err;
-  return t;
-}
-
 class OfiOperations : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -69,16 +56,26 @@ class OfiOperations : public ::testing::Test {
     if (plain_.exit_code == 77) GTEST_SKIP() << "skipped: " << plain_.err;
     ASSERT_EQ(plain_.exit_code, 0) << plain_.err;
   }
+  // Profiles the program in one mode: it succeeds, its output is the untraced run's, and the
+  // experiment holds its one process, in traced_.
+  void run_traced(const std::string& mode) {
+    ProcessResult r = run_process({build_path("bin/sigmatrace"), "profile", "--mode", mode, "-o", dir_.path(), "--", program()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, plain_.out);
+    std::vector<ProcessEvents> procs;
+    std::string err;
+    ASSERT_TRUE(read_experiment(dir_.path(), &procs, &err)) << err;
+    ASSERT_EQ(procs.size(), 1u);
+    traced_ = std::move(procs[0]);
+  }
   ProcessResult plain_;
+  TempDir dir_;
+  ProcessEvents traced_;
 };
 
 TEST_F(OfiOperations, EachRmaAtomicAndTaggedCallRecordsWhatItWasGiven) {
-  TempDir dir;
-  Traced t = run_traced("full", dir.path());
-  ASSERT_EQ(t.result.exit_code, 0) << t.result.err;
-  EXPECT_EQ(t.result.out, plain_.out);
-  ASSERT_EQ(t.procs.size(), 1u);
-  std::vector<const TraceEvent*> ops = t.procs[0].of(EventType::ofi_op);
+  ASSERT_NO_FATAL_FAILURE(run_traced("full"));
+  std::vector<const TraceEvent*> ops = traced_.of(EventType::ofi_op);
   ASSERT_EQ(ops.size(), kOperations.size());
   // The region's address differs from run to run: targets are checked as offsets from the first
   // write's, which is at offset 0.
@@ -96,16 +93,12 @@ TEST_F(OfiOperations, EachRmaAtomicAndTaggedCallRecordsWhatItWasGiven) {
     EXPECT_EQ(e[kResult], 0u);
     EXPECT_EQ(e[kEp], (*ops[0])[kEp]);
   }
-  EXPECT_EQ(errors(t.procs[0]), 0u);
+  EXPECT_EQ(errors(traced_), 0u);
 }
 
 TEST_F(OfiOperations, SimpleModeRecordsTheSameOperations) {
-  TempDir dir;
-  Traced t = run_traced("simple", dir.path());
-  ASSERT_EQ(t.result.exit_code, 0) << t.result.err;
-  EXPECT_EQ(t.result.out, plain_.out);
-  ASSERT_EQ(t.procs.size(), 1u);
-  std::vector<const TraceEvent*> ops = t.procs[0].of(EventType::ofi_op);
+  ASSERT_NO_FATAL_FAILURE(run_traced("simple"));
+  std::vector<const TraceEvent*> ops = traced_.of(EventType::ofi_op);
   ASSERT_EQ(ops.size(), kOperations.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     EXPECT_EQ((*ops[i])[kOp], static_cast<uint64_t>(kOperations[i].op)) << "operation " << i;
@@ -114,17 +107,13 @@ TEST_F(OfiOperations, SimpleModeRecordsTheSameOperations) {
 }
 
 TEST_F(OfiOperations, AggregateModeCountsEachOperationWithItsBytes) {
-  TempDir dir;
-  Traced t = run_traced("aggregate", dir.path());
-  ASSERT_EQ(t.result.exit_code, 0) << t.result.err;
-  EXPECT_EQ(t.result.out, plain_.out);
-  ASSERT_EQ(t.procs.size(), 1u);
-  EXPECT_EQ(t.procs[0].count(EventType::ofi_op), 0u);
+  ASSERT_NO_FATAL_FAILURE(run_traced("aggregate"));
+  EXPECT_EQ(traced_.count(EventType::ofi_op), 0u);
   for (const Expected& want : kOperations) {
     SCOPED_TRACE("op " + std::to_string(static_cast<uint64_t>(want.op)));
-    EXPECT_EQ(aggregate_count(t.procs[0], AggregateKey::ofi_ep_op, static_cast<uint64_t>(want.op)), 1u);
+    EXPECT_EQ(aggregate_count(traced_, AggregateKey::ofi_ep_op, static_cast<uint64_t>(want.op)), 1u);
     uint64_t bytes = 0;
-    for (const TraceEvent* e : t.procs[0].of(EventType::aggregate_entry))
+    for (const TraceEvent* e : traced_.of(EventType::aggregate_entry))
       if ((*e)[1] == static_cast<uint64_t>(AggregateKey::ofi_ep_op) && (*e)[3] == static_cast<uint64_t>(want.op)) bytes += (*e)[5];
     EXPECT_EQ(bytes, want.bytes);
   }
