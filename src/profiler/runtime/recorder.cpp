@@ -12,7 +12,7 @@
 
 namespace sigmatrace::profiler {
 
-thread_local ThreadState t_state __attribute__((tls_model("initial-exec"))) = {nullptr, nullptr, kNoChunk, 0, 0, nullptr};
+constinit thread_local ThreadState t_state __attribute__((tls_model("initial-exec"))) = {nullptr, nullptr, kNoChunk, 0, 0, nullptr};
 
 namespace {
 

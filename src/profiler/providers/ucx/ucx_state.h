@@ -28,7 +28,7 @@ struct UctLane {
   abi::uct_iface* iface;
   abi::uct_ep* ep;
 };
-extern thread_local UctLane t_uct_lane __attribute__((tls_model("initial-exec")));
+extern thread_local constinit UctLane t_uct_lane __attribute__((tls_model("initial-exec")));
 
 // The outermost traced UCP call on this thread: libucp calls its own exported functions through
 // its PLT (ucp_tag_send_nb -> ucp_tag_send_nbx, ucp_ep_flush -> ucp_ep_flush_nbx).

@@ -18,7 +18,7 @@ namespace ucx {
 std::atomic<bool> g_active{false};
 TraceMode g_mode = TraceMode::simple;
 bool g_record_progress = false;
-thread_local UctLane t_uct_lane __attribute__((tls_model("initial-exec"))) = {nullptr, nullptr};
+constinit thread_local UctLane t_uct_lane __attribute__((tls_model("initial-exec"))) = {nullptr, nullptr};
 
 namespace real {
 #define SIGMATRACE_REAL_SYMBOL(name) RealSymbol name{#name, "libucp.so.0", {}, {}};

@@ -17,7 +17,7 @@ ContextState g_contexts[kMaxContexts];
 std::atomic<uint32_t> g_context_high_water{0};
 ObjectTable<QpState, 8192> g_qps;
 ObjectTable<CqState, 1024> g_cqs;
-thread_local QpState* t_last_qp __attribute__((tls_model("initial-exec"))) = nullptr;
+constinit thread_local QpState* t_last_qp __attribute__((tls_model("initial-exec"))) = nullptr;
 std::atomic<uint32_t> g_endpoint_generation{0};
 
 ibv_qp_ex* real_qp_to_qp_ex(ibv_qp* qp);  // ibverbs_symbols.cpp

@@ -177,7 +177,7 @@ extern ObjectTable<QpState, 8192> g_qps;
 extern ObjectTable<CqState, 1024> g_cqs;
 
 // The QP state for qp, remembered per thread for the next call (most threads drive one QP at a time).
-extern thread_local QpState* t_last_qp __attribute__((tls_model("initial-exec")));
+extern thread_local constinit QpState* t_last_qp __attribute__((tls_model("initial-exec")));
 [[gnu::always_inline]] inline QpState* find_qp(const void* qp) {
   QpState* s = t_last_qp;
   if (__builtin_expect(s != nullptr && s->key.load(std::memory_order_relaxed) == qp, 1)) return s;
