@@ -4,29 +4,15 @@
 #include <gtest/gtest.h>
 
 #include "format/experiment_layout.h"
-#include "format/trace_reader.h"
+#include "support/trace_events.h"
 
 namespace sigmatrace::test {
 
 namespace {
 template <typename Fn>
 void for_each_event(const std::string& path, Fn fn, bool intact = true) {
-  format::TraceFileReader r;
   std::string err;
-  ASSERT_TRUE(r.open(path, &err)) << err;
-  format::Chunk c;
-  format::DecodedEvent ev;
-  while (r.next_chunk(&c)) {
-    format::ChunkEventDecoder d(c.header, c.payload.data(), c.payload.size(), &r.schema());
-    while (d.next(&ev)) fn(c.header.tid, ev);
-    if (intact) {
-      EXPECT_FALSE(d.failed());
-    }
-  }
-  if (intact) {
-    EXPECT_TRUE(r.losses().empty());
-    EXPECT_EQ(r.chunks_missing(), 0u) << path;
-  }
+  EXPECT_TRUE(for_each_trace_event(path, fn, &err, intact)) << err;
 }
 }  // namespace
 

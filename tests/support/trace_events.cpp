@@ -13,38 +13,57 @@ std::vector<const TraceEvent*> ProcessEvents::of(format::EventType t) const {
   return r;
 }
 
-bool read_experiment(const std::string& dir, std::vector<ProcessEvents>* out, std::string* error) {
-  for (const std::string& path : format::list_trace_files(dir)) {
-    format::TraceFileReader r;
-    if (!r.open(path, error)) return false;
-    ProcessEvents p;
-    p.path = path;
-    if (const std::string* exe = format::find_meta(r.metadata(), "executable")) p.executable = *exe;
-    format::Chunk c;
-    format::DecodedEvent ev;
-    while (r.next_chunk(&c)) {
-      format::ChunkEventDecoder d(c.header, c.payload.data(), c.payload.size(), &r.schema());
-      while (d.next(&ev)) {
-        TraceEvent e;
-        e.type = ev.type;
-        e.tsc = ev.tsc;
-        e.v.assign(ev.values, ev.values + ev.field_count);
-        for (int i = 0; i < ev.field_count; ++i)
-          if (!ev.bytes[i].empty()) {
-            e.bytes = std::string(ev.bytes[i]);
-            break;
-          }
-        p.events.push_back(std::move(e));
-      }
-      if (d.failed()) {
-        *error = path + ": a malformed chunk";
-        return false;
-      }
-    }
-    if (!r.losses().empty()) {
-      *error = path + ": damaged";
+bool for_each_trace_event(const std::string& path, const std::function<void(uint32_t tid, const format::DecodedEvent&)>& fn,
+                          std::string* error, bool intact) {
+  format::TraceFileReader r;
+  if (!r.open(path, error)) return false;
+  format::Chunk c;
+  format::DecodedEvent ev;
+  while (r.next_chunk(&c)) {
+    format::ChunkEventDecoder d(c.header, c.payload.data(), c.payload.size(), &r.schema());
+    while (d.next(&ev)) fn(c.header.tid, ev);
+    if (intact && d.failed()) {
+      *error = path + ": a malformed chunk";
       return false;
     }
+  }
+  if (intact && !r.losses().empty()) {
+    *error = path + ": damaged (" + r.losses().front().reason + ")";
+    return false;
+  }
+  if (intact && r.chunks_missing()) {
+    *error = path + ": " + std::to_string(r.chunks_missing()) + " chunks missing";
+    return false;
+  }
+  return true;
+}
+
+bool read_experiment(const std::string& dir, std::vector<ProcessEvents>* out, std::string* error) {
+  for (const std::string& path : format::list_trace_files(dir)) {
+    ProcessEvents p;
+    p.path = path;
+    {
+      format::TraceFileReader r;
+      if (!r.open(path, error)) return false;
+      if (const std::string* exe = format::find_meta(r.metadata(), "executable")) p.executable = *exe;
+    }
+    bool ok = for_each_trace_event(
+        path,
+        [&](uint32_t tid, const format::DecodedEvent& ev) {
+          TraceEvent e;
+          e.type = ev.type;
+          e.tid = tid;
+          e.tsc = ev.tsc;
+          e.v.assign(ev.values, ev.values + ev.field_count);
+          for (int i = 0; i < ev.field_count; ++i)
+            if (!ev.bytes[i].empty()) {
+              e.bytes = std::string(ev.bytes[i]);
+              break;
+            }
+          p.events.push_back(std::move(e));
+        },
+        error);
+    if (!ok) return false;
     out->push_back(std::move(p));
   }
   return true;
