@@ -16,7 +16,7 @@
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
 #include "support/timeline_check.h"
-#include "trace_inspection.h"
+#include "support/trace_inspection.h"
 
 using namespace sigmatrace::test;
 

@@ -8,7 +8,7 @@
 #include "format/experiment_layout.h"
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
-#include "trace_inspection.h"
+#include "support/trace_inspection.h"
 
 using namespace sigmatrace::test;
 

@@ -1,5 +1,5 @@
 // See trace_inspection.h.
-#include "trace_inspection.h"
+#include "support/trace_inspection.h"
 
 #include <gtest/gtest.h>
 

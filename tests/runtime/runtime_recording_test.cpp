@@ -7,7 +7,7 @@
 #include "format/trace_reader.h"
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
-#include "trace_inspection.h"
+#include "support/trace_inspection.h"
 
 using namespace sigmatrace::test;
 
