@@ -115,7 +115,7 @@ void Writer::write_chunk(uint32_t slot, uint32_t tid, const uint8_t* raw, size_t
     remember_written(slot, offset, sealed.encoded.events, raw, raw_bytes);
 }
 
-bool Writer::write_sealed(uint32_t slot, format::ChunkSealer::Sealed* sealed) {
+bool Writer::write_sealed(uint32_t slot, format::ChunkSealer::Sealed* sealed, bool count_if_lost) {
   if (sealed->header.seq != seq_) format::ChunkSealer::renumber(&sealed->header, seq_);
   malformed_ += sealed->encoded.malformed;
   uint64_t offset = file_bytes_;
@@ -127,11 +127,15 @@ bool Writer::write_sealed(uint32_t slot, format::ChunkSealer::Sealed* sealed) {
     if (slot != process_slot_) remember_written(slot, offset, sealed->encoded.events, nullptr, 0);
     return true;
   }
-  ++chunks_lost_per_slot_[slot];
-  events_lost_per_slot_[slot] += sealed->encoded.events;
-  ++chunks_lost_;
-  events_lost_ += sealed->encoded.events;
+  if (count_if_lost) count_lost_chunk(slot, sealed->encoded.events);
   return false;
+}
+
+void Writer::count_lost_chunk(uint32_t slot, uint64_t events) {
+  ++chunks_lost_per_slot_[slot];
+  events_lost_per_slot_[slot] += events;
+  ++chunks_lost_;
+  events_lost_ += events;
 }
 
 void Writer::remember_written(uint32_t slot, uint64_t offset, uint64_t events, const uint8_t* process_raw,
@@ -143,7 +147,6 @@ void Writer::remember_written(uint32_t slot, uint64_t offset, uint64_t events, c
   }
   WrittenChunk& w = revocable_[revocable_used_++];
   w.offset = offset, w.events = events, w.slot = slot;
-  w.generation = slot == process_slot_ ? 0 : rt_->slots[slot].generation.load(std::memory_order_relaxed);
   w.process_raw.assign(process_raw, process_raw + raw_bytes);
 }
 
@@ -151,7 +154,6 @@ bool Writer::give_up_last_chunk(std::vector<uint8_t>* carried, bool* thread_chun
   if (!revocable_used_) return false;
   WrittenChunk& w = revocable_[revocable_used_ - 1];
   *thread_chunk = w.slot != process_slot_;
-  if (*thread_chunk && summarised_gen_[w.slot] == w.generation) return false;  // its summary counts it
   if (ftruncate(rt_->trace_fd, static_cast<off_t>(w.offset)) != 0) return false;
   --revocable_used_;
   file_bytes_ = w.offset;
@@ -159,14 +161,8 @@ bool Writer::give_up_last_chunk(std::vector<uint8_t>* carried, bool* thread_chun
   --chunks_written_;
   events_written_ -= w.events;
   events_per_slot_[w.slot] -= w.events;
-  if (w.slot == process_slot_) {
-    carried->insert(carried->begin(), w.process_raw.begin(), w.process_raw.end());
-  } else {
-    ++chunks_lost_per_slot_[w.slot];
-    events_lost_per_slot_[w.slot] += w.events;
-    ++chunks_lost_;
-    events_lost_ += w.events;
-  }
+  if (*thread_chunk) count_lost_chunk(w.slot, w.events);
+  else carried->insert(carried->begin(), w.process_raw.begin(), w.process_raw.end());
   return true;
 }
 
@@ -331,14 +327,13 @@ void Writer::final_flush(format::ExitReason reason) {
   bool failed = io_failed_;
   // The summary matters more than the last few chunks: while a full disk has no room for it, each
   // failed attempt gives a chunk back (see fail()).
-  std::vector<uint8_t>& carried = carried_;
   rt_->process_stream.take(&process_raw_);  // records not flushed yet
-  carried.insert(carried.end(), process_raw_.begin(), process_raw_.end());
+  carried_.insert(carried_.end(), process_raw_.begin(), process_raw_.end());
   for (;;) {
     io_failed_ = false;  // after a failure: one more attempt, for the summary only
     uint64_t dropped_total = append_final_records(cs, failed);
     rt_->process_stream.take(&process_raw_);
-    process_raw_.insert(process_raw_.begin(), carried.begin(), carried.end());
+    process_raw_.insert(process_raw_.begin(), carried_.begin(), carried_.end());
     // The counts include this final chunk, so a reader can tell that nothing is missing.
     uint64_t in_this_chunk = format::count_raw_events(process_raw_.data(), process_raw_.size()) + 1;
     rt_->process_stream.append(EventType::file_end, cs.tsc,
@@ -349,11 +344,8 @@ void Writer::final_flush(format::ExitReason reason) {
     format::ChunkSealer::Sealed sealed;
     if (!sealer_.seal(process_raw_.data(), process_raw_.size(), 0, seq_, rt_->config.codec, 1, &sealed)) break;
     size_t revocable_before = revocable_used_;
-    if (write_sealed(process_slot_, &sealed)) return;
-    // Not lost: built again, with the failure it met.
-    --chunks_lost_per_slot_[process_slot_], --chunks_lost_;
-    events_lost_per_slot_[process_slot_] -= sealed.encoded.events;
-    events_lost_ -= sealed.encoded.events;
+    // Not counted as lost when it fails: it is built again, with the failure it met.
+    if (write_sealed(process_slot_, &sealed, /*count_if_lost=*/false)) return;
     failed = true;
     if (revocable_used_ == revocable_before) break;  // fail() found nothing more to give up
   }

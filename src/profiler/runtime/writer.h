@@ -35,8 +35,9 @@ class Writer {
   // Seals and writes one chunk of slot (kProcessSlot: the process stream); after a write failure
   // the chunk is sealed only to count its events as lost.
   void write_chunk(uint32_t slot, uint32_t tid, const uint8_t* raw, size_t raw_bytes);
-  // Returns whether the chunk reached the file.
-  bool write_sealed(uint32_t slot, format::ChunkSealer::Sealed* sealed);
+  // Returns whether the chunk reached the file; one that did not is counted as lost unless told not to.
+  bool write_sealed(uint32_t slot, format::ChunkSealer::Sealed* sealed, bool count_if_lost = true);
+  void count_lost_chunk(uint32_t slot, uint64_t events);
   // drain_full_chunks() with SIGMATRACE_WRITER_THREADS > 1: sealed on the pipeline's threads.
   bool drain_full_chunks_in_parallel();
   void flush_process_stream();
@@ -92,7 +93,7 @@ class Writer {
   // list is cleared whenever a thread is retired.
   struct WrittenChunk {
     uint64_t offset = 0, events = 0;
-    uint32_t slot = 0, generation = 0;
+    uint32_t slot = 0;
     std::vector<uint8_t> process_raw;  // the unsealed events, for a process-stream chunk
   };
   static constexpr size_t kRevocableChunks = 16;
