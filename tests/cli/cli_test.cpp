@@ -1,7 +1,9 @@
 // The `sigmatrace` command: profile and info on real runs, and one clear line for every mistake.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 #include <unistd.h>
+
+#include <fstream>
+#include <iterator>
 
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
@@ -107,11 +109,14 @@ TEST(Cli, InfoReportsDamagedAndUnusableFiles) {
   TempDir t;
   ASSERT_EQ(run_process({cli(), "profile", "-o", t / "exp", "--", workload(), "--marks", "100000"}).exit_code, 0);
   std::string good = trace_files(t / "exp").at(0);
-  // Chop the file short (a crashed node's disk) and add a file that is not a trace at all. Half of it
-  // keeps the header (whose schema grows with every event type added) and some chunks.
-  struct stat st {};
-  ASSERT_EQ(stat(good.c_str(), &st), 0);
-  ASSERT_EQ(truncate(good.c_str(), st.st_size / 2), 0);
+  // Chop the file short in its middle chunk (a crashed node's disk) and add a file that is not a
+  // trace at all.
+  std::string bytes;
+  {
+    std::ifstream in(good, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_EQ(truncate(good.c_str(), static_cast<off_t>(middle_chunk_payload_offset(bytes))), 0);
   FILE* f = fopen((t / "exp/bogus.r9.p1.sgt").c_str(), "w");
   fputs("not a trace", f);
   fclose(f);

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "format/experiment_layout.h"
+#include "format/file_layout.h"
 #include "support/trace_events.h"
 
 namespace sigmatrace::test {
@@ -15,6 +18,29 @@ void for_each_event(const std::string& path, Fn fn, bool intact = true) {
   EXPECT_TRUE(for_each_trace_event(path, fn, &err, intact)) << err;
 }
 }  // namespace
+
+uint64_t middle_chunk_payload_offset(const std::string& trace_bytes) {
+  format::FileHeader fh{};
+  if (trace_bytes.size() < sizeof fh) {
+    ADD_FAILURE() << "not a trace: " << trace_bytes.size() << " bytes";
+    return 0;
+  }
+  memcpy(&fh, trace_bytes.data(), sizeof fh);
+  std::vector<std::pair<uint64_t, uint64_t>> payloads;  // (offset, stored bytes) of each chunk
+  uint64_t off = sizeof fh + fh.body_bytes;
+  format::ChunkHeader ch{};
+  while (off + sizeof ch <= trace_bytes.size()) {
+    memcpy(&ch, trace_bytes.data() + off, sizeof ch);
+    payloads.push_back({off + sizeof ch, ch.stored_bytes});
+    off += sizeof ch + ch.stored_bytes;
+  }
+  if (payloads.empty()) {
+    ADD_FAILURE() << "the trace holds no chunk";
+    return 0;
+  }
+  const auto [at, bytes] = payloads[payloads.size() / 2];
+  return at + bytes / 2;
+}
 
 MarkTrace read_marks(const std::string& trace_file, bool intact) {
   MarkTrace t;

@@ -19,6 +19,11 @@ struct MarkTrace {
 MarkTrace read_marks(const std::string& trace_file, bool intact = true);
 std::vector<std::string> trace_files(const std::string& dir);
 
+// An offset inside the compressed payload of the trace's middle chunk (never in the file header or a
+// chunk header), for tests that cut or damage a file where its events are. The file's size alone
+// does not say where that is: its header is a third of a small, well compressed trace.
+uint64_t middle_chunk_payload_offset(const std::string& trace_bytes);
+
 // Options that run a program with libsigmatrace.so preloaded, writing into the experiment dir.
 ProcessOptions traced(const std::string& dir, std::map<std::string, std::string> env = {});
 // argv of tests/bin/mark_workload with args.
