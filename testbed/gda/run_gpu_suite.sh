@@ -103,7 +103,7 @@ if mps_restart; then record mps PASS "daemon restarted before every GPU step"
 else record mps FAIL "nvidia-cuda-mps-control -d failed (mps.log): the PEs would time-slice the GPU"; fi
 
 note "4. CPU devx test"
-timeout 60 ctest --test-dir "$B" -R '^softnic\.devx_host$' --output-on-failure > "$LOGS/ctest-devx-host.log" 2>&1
+timeout 60 ctest --test-dir "$B" -R '^softnic\.devx_host\.' --output-on-failure > "$LOGS/ctest-devx-host.log" 2>&1
 rc=$?; tail -3 "$LOGS/ctest-devx-host.log"
 [ $rc = 0 ] && record "ctest softnic.devx_host (CPU)" PASS "" || record "ctest softnic.devx_host (CPU)" FAIL "ctest-devx-host.log"
 
