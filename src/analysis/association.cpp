@@ -12,18 +12,6 @@ namespace sigmatrace::analysis {
 
 using format::EventType;
 
-uint64_t message_flow_id(uint64_t from_hash, uint64_t to_hash, uint64_t seq) {
-  // Over the three inputs; never 0 (0 means "no flow").
-  uint64_t h = splitmix64(from_hash + 0x9e3779b97f4a7c15ull);
-  h = splitmix64(h ^ to_hash);
-  h = splitmix64(h ^ seq);
-  return h ? h : 1;
-}
-
-uint64_t message_flow_id(const HwEndpoint& from, const HwEndpoint& to, uint64_t seq) {
-  return message_flow_id(hw_endpoint_hash(from), hw_endpoint_hash(to), seq);
-}
-
 namespace {
 
 // One file's second pass: the events its layers' associators registered go to them; the core

@@ -3,7 +3,7 @@
 // associator_list.h): the verbs layer associates work requests with their completions and sends
 // that consume a receive with the peer's receive completion, by per-connection sequence number
 // (the k-th such send on a QP and the k-th successful receive completion on its peer QP get the
-// same flow id, derived from both QPs' hardware addresses and k, so each side computes it alone:
+// same flow id, derived from the sending QP's id and k (flow_ids.h), so each side computes it alone:
 // no events are exchanged between files); the GPU and UCX/libfabric layers do the same for theirs.
 // It fills the file's counters in Aggregates and hands records to the sink (exports).
 #pragma once
@@ -23,11 +23,6 @@ struct FilePassStats {
   uint64_t undecodable_chunks = 0;
   uint64_t skipped_events = 0;  // known types whose layout in this file is older than ours
 };
-
-// Flow id of the k-th matched message from QP `from` to QP `to` (both ends' hardware addresses);
-// the second form takes their hw_endpoint_hash() values.
-uint64_t message_flow_id(const HwEndpoint& from, const HwEndpoint& to, uint64_t seq);
-uint64_t message_flow_id(uint64_t from_hash, uint64_t to_hash, uint64_t seq);
 
 // Analyses process_id's file. sink may be null (aggregates only). Thread-safe across different
 // processes: writes only the counters of this process and its QPs.

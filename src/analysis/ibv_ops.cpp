@@ -33,7 +33,7 @@ struct QpState {
   std::deque<CompletionRecord> early;
   uint64_t send_seq = 0, recv_seq = 0;
   int64_t peer_process = kNone;
-  uint64_t local_hash = 0, peer_hash = 0;  // hw_endpoint_hash of both ends (the peer's own address)
+  uint64_t qp_id = 0, peer_qp_id = 0;     // this QP's id and its peer's: message flow ids name the sender
   bool flows = false;                      // connected peer in the trace: messages get flow ids
   bool saw_signaled = false;               // a send WR was posted signalled (so not sq_sig_all only)
 };
@@ -51,11 +51,11 @@ class IbvAssociation final : public LayerAssociator {
     for (size_t i = 0; i < qps_.size(); ++i) {
       const QpRow& q = f_.model.qps[first_qp_ + i];
       QpState& s = qps_[i];
-      s.local_hash = hw_endpoint_hash(q.local);
+      s.qp_id = first_qp_ + i;
       if (q.remote_qp_id != kNone) {
         const QpRow& r = f_.model.qps[static_cast<size_t>(q.remote_qp_id)];
         s.peer_process = r.process_id;
-        s.peer_hash = hw_endpoint_hash(r.local);
+        s.peer_qp_id = static_cast<uint64_t>(q.remote_qp_id);
         s.flows = q.connection_id != kNone;
       }
     }
@@ -170,7 +170,7 @@ void IbvAssociation::post_send_wr(int64_t thread, int64_t ts, const format::Deco
     op.peer_process_id = s->peer_process;
     if (op_consumes_receive(op.op_class)) {
       ++s->send_seq;
-      if (s->flows) op.flow_id = message_flow_id(s->local_hash, s->peer_hash, s->send_seq), ++f_.counters.flows_out;
+      if (s->flows) op.flow_id = message_flow_id(s->qp_id, s->send_seq), ++f_.counters.flows_out;
     }
   }
   OpCounters& c = f_.op_counters(qp);
@@ -329,7 +329,7 @@ void IbvAssociation::completion(int64_t thread, int64_t ts, const format::Decode
     if (!found) cnt.ops[kOpRecv] += 1;  // receive WR not traced (lost, or posted before tracing)
     if (s) {
       ++s->recv_seq;
-      if (s->flows) c.flow_id = message_flow_id(s->peer_hash, s->local_hash, s->recv_seq), ++f_.counters.flows_in;
+      if (s->flows) c.flow_id = message_flow_id(s->peer_qp_id, s->recv_seq), ++f_.counters.flows_in;
     }
   }
   if (!ok) {

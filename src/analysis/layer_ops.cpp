@@ -134,7 +134,7 @@ const ProcLayer& process_layer(const ExperimentModel& m, uint32_t pid) {
 uint64_t layer_flow_id(uint64_t layer, int64_t src, int64_t dst, uint64_t channel, uint64_t tag, uint64_t seq) {
   uint64_t h = splitmix64(0x5ca1ab1e00000000ull + layer);
   for (uint64_t x : {static_cast<uint64_t>(src), static_cast<uint64_t>(dst), channel, tag, seq}) h = splitmix64(h ^ x);
-  return h ? h : 1;
+  return hashed_flow_id(h);
 }
 
 enum class Dir { out, in, read, none };
