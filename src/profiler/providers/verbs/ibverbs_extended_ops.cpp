@@ -40,7 +40,14 @@ template <TraceMode M>
 [[gnu::always_inline]] inline void begin_wr(QpState* s, ibv_qp_ex* q, uint32_t opcode, uint32_t rkey, uint64_t raddr, uint32_t imm) {
   if (!active()) return;
   if (s->wr.open) finish_wr<M>(s, M == kFull ? read_tsc() : 0);
-  s->wr = PendingWr{q->wr_id, raddr, 0, opcode, rkey, q->wr_flags, imm, 0, true};
+  if constexpr (M == kFull) {
+    s->wr = PendingWr{q->wr_id, raddr, 0, opcode, rkey, q->wr_flags, imm, 0, true};
+  } else {
+    // The batch's counts need the opcode and the bytes alone (set by the data setter that follows).
+    s->wr.opcode = opcode;
+    s->wr.bytes = 0;
+    s->wr.open = true;
+  }
 }
 
 #define SIGMATRACE_QPX_PROLOGUE(field)          \
@@ -95,20 +102,22 @@ template <TraceMode M>
 void wr_set_sge_hook(ibv_qp_ex* q, uint32_t lkey, uint64_t addr, uint32_t length) {
   SIGMATRACE_QPX_PROLOGUE(set_sge)(q, lkey, addr, length);
   s->wr.bytes = length;
-  s->wr.num_sge = 1;
+  if constexpr (M == kFull) s->wr.num_sge = 1;
 }
 template <TraceMode M>
 void wr_set_sge_list_hook(ibv_qp_ex* q, size_t num_sge, const ibv_sge* sg_list) {
   SIGMATRACE_QPX_PROLOGUE(set_sge_list)(q, num_sge, sg_list);
   s->wr.bytes = sge_bytes(sg_list, static_cast<int>(num_sge));
-  s->wr.num_sge = static_cast<uint32_t>(num_sge);
+  if constexpr (M == kFull) s->wr.num_sge = static_cast<uint32_t>(num_sge);
 }
 template <TraceMode M>
 void wr_set_inline_data_hook(ibv_qp_ex* q, void* addr, size_t length) {
   SIGMATRACE_QPX_PROLOGUE(set_inline_data)(q, addr, length);
   s->wr.bytes = length;
-  s->wr.num_sge = 0;
-  s->wr.send_flags |= IBV_SEND_INLINE;
+  if constexpr (M == kFull) {
+    s->wr.num_sge = 0;
+    s->wr.send_flags |= IBV_SEND_INLINE;
+  }
 }
 template <TraceMode M>
 void wr_set_inline_data_list_hook(ibv_qp_ex* q, size_t num_buf, const ibv_data_buf* bufs) {
@@ -116,8 +125,10 @@ void wr_set_inline_data_list_hook(ibv_qp_ex* q, size_t num_buf, const ibv_data_b
   uint64_t b = 0;
   for (size_t i = 0; i < num_buf; ++i) b += bufs[i].length;
   s->wr.bytes = b;
-  s->wr.num_sge = 0;
-  s->wr.send_flags |= IBV_SEND_INLINE;
+  if constexpr (M == kFull) {
+    s->wr.num_sge = 0;
+    s->wr.send_flags |= IBV_SEND_INLINE;
+  }
 }
 
 template <TraceMode M>
