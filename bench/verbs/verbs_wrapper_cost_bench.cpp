@@ -1,7 +1,8 @@
 // The added cost of the ibverbs provider's data-path wrappers, per intercepted call, in each trace
 // mode, measured side by side with the same call untraced in one invocation: ibv_post_send (one
 // 64-byte RDMA write, signaled), ibv_poll_cq on an empty CQ (the busy-poll case) and returning one
-// completion, and one WR through the ibv_wr_* API (start, rdma_write, set_sge, complete).
+// completion, and one WR through the ibv_wr_* API (start, rdma_write, set_sge, complete); the posts
+// also through forwarding-only wrappers, the floor any interposition pays.
 // The "provider" behind the tables is a stub laid out like rdma-core's objects, so the figure is the
 // wrapper alone (lookup, call forwarding, recording), not a NIC. Results: docs/performance.md.
 #include <benchmark/benchmark.h>
@@ -13,6 +14,7 @@
 #include "profiler/providers/verbs/ibverbs_state.h"
 #include "profiler/runtime/lifecycle.h"
 #include "profiler/runtime/runtime.h"
+#include "profiler/runtime/tsc.h"
 
 using namespace sigmatrace::profiler;
 using namespace sigmatrace::profiler::ibv;
@@ -46,6 +48,32 @@ volatile uint64_t g_sink;
 [[gnu::noinline]] int stub_wr_complete(ibv_qp_ex*) { return 0; }
 [[gnu::noinline]] void stub_wr_abort(ibv_qp_ex*) {}
 
+// The floor of interposition, for comparison: wrappers that only forward through a pointer to
+// the real function, as every wrapper must, and (the _rdtsc kind) read the clock before the call,
+// as a timestamped call must. What the profiler's wrappers add beyond these is their lookup and
+// recording.
+int (*volatile g_real_post_send)(ibv_qp*, ibv_send_wr*, ibv_send_wr**) = &stub_post_send;
+void (*volatile g_real_wr_rdma_write)(ibv_qp_ex*, uint32_t, uint64_t) = &stub_wr_rdma_write;
+void (*volatile g_real_wr_set_sge)(ibv_qp_ex*, uint32_t, uint64_t, uint32_t) = &stub_wr_set_sge;
+int (*volatile g_real_wr_complete)(ibv_qp_ex*) = &stub_wr_complete;
+volatile uint64_t g_tsc_sink;
+template <bool Rdtsc>
+[[gnu::noinline]] int forward_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
+  const uint64_t t = Rdtsc ? read_tsc() : 0;
+  const int ret = g_real_post_send(qp, wr, bad);
+  if (Rdtsc) g_tsc_sink = t;
+  return ret;
+}
+[[gnu::noinline]] void forward_wr_rdma_write(ibv_qp_ex* q, uint32_t rkey, uint64_t raddr) { g_real_wr_rdma_write(q, rkey, raddr); }
+[[gnu::noinline]] void forward_wr_set_sge(ibv_qp_ex* q, uint32_t lkey, uint64_t addr, uint32_t len) { g_real_wr_set_sge(q, lkey, addr, len); }
+template <bool Rdtsc>
+[[gnu::noinline]] int forward_wr_complete(ibv_qp_ex* q) {
+  const uint64_t t = Rdtsc ? read_tsc() : 0;
+  const int ret = g_real_wr_complete(q);
+  if (Rdtsc) g_tsc_sink = t;
+  return ret;
+}
+
 struct Device {
   verbs_context vctx{};
   ibv_qp_ex qpx{};
@@ -77,10 +105,17 @@ struct Device {
     s->remote_endpoint = (uint64_t{2} << 32) | 0x20020;
     patch_qp_ex(s, &qpx);
   }
+  // Installs the forwarding-only wrappers (the floor), with or without a clock read.
+  void forward(bool rdtsc) {
+    vctx.context.ops.post_send = rdtsc ? &forward_post_send<true> : &forward_post_send<false>;
+    qpx.wr_rdma_write = &forward_wr_rdma_write;
+    qpx.wr_set_sge = &forward_wr_set_sge;
+    qpx.wr_complete = rdtsc ? &forward_wr_complete<true> : &forward_wr_complete<false>;
+  }
 };
 
-Device g_devices[4];  // untraced, aggregate, simple, full
-const char* const kNames[4] = {"untraced", "aggregate", "simple", "full"};
+Device g_devices[6];  // untraced, aggregate, simple, full, and the floors
+const char* const kNames[6] = {"untraced", "aggregate", "simple", "full", "floor_forward", "floor_forward_rdtsc"};
 
 uint64_t dropped_so_far() {
   uint64_t n = 0;
@@ -150,12 +185,16 @@ int main(int argc, char** argv) {
   g_devices[1].trace(TraceMode::aggregate);
   g_devices[2].trace(TraceMode::simple);
   g_devices[3].trace(TraceMode::full);
+  g_devices[4].forward(/*rdtsc=*/false);
+  g_devices[5].forward(/*rdtsc=*/true);
   constexpr int64_t kIterations = 3'000'000;  // fixed, so that full mode's events fit in the pool
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 6; ++i) {
     std::string n = kNames[i];
     benchmark::RegisterBenchmark(("post_send/" + n).c_str(), BM_PostSend, &g_devices[i])->Iterations(kIterations)->Repetitions(5)->ReportAggregatesOnly();
-    benchmark::RegisterBenchmark(("poll_cq_empty/" + n).c_str(), BM_PollCqEmpty, &g_devices[i])->Iterations(kIterations)->Repetitions(5)->ReportAggregatesOnly();
-    benchmark::RegisterBenchmark(("poll_cq_one/" + n).c_str(), BM_PollCqOneCompletion, &g_devices[i])->Iterations(kIterations)->Repetitions(5)->ReportAggregatesOnly();
+    if (i < 4) {  // the floors forward the data path's posts only
+      benchmark::RegisterBenchmark(("poll_cq_empty/" + n).c_str(), BM_PollCqEmpty, &g_devices[i])->Iterations(kIterations)->Repetitions(5)->ReportAggregatesOnly();
+      benchmark::RegisterBenchmark(("poll_cq_one/" + n).c_str(), BM_PollCqOneCompletion, &g_devices[i])->Iterations(kIterations)->Repetitions(5)->ReportAggregatesOnly();
+    }
     benchmark::RegisterBenchmark(("wr_api_write/" + n).c_str(), BM_WrApiOneWrite, &g_devices[i])->Iterations(kIterations)->Repetitions(5)->ReportAggregatesOnly();
   }
   benchmark::Initialize(&argc, argv);
