@@ -6,7 +6,8 @@
 // bytes. So the ids of the verbs layer, the most numerous by far, are small and structured; the
 // other layers' are hashes. The three kinds never meet:
 //   a message on a QP pair:   (sending qp_id + 1) << 40 | k       below 2^62
-//   a WR to its completion:   1 << 62 | op_id                     op_id = process_id << 40 | n, below 2^62
+//   a WR to its completion:   1 << 62 | op_id                     op_id = process_id << 40 | n: below 2^62
+//                                                                 for experiments of under 4 M processes
 //   hashed (other layers):    a splitmix64 mix with bit 63 set
 #pragma once
 #include <cstdint>
