@@ -58,13 +58,6 @@ int64_t sql_int(const std::string& db, const std::string& query) {
   return std::stoll(rows[0]);
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_file(path)); }
 
 }  // namespace sigmatrace::test

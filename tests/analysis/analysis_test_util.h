@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "export/analysis_run.h"
+#include "support/file_contents.h"
 
 namespace sigmatrace::test {
 
@@ -16,6 +17,5 @@ int64_t sql_int(const std::string& db, const std::string& query);
 // All rows, each column as text ("NULL" for NULL), joined with '|'.
 std::vector<std::string> sql_rows(const std::string& db, const std::string& query);
 nlohmann::json read_json(const std::string& path);
-std::string read_file(const std::string& path);
 
 }  // namespace sigmatrace::test

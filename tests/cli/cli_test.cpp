@@ -2,9 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <iterator>
-
+#include "support/file_contents.h"
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
 #include "support/trace_inspection.h"
@@ -111,12 +109,7 @@ TEST(Cli, InfoReportsDamagedAndUnusableFiles) {
   std::string good = trace_files(t / "exp").at(0);
   // Chop the file short in its middle chunk (a crashed node's disk) and add a file that is not a
   // trace at all.
-  std::string bytes;
-  {
-    std::ifstream in(good, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  ASSERT_EQ(truncate(good.c_str(), static_cast<off_t>(middle_chunk_payload_offset(bytes))), 0);
+  ASSERT_EQ(truncate(good.c_str(), static_cast<off_t>(middle_chunk_payload_offset(read_file(good)))), 0);
   FILE* f = fopen((t / "exp/bogus.r9.p1.sgt").c_str(), "w");
   fputs("not a trace", f);
   fclose(f);

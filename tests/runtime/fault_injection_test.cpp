@@ -13,6 +13,7 @@
 #include <fstream>
 #include <thread>
 
+#include "support/file_contents.h"
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
 #include "support/timeline_check.h"
@@ -348,11 +349,7 @@ TEST(FaultInjection, DamagedTracesAreSalvagedWithAnExactReport) {
   TempDir t;
   ASSERT_EQ(run_process({cli(), "profile", "-o", t / "exp", "--", build_path("tests/bin/mark_workload"), "--marks", "100000"}).exit_code, 0);
   const std::string file = trace_files(t / "exp").at(0);
-  std::string bytes;
-  {
-    std::ifstream in(file, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  const std::string bytes = read_file(file);
   ASSERT_GT(bytes.size(), 4096u);
   auto write_variant = [&](const std::string& name, const std::string& content) {
     std::string dir = t / name;

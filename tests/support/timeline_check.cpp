@@ -2,6 +2,8 @@
 // process_descriptor.proto, thread_descriptor.proto, track_event.proto, clock_snapshot.proto.
 #include "support/timeline_check.h"
 
+#include "support/file_contents.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -96,11 +98,6 @@ bool inflate_block(const uint8_t* data, size_t size, std::string* out) {
   inflateEnd(&z);
   return rc == Z_STREAM_END;
 #endif
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 struct TrackInfo {
