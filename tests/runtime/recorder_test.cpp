@@ -51,3 +51,29 @@ TEST(Recorder, AnEventLargerThanAChunkIsDroppedAndCountedWithoutLosingAChunk) {
   EXPECT_EQ(slot.dropped_events.load() - dropped_before, 20u);
   stop_runtime();
 }
+
+TEST(Recorder, AnEventRecordedBeforeACallCanBeAmendedOnlyWhileItsChunkIsTheThreads) {
+  sigmatrace::test::TempDir dir;
+  setenv("SIGMATRACE_OUTPUT", (dir / "exp").c_str(), 1);
+  setenv("SIGMATRACE_CHUNK_KB", "4", 1);
+  setenv("SIGMATRACE_BUFFER_MB", "1", 1);
+  if (g_runtime) GTEST_SKIP() << "a runtime ran in this process already (one per process: ctest runs each test alone)";
+  ASSERT_TRUE(start_runtime());
+  uint64_t* e = record_before_call<EventType::ibv_post_send>(uint64_t{123}, uint64_t{7}, uint64_t{1}, uint64_t{64}, uint64_t{8});
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e[0], 123u);
+  EXPECT_EQ(e[2], 7u);
+  EXPECT_EQ(e[6], 0u);  // the result, until amended
+  EXPECT_EQ(still_buffered(e, EventType::ibv_post_send, 5), e);
+  EXPECT_EQ(still_buffered(e, EventType::ibv_post_recv, 5), nullptr);  // not what is there
+  EXPECT_EQ(still_buffered(e, EventType::ibv_post_send, 4), nullptr);
+  record<EventType::user_mark>(1, 1);
+  EXPECT_EQ(still_buffered(e, EventType::ibv_post_send, 5), e);  // later events do not move it
+  // A chunk's worth of events (4 KiB, 32 bytes each) hands the chunk to the writer.
+  const uint32_t chunk = t_state.chunk;
+  for (int i = 0; i < 200; ++i) record<EventType::user_mark>(2, static_cast<uint64_t>(i));
+  ASSERT_NE(t_state.chunk, chunk);
+  EXPECT_EQ(still_buffered(e, EventType::ibv_post_send, 5), nullptr);
+  EXPECT_EQ(still_buffered(nullptr, EventType::ibv_post_send, 5), nullptr);  // a dropped event
+  stop_runtime();
+}

@@ -10,6 +10,9 @@
 
 #include "profiler/providers/dl_resolver_hooks.h"
 #include "profiler/providers/verbs/ibverbs_state.h"
+#include "profiler/runtime/lifecycle.h"
+#include "support/temp_dir.h"
+#include "support/trace_events.h"
 #include <infiniband/mlx5dv.h>
 
 using namespace sigmatrace::profiler;
@@ -317,4 +320,64 @@ TEST_F(IbverbsPatch, AggregateCountsFollowTheQpWhenItIsConnectedAndReconnected) 
   forget_context(dev.ctx());
   t_state.aggregate = saved;
   free(table);
+}
+
+// Simple mode records a post before the real call and amends it when the call fails: the event
+// must say what was posted (the WRs before bad_wr) and the call's result, as an event recorded
+// after the call would.
+TEST_F(IbverbsPatch, SimpleModePostsRecordWhatWasPostedAndTheResultEvenWhenTheCallFails) {
+  sigmatrace::test::TempDir dir;
+  setenv("SIGMATRACE_OUTPUT", (dir / "exp").c_str(), 1);
+  ASSERT_TRUE(start_runtime());
+  g_mode = TraceMode::simple;
+  FakeDevice dev;
+  ASSERT_NE(patch_context(dev.ctx()), nullptr);
+  FakeQp qp(dev.ctx(), 0x321);
+  ibv_sge sges[4] = {{0x1000, 64, 1}, {0x2000, 128, 1}, {0x3000, 256, 1}, {0x4000, 512, 1}};
+  ibv_send_wr w3{}, w2{}, w1{};
+  w1.opcode = IBV_WR_RDMA_WRITE, w1.sg_list = &sges[0], w1.num_sge = 1, w1.next = &w2;
+  w2.opcode = IBV_WR_SEND, w2.sg_list = &sges[1], w2.num_sge = 2, w2.next = &w3;  // 128 + 256 bytes
+  w3.opcode = IBV_WR_RDMA_READ, w3.sg_list = &sges[3], w3.num_sge = 1;
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(ibv_post_send(qp.qp(), &w1, &bad), 0);  // a chain: the general path
+  EXPECT_EQ(ibv_post_send(qp.qp(), &w3, &bad), 0);  // one WR of one SGE: the common path
+  g_calls.post_send_result = ENOMEM;                // fails at w2: only w1 is posted
+  EXPECT_EQ(ibv_post_send(qp.qp(), &w1, &bad), ENOMEM);
+  EXPECT_EQ(bad, &w2);
+  EXPECT_EQ(ibv_post_send(qp.qp(), &w3, &bad), ENOMEM);  // fails at w3 itself: nothing posted
+  EXPECT_EQ(bad, &w3);
+  EXPECT_EQ(g_calls.post_send, 4);
+  forget_qp(qp.qp());
+  forget_context(dev.ctx());
+  stop_runtime();
+
+  std::vector<sigmatrace::test::ProcessEvents> procs;
+  std::string error;
+  ASSERT_TRUE(sigmatrace::test::read_experiment(dir / "exp", &procs, &error)) << error;
+  ASSERT_EQ(procs.size(), 1u);
+  auto posts = procs[0].of(EventType::ibv_post_send);
+  ASSERT_EQ(posts.size(), 4u);
+  auto bit = [](int opcode) { return uint64_t{1} << opcode; };
+  struct Expected {
+    uint64_t n, bytes, mask;
+    int64_t ret;
+  } expected[4] = {{3, 64 + 384 + 512, bit(IBV_WR_RDMA_WRITE) | bit(IBV_WR_SEND) | bit(IBV_WR_RDMA_READ), 0},
+                   {1, 512, bit(IBV_WR_RDMA_READ), 0},
+                   {1, 64, bit(IBV_WR_RDMA_WRITE), ENOMEM},
+                   {0, 0, 0, ENOMEM}};
+  for (size_t i = 0; i < 4; ++i) {
+    const auto& e = *posts[i];
+    EXPECT_EQ(e[0], 0x321u) << i;
+    EXPECT_EQ(e[1], expected[i].n) << i;
+    EXPECT_EQ(e[2], expected[i].bytes) << i;
+    EXPECT_EQ(e[3], expected[i].mask) << i;
+    EXPECT_EQ(static_cast<int64_t>(e[4]), expected[i].ret) << i;
+  }
+  auto errors = procs[0].of(EventType::ibv_call_error);
+  ASSERT_EQ(errors.size(), 2u);
+  for (const auto* e : errors) {
+    EXPECT_EQ((*e)[0], static_cast<uint64_t>(IbvCall::post_send));
+    EXPECT_EQ((*e)[1], 0x321u);
+    EXPECT_EQ(static_cast<int64_t>((*e)[2]), ENOMEM);
+  }
 }

@@ -443,6 +443,18 @@ TEST_P(SoftnicScenarios, ErrorsAreRecordedInEveryModeAndNothingChanges) {
   EXPECT_GE(by_status[IBV_WC_REM_ACCESS_ERR], 2u);  // bad rkey, out of bounds
   EXPECT_GE(by_status[IBV_WC_WR_FLUSH_ERR], 2u);
   EXPECT_GE(p.count(EventType::ibv_call_error), 1u);  // invalid transitions, posting to a QP not ready
+  if (mode != "aggregate") {
+    // The posts refused by a QP not ready: two ibv_post_send that posted nothing and say so
+    // (Simple mode records them before the call and amends them after it), and one
+    // ibv_wr_complete of a batch of one WR; each with the call's result.
+    std::map<uint64_t, size_t> refused_by_wrs;
+    for (const TraceEvent* e : p.of(EventType::ibv_post_send)) {
+      if ((*e)[4] == 0) continue;
+      EXPECT_EQ(static_cast<int64_t>((*e)[4]), EINVAL);
+      refused_by_wrs[(*e)[1]]++;
+    }
+    EXPECT_EQ(refused_by_wrs, (std::map<uint64_t, size_t>{{0, 2}, {1, 1}}));
+  }
   if (mode == "simple") {
     EXPECT_EQ(by_status[IBV_WC_SUCCESS], 0u);  // successful completions are not per-call events
   }

@@ -92,6 +92,18 @@ uint8_t* reserve_slow(uint32_t bytes) {
   return t.cur;
 }
 
+uint64_t* still_buffered(uint64_t* event, format::EventType type, uint32_t words) {
+  Runtime* rt = g_runtime;
+  const ThreadState& t = t_state;
+  if (!event || !rt || t.chunk == kNoChunk) return nullptr;
+  const auto* p = reinterpret_cast<const uint8_t*>(event);
+  if (p < rt->pool.data(t.chunk) || p + format::raw_event_bytes(words) > t.cur) return nullptr;
+  // The chunk could have gone to the writer and come back to this thread during the call: then
+  // the place holds another event, most likely of another type.
+  if (event[1] != (static_cast<uint64_t>(type) | (uint64_t{words} << 16))) return nullptr;
+  return event;
+}
+
 void record_bytes_event(format::EventType type, const uint64_t* words, uint32_t nwords, const void* data, size_t len_in) {
   if (len_in > format::kMaxBytesField) {  // the writer could not encode it: counted, not recorded
     Runtime* rt = g_runtime;

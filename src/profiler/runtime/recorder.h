@@ -75,6 +75,37 @@ template <format::EventType T, typename... Words>
   if (uint8_t* p = detail::reserve(t, format::raw_event_bytes(sizeof...(Words)))) detail::store_event<T>(t, p, read_tsc(), words...);
 }
 
+namespace detail {
+template <format::EventType T, typename... Words>
+[[gnu::noinline, gnu::cold]] uint64_t* record_before_call_slow(uint64_t tsc, Words... words) {
+  uint8_t* p = reserve_slow(format::raw_event_bytes(sizeof...(Words) + 1));
+  if (!p) return nullptr;
+  store_event<T>(t_state, p, tsc, words..., uint64_t{0});
+  return reinterpret_cast<uint64_t*>(p);
+}
+}  // namespace detail
+
+// Records an event of type T before the call it describes: the words given, then 0 for its last
+// field, the call's result. A wrapper that records this way keeps only the event's address across
+// the call and, for the rare call that fails, sets the result afterwards through
+// still_buffered(). Out of line, and calling nothing but (as a tail call) the slow path, it saves
+// no register, so the wrapper's own registers stay free for the real call. Returns the event (its
+// words start at [2]), or nullptr when it was dropped.
+template <format::EventType T, typename... Words>
+[[gnu::noinline]] uint64_t* record_before_call(uint64_t tsc, Words... words) {
+  ThreadState& t = t_state;
+  uint8_t* p = t.cur;
+  if (__builtin_expect(reinterpret_cast<uintptr_t>(p) + format::raw_event_bytes(sizeof...(Words) + 1) > reinterpret_cast<uintptr_t>(t.end), 0))
+    return detail::record_before_call_slow<T>(tsc, words...);
+  detail::store_event<T>(t, p, tsc, words..., uint64_t{0});
+  return reinterpret_cast<uint64_t*>(p);
+}
+
+// An event of type T and `words` fields recorded by record_before_call(), if the thread still
+// holds it in its current chunk, so it can be amended; nullptr once that chunk went to the writer
+// (the call itself recorded a chunk's worth). Off the hot path: for calls that failed.
+uint64_t* still_buffered(uint64_t* event, format::EventType type, uint32_t words);
+
 // Records an event whose last field is a byte string (rare events: names, addresses). A string
 // longer than the format carries (format::kMaxBytesField) is not recorded and counted as dropped.
 void record_bytes_event(format::EventType type, const uint64_t* words, uint32_t nwords, const void* data, size_t len);
