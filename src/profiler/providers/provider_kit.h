@@ -50,7 +50,11 @@ class ControlSpan {
   ~ControlSpan() {
     if (t_state.cur == mark_) return;  // nothing recorded: not traced, nested, or dropping
     const int saved = errno;
-    record<format::EventType::call_span>(read_tsc() - entry_);
+    // The span is stamped with the very reading its duration ends at: record() would read the
+    // clock again after reserving room, and a thread preempted between the two readings got a
+    // span that began after the call's own events (VerbsProbe's check flaked on it under load).
+    const uint64_t end = read_tsc();
+    record_at<format::EventType::call_span>(end, end - entry_);
     errno = saved;
   }
   ControlSpan(const ControlSpan&) = delete;
