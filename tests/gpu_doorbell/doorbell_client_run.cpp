@@ -28,9 +28,15 @@ ClientRun run_client(const std::vector<std::string>& args, const std::string& mo
   return r;
 }
 
+// How a run ended, for a failure message: a run a signal ended has exit_code -1, and the signal
+// is what says why.
+static std::string ending(const ProcessResult& p) {
+  return "signal " + std::to_string(p.term_signal) + (p.timed_out ? " (timed out)" : "") + "\n" + p.out + p.err;
+}
+
 void expect_same_output(const ClientRun& r) {
-  EXPECT_EQ(r.untraced.exit_code, 0) << r.untraced.out << r.untraced.err;
-  EXPECT_EQ(r.traced.exit_code, 0) << r.traced.out << r.traced.err;
+  EXPECT_EQ(r.untraced.exit_code, 0) << ending(r.untraced);
+  EXPECT_EQ(r.traced.exit_code, 0) << ending(r.traced);
   EXPECT_EQ(r.traced.out, r.untraced.out);
   EXPECT_NE(r.traced.out.find("all operations verified"), std::string::npos) << r.traced.out;
 }
