@@ -61,6 +61,11 @@ void fake_wr_set_sge(ibv_qp_ex*, uint32_t lkey, uint64_t addr, uint32_t length) 
   g_calls.last_addr = addr;
   g_calls.last_length = length;
 }
+void fake_wr_start(ibv_qp_ex*) {}
+void fake_wr_send(ibv_qp_ex*) {}
+void fake_wr_rdma_read(ibv_qp_ex*, uint32_t, uint64_t) {}
+void fake_wr_set_sge_list(ibv_qp_ex*, size_t, const ibv_sge*) {}
+void fake_wr_set_inline_data(ibv_qp_ex*, void*, size_t) {}
 int fake_wr_complete_reset(ibv_qp_ex*) { return ++g_calls.complete_reset, EINVAL; }
 int fake_wr_complete_rts(ibv_qp_ex*) { return ++g_calls.complete_rts, 0; }
 void fake_wr_abort(ibv_qp_ex*) {}
@@ -100,6 +105,37 @@ struct FakeQp {
     qpx.wr_abort = &fake_wr_abort;
   }
   ibv_qp* qp() { return &qpx.qp_base; }
+};
+
+// A QP in RTS with every builder the batch tests use, patched.
+struct FakeBuilderQp : FakeQp {
+  FakeBuilderQp(ibv_context* ctx, uint32_t qpn) : FakeQp(ctx, qpn) {
+    qpx.wr_start = &fake_wr_start;
+    qpx.wr_send = &fake_wr_send;
+    qpx.wr_rdma_read = &fake_wr_rdma_read;
+    qpx.wr_set_sge_list = &fake_wr_set_sge_list;
+    qpx.wr_set_inline_data = &fake_wr_set_inline_data;
+    qpx.wr_complete = &fake_wr_complete_rts;
+    patch_qp_ex(track_qp(qp()), &qpx);
+  }
+  // Three batches: four WRs of three opcodes and every kind of data setter; one aborted; one send.
+  void post_batches() {
+    ibv_qp_ex* q = &qpx;
+    const ibv_sge list[2] = {{0x1000, 30, 1}, {0x2000, 40, 1}};
+    char inline_bytes[8] = {};
+    ibv_wr_start(q);
+    ibv_wr_rdma_write(q, 1, 0x9000), ibv_wr_set_sge(q, 1, 0x1000, 100);
+    ibv_wr_send(q), ibv_wr_set_sge_list(q, 2, list);
+    ibv_wr_rdma_write(q, 1, 0x9100), ibv_wr_set_inline_data(q, inline_bytes, sizeof inline_bytes);
+    ibv_wr_rdma_read(q, 1, 0x9200), ibv_wr_set_sge(q, 1, 0x3000, 1000);
+    ASSERT_EQ(ibv_wr_complete(q), 0);
+    ibv_wr_start(q);
+    ibv_wr_rdma_write(q, 1, 0x9000), ibv_wr_set_sge(q, 1, 0x1000, 5);
+    ibv_wr_abort(q);
+    ibv_wr_start(q);
+    ibv_wr_send(q), ibv_wr_set_sge(q, 1, 0x1000, 7);
+    ASSERT_EQ(ibv_wr_complete(q), 0);
+  }
 };
 
 class IbverbsPatch : public ::testing::Test {
@@ -380,4 +416,62 @@ TEST_F(IbverbsPatch, SimpleModePostsRecordWhatWasPostedAndTheResultEvenWhenTheCa
     EXPECT_EQ((*e)[1], 0x321u);
     EXPECT_EQ(static_cast<int64_t>((*e)[2]), ENOMEM);
   }
+}
+
+// Aggregate mode counts an ibv_wr_* batch per opcode at wr_complete (its setters only note the
+// opcode and the bytes): mixed opcodes, every data setter and an aborted batch in between.
+TEST_F(IbverbsPatch, WrBatchesAreCountedPerOpcodeInAggregateMode) {
+  g_mode = TraceMode::aggregate;
+  auto* table = static_cast<AggregateTable*>(calloc(1, sizeof(AggregateTable)));
+  ASSERT_NE(table, nullptr);
+  AggregateTable* saved = t_state.aggregate;
+  t_state.aggregate = table;
+  FakeDevice dev;
+  patch_context(dev.ctx());
+  FakeBuilderQp qp(dev.ctx(), 0x456);
+  qp.post_batches();
+  auto count = [&](int opcode) {
+    AggregateEntry* e = table->entry(static_cast<uint64_t>(sigmatrace::format::AggregateKey::ibv_qp_opcode), 0x456, opcode);
+    return std::pair<uint64_t, uint64_t>{e->count, e->bytes};
+  };
+  EXPECT_EQ(count(IBV_WR_RDMA_WRITE), std::make_pair(uint64_t{2}, uint64_t{108}));
+  EXPECT_EQ(count(IBV_WR_SEND), std::make_pair(uint64_t{2}, uint64_t{77}));
+  EXPECT_EQ(count(IBV_WR_RDMA_READ), std::make_pair(uint64_t{1}, uint64_t{1000}));
+  EXPECT_EQ(g_calls.complete_rts, 2);
+  EXPECT_EQ(table->overflow, 0u);
+  forget_qp(qp.qp());
+  forget_context(dev.ctx());
+  t_state.aggregate = saved;
+  free(table);
+}
+
+// Simple mode records each completed batch as one post: its WRs, bytes and opcodes.
+TEST_F(IbverbsPatch, WrBatchesAreRecordedAsOnePostInSimpleMode) {
+  sigmatrace::test::TempDir dir;
+  setenv("SIGMATRACE_OUTPUT", (dir / "exp").c_str(), 1);
+  ASSERT_TRUE(start_runtime());
+  g_mode = TraceMode::simple;
+  FakeDevice dev;
+  patch_context(dev.ctx());
+  FakeBuilderQp qp(dev.ctx(), 0x457);
+  qp.post_batches();
+  forget_qp(qp.qp());
+  forget_context(dev.ctx());
+  stop_runtime();
+
+  std::vector<sigmatrace::test::ProcessEvents> procs;
+  std::string error;
+  ASSERT_TRUE(sigmatrace::test::read_experiment(dir / "exp", &procs, &error)) << error;
+  ASSERT_EQ(procs.size(), 1u);
+  auto posts = procs[0].of(EventType::ibv_post_send);
+  ASSERT_EQ(posts.size(), 2u);
+  auto bit = [](int opcode) { return uint64_t{1} << opcode; };
+  EXPECT_EQ((*posts[0])[0], 0x457u);
+  EXPECT_EQ((*posts[0])[1], 4u);
+  EXPECT_EQ((*posts[0])[2], 100u + 70u + 8u + 1000u);
+  EXPECT_EQ((*posts[0])[3], bit(IBV_WR_RDMA_WRITE) | bit(IBV_WR_SEND) | bit(IBV_WR_RDMA_READ));
+  EXPECT_EQ((*posts[1])[1], 1u);
+  EXPECT_EQ((*posts[1])[2], 7u);
+  EXPECT_EQ((*posts[1])[3], bit(IBV_WR_SEND));
+  EXPECT_EQ(static_cast<int64_t>((*posts[1])[4]), 0);
 }

@@ -18,117 +18,130 @@ using format::AggregateKey;
 
 [[gnu::always_inline]] inline QpState* qp_of(ibv_qp_ex* q) { return find_qp(&q->qp_base); }
 
-template <TraceMode M>
-[[gnu::always_inline]] inline void finish_wr(QpState* s, uint64_t now) {
+// Full mode: the WR built since its opcode setter, recorded when the next one starts or at
+// wr_complete (with that call's timestamp).
+[[gnu::always_inline]] inline void finish_full_wr(QpState* s, uint64_t now) {
   PendingWr& w = s->wr;
   w.open = false;
   ++s->batch_wrs;
   s->batch_bytes += w.bytes;
   s->batch_opcode_mask |= uint64_t{1} << (w.opcode & 63);
-  if constexpr (M == kFull)
-    record_at<EventType::ibv_send_wr>(now, uint64_t{s->qp_num}, w.wr_id, uint64_t{w.opcode}, w.bytes, uint64_t{w.num_sge}, w.remote_addr,
-           uint64_t{w.rkey}, uint64_t{w.send_flags}, uint64_t{w.imm_data});
-  if constexpr (M == kAggregate) {
-    const void* qp = s->key.load(std::memory_order_relaxed);
-    const uint64_t generation = memo_generation();
-    if (!count_send_memo(qp, s->qp_num, w.opcode, w.bytes, generation))
-      count_send_slow(t_send_memo, qp, s->qp_num, w.opcode, s->local_endpoint, s->remote_endpoint, w.bytes, generation);
-  }
+  record_at<EventType::ibv_send_wr>(now, uint64_t{s->qp_num}, w.wr_id, uint64_t{w.opcode}, w.bytes, uint64_t{w.num_sge}, w.remote_addr,
+                                    uint64_t{w.rkey}, uint64_t{w.send_flags}, uint64_t{w.imm_data});
 }
 
 template <TraceMode M>
 [[gnu::always_inline]] inline void begin_wr(QpState* s, ibv_qp_ex* q, uint32_t opcode, uint32_t rkey, uint64_t raddr, uint32_t imm) {
   if (!active()) return;
-  if (s->wr.open) finish_wr<M>(s, M == kFull ? read_tsc() : 0);
   if constexpr (M == kFull) {
+    if (s->wr.open) finish_full_wr(s, read_tsc());
     s->wr = PendingWr{q->wr_id, raddr, 0, opcode, rkey, q->wr_flags, imm, 0, true};
   } else {
-    // The batch's counts need the opcode and the bytes alone (set by the data setter that follows).
-    s->wr.opcode = opcode;
-    s->wr.bytes = 0;
-    s->wr.open = true;
+    // The batch's counts need the opcode and the bytes alone (added by the data setter that follows).
+    s->batch_opcode = opcode;
+    s->batch_opcode_mask |= uint64_t{1} << opcode;
+    if constexpr (M == kAggregate) ++s->batch_wrs_by_opcode[opcode];
+    else ++s->batch_wrs;
   }
 }
 
-#define SIGMATRACE_QPX_PROLOGUE(field)          \
+// A data setter's bytes, for the WR whose opcode was set last.
+template <TraceMode M>
+[[gnu::always_inline]] inline void add_wr_bytes(QpState* s, uint64_t bytes, uint32_t num_sge) {
+  if constexpr (M == kFull) {
+    s->wr.bytes = bytes;
+    s->wr.num_sge = num_sge;
+  } else if constexpr (M == kAggregate) {
+    s->batch_bytes_by_opcode[s->batch_opcode] += bytes;
+  } else {
+    s->batch_bytes += bytes;
+  }
+}
+
+// A setter's state is updated before the real setter, which is then tail-called: nothing lives
+// across it, so the wrapper saves no register (the setters return nothing and cannot fail).
+#define SIGMATRACE_QPX_PROLOGUE                 \
   QpState* s = qp_of(q);                        \
   if (__builtin_expect(s == nullptr, 0)) {      \
     object_not_tracked("QP");                   \
     return;                                     \
-  }                                             \
-  s->real.field
+  }
 
 template <TraceMode M>
 void wr_rdma_write_hook(ibv_qp_ex* q, uint32_t rkey, uint64_t raddr) {
-  SIGMATRACE_QPX_PROLOGUE(rdma_write)(q, rkey, raddr);
+  SIGMATRACE_QPX_PROLOGUE
   begin_wr<M>(s, q, IBV_WR_RDMA_WRITE, rkey, raddr, 0);
+  return s->real.rdma_write(q, rkey, raddr);
 }
 template <TraceMode M>
 void wr_rdma_write_imm_hook(ibv_qp_ex* q, uint32_t rkey, uint64_t raddr, __be32 imm) {
-  SIGMATRACE_QPX_PROLOGUE(rdma_write_imm)(q, rkey, raddr, imm);
+  SIGMATRACE_QPX_PROLOGUE
   begin_wr<M>(s, q, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, raddr, be32toh(imm));
+  return s->real.rdma_write_imm(q, rkey, raddr, imm);
 }
 template <TraceMode M>
 void wr_rdma_read_hook(ibv_qp_ex* q, uint32_t rkey, uint64_t raddr) {
-  SIGMATRACE_QPX_PROLOGUE(rdma_read)(q, rkey, raddr);
+  SIGMATRACE_QPX_PROLOGUE
   begin_wr<M>(s, q, IBV_WR_RDMA_READ, rkey, raddr, 0);
+  return s->real.rdma_read(q, rkey, raddr);
 }
 template <TraceMode M>
 void wr_send_hook(ibv_qp_ex* q) {
-  SIGMATRACE_QPX_PROLOGUE(send)(q);
+  SIGMATRACE_QPX_PROLOGUE
   begin_wr<M>(s, q, IBV_WR_SEND, 0, 0, 0);
+  return s->real.send(q);
 }
 template <TraceMode M>
 void wr_send_imm_hook(ibv_qp_ex* q, __be32 imm) {
-  SIGMATRACE_QPX_PROLOGUE(send_imm)(q, imm);
+  SIGMATRACE_QPX_PROLOGUE
   begin_wr<M>(s, q, IBV_WR_SEND_WITH_IMM, 0, 0, be32toh(imm));
+  return s->real.send_imm(q, imm);
 }
 template <TraceMode M>
 void wr_send_inv_hook(ibv_qp_ex* q, uint32_t invalidate_rkey) {
-  SIGMATRACE_QPX_PROLOGUE(send_inv)(q, invalidate_rkey);
+  SIGMATRACE_QPX_PROLOGUE
   begin_wr<M>(s, q, IBV_WR_SEND_WITH_INV, 0, 0, invalidate_rkey);
+  return s->real.send_inv(q, invalidate_rkey);
 }
 template <TraceMode M>
 void wr_atomic_cmp_swp_hook(ibv_qp_ex* q, uint32_t rkey, uint64_t raddr, uint64_t compare, uint64_t swap) {
-  SIGMATRACE_QPX_PROLOGUE(atomic_cmp_swp)(q, rkey, raddr, compare, swap);
+  SIGMATRACE_QPX_PROLOGUE
   begin_wr<M>(s, q, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, raddr, 0);
+  return s->real.atomic_cmp_swp(q, rkey, raddr, compare, swap);
 }
 template <TraceMode M>
 void wr_atomic_fetch_add_hook(ibv_qp_ex* q, uint32_t rkey, uint64_t raddr, uint64_t add) {
-  SIGMATRACE_QPX_PROLOGUE(atomic_fetch_add)(q, rkey, raddr, add);
+  SIGMATRACE_QPX_PROLOGUE
   begin_wr<M>(s, q, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, raddr, 0);
+  return s->real.atomic_fetch_add(q, rkey, raddr, add);
 }
 template <TraceMode M>
 void wr_set_sge_hook(ibv_qp_ex* q, uint32_t lkey, uint64_t addr, uint32_t length) {
-  SIGMATRACE_QPX_PROLOGUE(set_sge)(q, lkey, addr, length);
-  s->wr.bytes = length;
-  if constexpr (M == kFull) s->wr.num_sge = 1;
+  SIGMATRACE_QPX_PROLOGUE
+  add_wr_bytes<M>(s, length, 1);
+  return s->real.set_sge(q, lkey, addr, length);
 }
 template <TraceMode M>
 void wr_set_sge_list_hook(ibv_qp_ex* q, size_t num_sge, const ibv_sge* sg_list) {
-  SIGMATRACE_QPX_PROLOGUE(set_sge_list)(q, num_sge, sg_list);
-  s->wr.bytes = sge_bytes(sg_list, static_cast<int>(num_sge));
-  if constexpr (M == kFull) s->wr.num_sge = static_cast<uint32_t>(num_sge);
+  SIGMATRACE_QPX_PROLOGUE
+  add_wr_bytes<M>(s, sge_bytes(sg_list, static_cast<int>(num_sge)), static_cast<uint32_t>(num_sge));
+  return s->real.set_sge_list(q, num_sge, sg_list);
 }
 template <TraceMode M>
 void wr_set_inline_data_hook(ibv_qp_ex* q, void* addr, size_t length) {
-  SIGMATRACE_QPX_PROLOGUE(set_inline_data)(q, addr, length);
-  s->wr.bytes = length;
-  if constexpr (M == kFull) {
-    s->wr.num_sge = 0;
-    s->wr.send_flags |= IBV_SEND_INLINE;
-  }
+  SIGMATRACE_QPX_PROLOGUE
+  add_wr_bytes<M>(s, length, 0);
+  if constexpr (M == kFull) s->wr.send_flags |= IBV_SEND_INLINE;
+  return s->real.set_inline_data(q, addr, length);
 }
 template <TraceMode M>
 void wr_set_inline_data_list_hook(ibv_qp_ex* q, size_t num_buf, const ibv_data_buf* bufs) {
-  SIGMATRACE_QPX_PROLOGUE(set_inline_data_list)(q, num_buf, bufs);
+  SIGMATRACE_QPX_PROLOGUE
   uint64_t b = 0;
   for (size_t i = 0; i < num_buf; ++i) b += bufs[i].length;
-  s->wr.bytes = b;
-  if constexpr (M == kFull) {
-    s->wr.num_sge = 0;
-    s->wr.send_flags |= IBV_SEND_INLINE;
-  }
+  add_wr_bytes<M>(s, b, 0);
+  if constexpr (M == kFull) s->wr.send_flags |= IBV_SEND_INLINE;
+  return s->real.set_inline_data_list(q, num_buf, bufs);
 }
 
 template <TraceMode M>
@@ -142,16 +155,34 @@ int wr_complete_hook(ibv_qp_ex* q) {
     reset_batch(s);
     return s->real.complete(q);
   }
-  const uint64_t now = M == kAggregate ? 0 : read_tsc();  // one timestamp for the last WR and the call
-  if (s->wr.open) finish_wr<M>(s, now);
-  // Copied out before the real call: it releases the QP, and another thread may start a batch.
-  const uint64_t n = s->batch_wrs, bytes = s->batch_bytes, mask = s->batch_opcode_mask;
-  const uint32_t qpn = s->qp_num;
-  reset_batch(s);
-  const int ret = s->real.complete(q);
-  if constexpr (M != kAggregate) record_at<EventType::ibv_post_send>(now, uint64_t{qpn}, n, bytes, mask, static_cast<int64_t>(ret));
-  if (__builtin_expect(ret != 0, 0)) record_error(IbvCall::post_send, qpn, ret);
-  return ret;
+  if constexpr (M == kAggregate) {
+    // Counted before the real call, which releases the QP to another thread's next batch.
+    const void* qp = s->key.load(std::memory_order_relaxed);
+    const uint64_t generation = memo_generation();
+    for (uint64_t m = s->batch_opcode_mask; m; m &= m - 1) {
+      const uint32_t op = static_cast<uint32_t>(__builtin_ctzll(m));
+      const uint64_t wrs = s->batch_wrs_by_opcode[op], bytes = s->batch_bytes_by_opcode[op];
+      s->batch_wrs_by_opcode[op] = 0, s->batch_bytes_by_opcode[op] = 0;
+      if (!count_send_memo(qp, s->qp_num, op, bytes, generation, wrs))
+        count_send_slow(t_send_memo, qp, s->qp_num, op, s->local_endpoint, s->remote_endpoint, bytes, generation, wrs);
+    }
+    s->batch_opcode_mask = 0;
+    const int ret = s->real.complete(q);
+    if (__builtin_expect(ret != 0, 0)) record_error(IbvCall::post_send, s->qp_num, ret);
+    return ret;
+  } else {
+    const uint64_t now = read_tsc();  // one timestamp for the last WR and the call
+    if constexpr (M == kFull)
+      if (s->wr.open) finish_full_wr(s, now);
+    // Copied out before the real call: it releases the QP, and another thread may start a batch.
+    const uint64_t n = s->batch_wrs, bytes = s->batch_bytes, mask = s->batch_opcode_mask;
+    const uint32_t qpn = s->qp_num;
+    s->batch_wrs = 0, s->batch_bytes = 0, s->batch_opcode_mask = 0;
+    const int ret = s->real.complete(q);
+    record_at<EventType::ibv_post_send>(now, uint64_t{qpn}, n, bytes, mask, static_cast<int64_t>(ret));
+    if (__builtin_expect(ret != 0, 0)) record_error(IbvCall::post_send, qpn, ret);
+    return ret;
+  }
 }
 
 template <TraceMode M>

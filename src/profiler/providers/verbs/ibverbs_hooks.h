@@ -33,6 +33,10 @@ const Set& for_trace_mode(const Set (&by_mode)[3]) {
 // A QP's ibv_wr_* batch is empty again (after wr_complete or wr_abort, and when it is registered).
 inline void reset_batch(QpState* s) {
   s->wr.open = false;
+  for (uint64_t m = s->batch_opcode_mask; m; m &= m - 1) {
+    const int op = __builtin_ctzll(m);
+    if (op < static_cast<int>(kBatchOpcodes)) s->batch_wrs_by_opcode[op] = 0, s->batch_bytes_by_opcode[op] = 0;
+  }
   s->batch_wrs = 0;
   s->batch_bytes = 0;
   s->batch_opcode_mask = 0;

@@ -23,25 +23,26 @@ inline thread_local SendCounterMemo t_send_memo __attribute__((tls_model("initia
 
 // The memo missed: finds (or makes) the QP's counter entries, counts, and remembers them.
 void count_send_slow(SendCounterMemo& m, const void* qp, uint32_t qpn, uint32_t opcode, uint64_t local, uint64_t remote,
-                     uint64_t bytes, uint64_t generation);
+                     uint64_t bytes, uint64_t generation, uint64_t wrs = 1);
 // As count_send_slow, with the QP's endpoints looked up first.
-void count_send_lookup(const void* qp, uint32_t qpn, uint32_t opcode, uint64_t bytes, uint64_t generation);
+void count_send_lookup(const void* qp, uint32_t qpn, uint32_t opcode, uint64_t bytes, uint64_t generation, uint64_t wrs = 1);
 
-// True when the memo counted it.
-[[gnu::always_inline]] inline bool count_send_memo(const void* qp, uint32_t qpn, uint32_t opcode, uint64_t bytes, uint64_t generation) {
+// True when the memo counted them (wrs WRs of this opcode, bytes in all).
+[[gnu::always_inline]] inline bool count_send_memo(const void* qp, uint32_t qpn, uint32_t opcode, uint64_t bytes, uint64_t generation,
+                                                   uint64_t wrs = 1) {
   SendCounterMemo& m = t_send_memo;
   if (__builtin_expect(m.qp == qp && m.qp_num_opcode == ((uint64_t{qpn} << 32) | opcode) && m.generation == generation, 1)) {
-    ++m.by_opcode->count;
+    m.by_opcode->count += wrs;
     m.by_opcode->bytes += bytes;
-    if (m.by_pair) ++m.by_pair->count, m.by_pair->bytes += bytes;
+    if (m.by_pair) m.by_pair->count += wrs, m.by_pair->bytes += bytes;
     return true;
   }
   return false;
 }
 
-[[gnu::always_inline]] inline void count_send(const void* qp, uint32_t qpn, uint32_t opcode, uint64_t bytes) {
+[[gnu::always_inline]] inline void count_send(const void* qp, uint32_t qpn, uint32_t opcode, uint64_t bytes, uint64_t wrs = 1) {
   const uint64_t generation = memo_generation();
-  if (!count_send_memo(qp, qpn, opcode, bytes, generation)) count_send_lookup(qp, qpn, opcode, bytes, generation);
+  if (!count_send_memo(qp, qpn, opcode, bytes, generation, wrs)) count_send_lookup(qp, qpn, opcode, bytes, generation, wrs);
 }
 
 }  // namespace sigmatrace::profiler::ibv

@@ -91,6 +91,9 @@ struct QpExReal {
   decltype(ibv_qp_ex::wr_abort) abort;
 };
 
+// The ibv_wr_opcode values a batch is counted by (the builders' opcodes are all below 16).
+inline constexpr uint32_t kBatchOpcodes = 16;
+
 // A work request being built through ibv_qp_ex (opcode set, data not yet).
 struct PendingWr {
   uint64_t wr_id;
@@ -114,10 +117,17 @@ struct QpState {
   ibv_qp_ex* qpx;            // non-null when the wr_* pointers are patched
   QpExReal real;
   // Accessed only between wr_start and wr_complete, when the QP's owner serialises posting.
+  // Full mode keeps the whole WR being built (wr) and records it when the next one starts or at
+  // wr_complete. Aggregate and Simple modes count the batch per opcode instead: the opcode setter
+  // counts the WR, the data setter adds its bytes to the opcode last set, and wr_complete counts
+  // the batch. No setter has anything left to do after the real one, so each tail-calls it.
   PendingWr wr;
   uint32_t batch_wrs;
+  uint32_t batch_opcode;  // of the WR being built
   uint64_t batch_bytes;
   uint64_t batch_opcode_mask;
+  uint32_t batch_wrs_by_opcode[kBatchOpcodes];
+  uint64_t batch_bytes_by_opcode[kBatchOpcodes];
 };
 
 struct CqState {
