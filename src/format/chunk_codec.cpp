@@ -168,7 +168,7 @@ const ChunkEventDecoder::TypePlan* ChunkEventDecoder::lookup(uint64_t type) {
   TypePlan& slot = plans_[type % 64];
   const TypeDesc* d = schema_->lookup(static_cast<uint16_t>(type));
   if (!d || d->fields.size() > kMaxFields) return nullptr;
-  slot = TypePlan{d, 0, true, !wanted_ || type >= wanted_->size() || (*wanted_)[type]};
+  slot = TypePlan{d, 0, static_cast<uint32_t>(d->fields.size()), true, !wanted_ || type >= wanted_->size() || (*wanted_)[type]};
   for (size_t f = 0; f < d->fields.size(); ++f) {
     if (d->fields[f].kind == FieldKind::i64) slot.i64_mask |= 1u << f;
     if (d->fields[f].kind == FieldKind::bytes) slot.plain = false;
@@ -217,7 +217,7 @@ bool ChunkEventDecoder::next(DecodedEvent* ev) {
   ev->desc = desc;
   tsc_ += static_cast<uint64_t>(zigzag_decode(dtsc));
   ev->tsc = tsc_;
-  int n = static_cast<int>(desc->fields.size());
+  int n = static_cast<int>(plan->fields);
   if (!plan->wanted && plan->plain && end_ - p >= 10 * n + 8) {
     // Skip n varints: count the bytes without the continuation bit, eight at a time.
     ev->field_count = 0;
@@ -252,20 +252,29 @@ bool ChunkEventDecoder::next(DecodedEvent* ev) {
     if (!plan->wanted) ev->field_count = 0;
     return ok;
   }
-  for (int f = 0; f < n; ++f) {
-    ev->bytes[f] = {};
-    if (!(p = varint_get_unchecked(p, &ev->values[f]))) {
-      failed_ = true;
-      return false;
-    }
-  }
+  // Each value is finished as it is read: a second pass over ev->values, which the compiler
+  // vectorises, reloaded the values just stored one by one and stalled on every event (store
+  // forwarding fails for a 16-byte load of two 8-byte stores). bytes[] is left alone: this type
+  // has no bytes field.
   if (deltas_on_) {
     uint64_t* prev = deltas_.previous(type, static_cast<uint32_t>(n));
-    for (int f = 0; f < n; ++f) ev->values[f] = prev[f] += static_cast<uint64_t>(zigzag_decode(ev->values[f]));
+    for (int f = 0; f < n; ++f) {
+      uint64_t v;
+      if (!(p = varint_get_unchecked(p, &v))) {
+        failed_ = true;
+        return false;
+      }
+      ev->values[f] = prev[f] += static_cast<uint64_t>(zigzag_decode(v));
+    }
   } else {
-    for (uint32_t m = plan->i64_mask; m; m &= m - 1) {
-      int f = __builtin_ctz(m);
-      ev->values[f] = static_cast<uint64_t>(zigzag_decode(ev->values[f]));
+    const uint32_t zigzag = plan->i64_mask;
+    for (int f = 0; f < n; ++f) {
+      uint64_t v;
+      if (!(p = varint_get_unchecked(p, &v))) {
+        failed_ = true;
+        return false;
+      }
+      ev->values[f] = (zigzag >> f) & 1 ? static_cast<uint64_t>(zigzag_decode(v)) : v;
     }
   }
   if (!plan->wanted) ev->field_count = 0;  // decoded (too near the end to skip), shown as skipped

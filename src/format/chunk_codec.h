@@ -54,7 +54,7 @@ struct DecodedEvent {
   const TypeDesc* desc = nullptr;  // null when the file's schema does not describe this type
   int field_count = 0;
   uint64_t values[kMaxFields]{};   // u64, or i64 as two's complement; 0 for bytes fields
-  std::string_view bytes[kMaxFields];
+  std::string_view bytes[kMaxFields];  // meaningful for bytes fields only
   int64_t as_i64(int i) const { return static_cast<int64_t>(values[i]); }
 };
 
@@ -84,6 +84,7 @@ class ChunkEventDecoder {
   struct TypePlan {
     const TypeDesc* desc = nullptr;
     uint32_t i64_mask = 0;  // fields to zigzag-decode
+    uint32_t fields = 0;    // desc->fields.size(), which costs a division
     bool plain = false;     // no bytes field: the fast path applies
     bool wanted = true;     // false: fields skipped (filter)
   };
