@@ -74,18 +74,27 @@ void build_interior(const Child* begin, const Child* end, uint32_t page_size, st
 
 }  // namespace
 
-size_t encode_sqlite_record(const SqlRow& row, uint8_t* out) {
+namespace {
+bool is_default(const SqlRow& row, const SqlRow& defaults, unsigned c) {
+  return row.is_null(c) ? defaults.is_null(c) : !defaults.is_null(c) && row.value[c] == defaults.value[c];
+}
+}  // namespace
+
+size_t encode_sqlite_record(const SqlRow& row, uint8_t* out, const SqlRow* defaults) {
   // Header: its own size, then a serial type per column (all under 128, so a byte each); body:
   // each integer big-endian in the fewest bytes its serial type allows (0 and 1 take none).
   // Serial type and length by the bytes a two's-complement value needs (1..8; 5 and 7 round up).
   static constexpr uint8_t kType[9] = {0, 1, 2, 3, 4, 5, 5, 6, 6}, kLength[9] = {0, 1, 2, 3, 4, 6, 6, 8, 8};
-  const size_t h = 1 + row.count;
+  unsigned count = row.count;
+  if (defaults)
+    while (count > 1 && count <= defaults->count && is_default(row, *defaults, count - 1)) --count;
+  const size_t h = 1 + count;
   uint8_t* header = out;
   uint8_t* body = out + h;
   size_t b = 0;
   header[0] = static_cast<uint8_t>(h);
   header[1] = 0;  // column 0: the rowid alias
-  for (unsigned c = 1; c < row.count; ++c) {
+  for (unsigned c = 1; c < count; ++c) {
     const int64_t v = row.value[c];
     if (row.is_null(c)) {
       header[1 + c] = 0;
@@ -107,10 +116,10 @@ size_t encode_sqlite_record(const SqlRow& row, uint8_t* out) {
   return h + b;
 }
 
-size_t encode_sqlite_record(const SqlRow& row, std::vector<uint8_t>* out) {
+size_t encode_sqlite_record(const SqlRow& row, std::vector<uint8_t>* out, const SqlRow* defaults) {
   const size_t at = out->size();
   out->resize(at + kMaxRecordBytes);
-  const size_t n = encode_sqlite_record(row, out->data() + at);
+  const size_t n = encode_sqlite_record(row, out->data() + at, defaults);
   out->resize(at + n);
   return n;
 }
@@ -166,8 +175,8 @@ void LeafScratchFile::release() {
   path_.clear();
 }
 
-SortedLeafWriter::SortedLeafWriter(LeafScratchFile* scratch, size_t window_ids)
-    : scratch_(scratch), content_start_(scratch->page_size()) {
+SortedLeafWriter::SortedLeafWriter(LeafScratchFile* scratch, size_t window_ids, const SqlRow* defaults)
+    : scratch_(scratch), defaults_(defaults), content_start_(scratch->page_size()) {
   // aligned_alloc wants a multiple of the alignment (the tests' pages can be 512 bytes).
   const size_t bytes = (scratch->page_size() + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
   page_.reset(static_cast<uint8_t*>(std::aligned_alloc(kDirectAlignment, bytes)));
@@ -196,7 +205,7 @@ bool SortedLeafWriter::add(const SqlRow& row) {
   if (s.size) return false;  // the same id twice: the second goes through SQLite, which will say so
   if (records_size_ + kMaxRecordBytes > records_capacity_) compact();
   const size_t at = records_size_;
-  const uint32_t size = static_cast<uint32_t>(encode_sqlite_record(row, records_.get() + at));
+  const uint32_t size = static_cast<uint32_t>(encode_sqlite_record(row, records_.get() + at, defaults_));
   records_size_ += size;
   s = {rowid, static_cast<uint32_t>(at), size};
   live_bytes_ += size;

@@ -41,11 +41,13 @@ struct SqlRow {
 };
 
 // Appends the record of `row` (column 0 is the INTEGER PRIMARY KEY, stored as NULL: the rowid
-// holds it) to out; the record's length.
-size_t encode_sqlite_record(const SqlRow& row, std::vector<uint8_t>* out);
+// holds it) to out; the record's length. With `defaults` (the table's column DEFAULTs, NULL where
+// a column has none), the record ends before its trailing columns that equal their defaults:
+// SQLite reads a column missing from a record as its default (as after ALTER TABLE ADD COLUMN).
+size_t encode_sqlite_record(const SqlRow& row, std::vector<uint8_t>* out, const SqlRow* defaults = nullptr);
 // The same into out, which has room for kMaxRecordBytes (8 bytes of it scratch past the record).
 constexpr size_t kMaxRecordBytes = 1 + SqlRow::kMaxColumns + 8 * SqlRow::kMaxColumns + 8;
-size_t encode_sqlite_record(const SqlRow& row, uint8_t* out);
+size_t encode_sqlite_record(const SqlRow& row, uint8_t* out, const SqlRow* defaults = nullptr);
 
 // A leaf page written by a SortedLeafWriter: its slot in the file and the rowids it holds.
 struct LeafPage {
@@ -92,7 +94,8 @@ uint32_t lock_byte_page(uint32_t page_size);
 // (window_ids, rounded up to a power of two, below the highest seen) is handed back.
 class SortedLeafWriter {
  public:
-  SortedLeafWriter(LeafScratchFile* scratch, size_t window_ids);
+  // defaults: as for encode_sqlite_record (null: every column is stored).
+  SortedLeafWriter(LeafScratchFile* scratch, size_t window_ids, const SqlRow* defaults = nullptr);
   // False when the row came too late for the pages already written: the caller INSERTs it later.
   bool add(const SqlRow& row);
   // A row already encoded, in rowid order (rows read from another database, e.g. a shard's); not
@@ -113,6 +116,7 @@ class SortedLeafWriter {
   bool flush_page();
 
   LeafScratchFile* scratch_;
+  const SqlRow* defaults_;
   std::vector<Slot> ring_;  // a power of two long; rowid r sits at r & mask_
   uint64_t mask_ = 0;
   int64_t base_ = 0, high_ = 0;  // rows below base_ are written; high_: the highest rowid in the ring + 1

@@ -7,7 +7,11 @@
 // c_* (c_delta: completion_id - op_id; its time is the op's ts + dur, its QP, wr_id and status the
 // op's, c_thread NULL when the op's thread polled it, c_flow 1 when it carries the op's flow id);
 // completion_row holds the others (unmatched, or not exactly recoverable). The views `op` and
-// `completion` add the start back and the names (sqlite_views()).
+// `completion` add the start back and the names (sqlite_views()). The columns that usually hold
+// one value come last, with that value as their DEFAULT: a record stops before its trailing
+// columns that equal their defaults (SQLite reads them back as the default), 8-11 bytes less per
+// op_row row. An op without its completion (c_delta NULL) has the other c_* at their defaults.
+// The defaults are also in sqlite_writer.cpp (op_row_defaults, completion_row_defaults).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -35,13 +39,14 @@ CREATE TABLE connection(connection_id INTEGER PRIMARY KEY, qp_a INTEGER, qp_b IN
 CREATE TABLE memory_region(mr_id INTEGER PRIMARY KEY, process_id INTEGER, handle INTEGER, pd INTEGER, addr INTEGER,
   length INTEGER, access INTEGER, lkey INTEGER, rkey INTEGER, memory_kind TEXT, gpu_ordinal INTEGER,
   reg_ts_ns INTEGER, dereg_ts_ns INTEGER);
-CREATE TABLE op_row(op_id INTEGER PRIMARY KEY, ts INTEGER, dur INTEGER, thread_id INTEGER, layer INTEGER, qp_id INTEGER,
-  opcode INTEGER, bytes INTEGER, peer_process_id INTEGER, status INTEGER, wr_id INTEGER, wr_count INTEGER, flow_id INTEGER,
-  is_call INTEGER, c_delta INTEGER, c_thread INTEGER, c_cq INTEGER, c_opcode INTEGER, c_byte_len INTEGER, c_imm INTEGER,
-  c_src_qp INTEGER, c_vendor_err INTEGER, c_flow INTEGER);
-CREATE TABLE completion_row(completion_id INTEGER PRIMARY KEY, ts INTEGER, thread_id INTEGER, qp_id INTEGER, cq INTEGER,
-  wr_id INTEGER, opcode INTEGER, status INTEGER, byte_len INTEGER, imm_data INTEGER, src_qp INTEGER, vendor_err INTEGER,
-  op_id INTEGER, flow_id INTEGER);
+CREATE TABLE op_row(op_id INTEGER PRIMARY KEY, ts INTEGER, dur INTEGER, thread_id INTEGER, qp_id INTEGER, opcode INTEGER,
+  bytes INTEGER, peer_process_id INTEGER, wr_id INTEGER, flow_id INTEGER, c_delta INTEGER, status INTEGER,
+  c_opcode INTEGER DEFAULT 0, c_byte_len INTEGER DEFAULT 0, c_src_qp INTEGER DEFAULT 0, c_flow INTEGER DEFAULT 0,
+  c_cq INTEGER DEFAULT 0, c_imm INTEGER DEFAULT 0, layer INTEGER DEFAULT 0, wr_count INTEGER DEFAULT 1,
+  is_call INTEGER DEFAULT 0, c_vendor_err INTEGER DEFAULT 0, c_thread INTEGER);
+CREATE TABLE completion_row(completion_id INTEGER PRIMARY KEY, ts INTEGER, thread_id INTEGER, qp_id INTEGER, wr_id INTEGER,
+  opcode INTEGER, status INTEGER, byte_len INTEGER, op_id INTEGER, flow_id INTEGER, cq INTEGER DEFAULT 0,
+  src_qp INTEGER DEFAULT 0, imm_data INTEGER DEFAULT 0, vendor_err INTEGER DEFAULT 0);
 CREATE TABLE layer_name(code INTEGER PRIMARY KEY, name TEXT);
 CREATE TABLE opcode_name(code INTEGER PRIMARY KEY, name TEXT);
 CREATE TABLE wc_opcode_name(code INTEGER PRIMARY KEY, name TEXT);

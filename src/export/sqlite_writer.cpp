@@ -17,6 +17,27 @@ namespace sigmatrace::exporter {
 
 using namespace sigmatrace::analysis;
 
+const SqlRow& op_row_defaults() {
+  static const SqlRow d = [] {
+    SqlRow r;
+    for (int c = 0; c < 12; ++c) r.null();  // op_id ... status: no default
+    r.i(0).i(0).i(0).i(0).i(0).i(0);        // c_opcode, c_byte_len, c_src_qp, c_flow, c_cq, c_imm
+    r.i(0).i(1).i(0).i(0).null();           // layer, wr_count, is_call, c_vendor_err, c_thread
+    return r;
+  }();
+  return d;
+}
+
+const SqlRow& completion_row_defaults() {
+  static const SqlRow d = [] {
+    SqlRow r;
+    for (int c = 0; c < 10; ++c) r.null();  // completion_id ... flow_id: no default
+    r.i(0).i(0).i(0).i(0);                  // cq, src_qp, imm_data, vendor_err
+    return r;
+  }();
+  return d;
+}
+
 namespace {
 
 constexpr size_t kBatchRows = 65536;
@@ -64,7 +85,8 @@ bool mergeable_completion(const OpRecord& op, const CompletionRecord& c) {
 class SqlFileSink : public FileSink {
  public:
   SqlFileSink(SqliteExport* db, uint32_t process_id)
-      : db_(db), process_id_(process_id), ops_(db->scratch(), kSortWindowRows), completions_(db->scratch(), kSortWindowRows) {}
+      : db_(db), process_id_(process_id), ops_(db->scratch(), kSortWindowRows, &op_row_defaults()),
+        completions_(db->scratch(), kSortWindowRows, &completion_row_defaults()) {}
   ~SqlFileSink() override { finish(); }
   // A WR's own completion follows it (the association emits the op, then the completion that
   // finished it): the op waits for it, and the two become one op_row row when the completion is
@@ -126,32 +148,32 @@ class SqlFileSink : public FileSink {
     late_.wc_statuses.add(status);
     if (status == 0) late_.wc_opcodes.add(opcode);
   }
-  // The columns of op_row and completion_row (sqlite_schema.h).
+  // The columns of op_row and completion_row, in the order of sqlite_schema.h.
   SqlRow op_row(const OpRecord& r, const CompletionRecord* c) {
     SqlRow b;
     b.u(r.op_id).i(r.ts_ns - db_->start_ns());
     if (r.dur_ns >= 0) b.i(r.dur_ns); else b.null();
-    b.id(r.thread_id).i(layer_index(r.layer)).id(r.qp_id).i(r.op_class).u(r.bytes).id(r.peer_process_id);
-    if (r.status != -1 || r.is_call) b.i(r.status); else b.null();
-    b.u(r.wr_id).i(r.wr_count);
+    b.id(r.thread_id).id(r.qp_id).i(r.op_class).u(r.bytes).id(r.peer_process_id).u(r.wr_id);
     if (r.flow_id) b.u(r.flow_id); else b.null();
-    b.i(r.is_call);
+    if (c) b.i(static_cast<int64_t>(c->completion_id - r.op_id)); else b.null();
+    if (r.status != -1 || r.is_call) b.i(r.status); else b.null();
     if (c) {
       saw_completion_codes(c->status, c->opcode);
-      b.i(static_cast<int64_t>(c->completion_id - r.op_id));
-      if (c->thread_id == r.thread_id) b.null(); else b.i(c->thread_id);
-      b.i(cq_number(c->cq)).u(c->opcode).u(c->byte_len).u(c->imm_data).u(c->src_qp).u(c->vendor_err).i(c->flow_id != 0);
+      b.u(c->opcode).u(c->byte_len).u(c->src_qp).i(c->flow_id != 0).i(cq_number(c->cq)).u(c->imm_data);
     } else {
-      b.null().null().null().null().null().null().null().null().null();
+      b.i(0).i(0).i(0).i(0).i(0).i(0);  // their defaults
     }
+    b.i(layer_index(r.layer)).i(r.wr_count).i(r.is_call).u(c ? c->vendor_err : 0);
+    if (c && c->thread_id != r.thread_id) b.i(c->thread_id); else b.null();
     return b;
   }
   SqlRow completion_row(const CompletionRecord& r) {
     saw_completion_codes(r.status, r.opcode);
     SqlRow b;
-    b.u(r.completion_id).i(r.ts_ns - db_->start_ns()).id(r.thread_id).id(r.qp_id).i(cq_number(r.cq)).u(r.wr_id).u(r.opcode)
-        .u(r.status).u(r.byte_len).u(r.imm_data).u(r.src_qp).u(r.vendor_err).id(r.op_id);
+    b.u(r.completion_id).i(r.ts_ns - db_->start_ns()).id(r.thread_id).id(r.qp_id).u(r.wr_id).u(r.opcode).u(r.status).u(r.byte_len)
+        .id(r.op_id);
     if (r.flow_id) b.u(r.flow_id); else b.null();
+    b.i(cq_number(r.cq)).u(r.src_qp).u(r.imm_data).u(r.vendor_err);
     return b;
   }
   void flush() {
@@ -199,8 +221,8 @@ bool shard_root_pages(const std::string& path, int64_t start_ns, uint32_t* op_ro
     sqlite3_finalize(s);
     return v;
   };
-  if (ok && text("SELECT value FROM meta WHERE key = 'schema_version'") != "3") {
-    *error = path + ": not a trace.sqlite of schema 3";
+  if (ok && text("SELECT value FROM meta WHERE key = 'schema_version'") != "4") {
+    *error = path + ": not a trace.sqlite of schema 4";
     ok = false;
   } else if (ok && text("SELECT value FROM meta WHERE key = 'start_ns'") != std::to_string(start_ns)) {
     *error = path + ": from an analysis of another experiment (its start differs)";
@@ -316,7 +338,7 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
   Binder(s).t("experiment").t(m.dir).step();
   Binder(s).t("start_ns").t(std::to_string(m.start_ns)).step();
   Binder(s).t("end_ns").t(std::to_string(m.end_ns)).step();
-  Binder(s).t("schema_version").t("3").step();
+  Binder(s).t("schema_version").t("4").step();
   stmt("INSERT INTO layer_name VALUES(?,?)");
   for (unsigned i = 0; i < kLayerCount; ++i) Binder(s).i(i).t(kLayerNames[i]).step();  // op_row.layer: layer_index()
   stmt("INSERT INTO opcode_name VALUES(?,?)");

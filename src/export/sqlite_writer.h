@@ -23,6 +23,11 @@ struct sqlite3_stmt;
 
 namespace sigmatrace::exporter {
 
+// The DEFAULTs of op_row's and completion_row's columns, in order, NULL where a column has none
+// (as in sqlite_schema.h): the leaf writers leave out a record's trailing columns that equal them.
+const SqlRow& op_row_defaults();
+const SqlRow& completion_row_defaults();
+
 class SqliteExport : public analysis::ExperimentSink {
  public:
   ~SqliteExport() override;

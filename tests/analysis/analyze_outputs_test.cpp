@@ -5,6 +5,7 @@
 
 #include "analysis/synthetic_experiment.h"
 #include "analysis_test_util.h"
+#include "export/sqlite_writer.h"
 #include "format/trace_writer.h"
 #include "support/temp_dir.h"
 
@@ -313,6 +314,16 @@ TEST(CompletionStorage, MergedAndSeparateCompletionsReadBackThroughTheView) {
   // Their own ids, whichever table holds them (process 0: numbered in the order the analysis read
   // them, thread 7's events before thread 8's).
   EXPECT_EQ(sql_rows(db, "SELECT wr_id, completion_id FROM completion ORDER BY wr_id"), (std::vector<std::string>{"1|0", "2|2", "42|1"}));
+  // The rows leave out their trailing columns at their defaults: what is read back must be what
+  // the schema's DEFAULTs say, and the writer's defaults must be the schema's.
+  EXPECT_EQ(sql_rows(db, "SELECT c_cq, c_imm, layer, wr_count, is_call, c_vendor_err, quote(c_thread) FROM op_row ORDER BY op_id"),
+            (std::vector<std::string>{"0|0|0|1|0|0|NULL", "0|0|0|1|0|0|1"}));
+  for (const auto& [table, defaults] : {std::pair{"op_row", &exporter::op_row_defaults()}, std::pair{"completion_row", &exporter::completion_row_defaults()}}) {
+    std::vector<std::string> want;
+    for (unsigned c = 0; c < defaults->count; ++c) want.push_back(defaults->is_null(c) ? "NULL" : std::to_string(defaults->value[c]));
+    EXPECT_EQ(sql_rows(db, std::string("SELECT COALESCE(dflt_value, 'NULL') FROM pragma_table_info('") + table + "') ORDER BY cid"), want)
+        << table;
+  }
 }
 
 }  // namespace

@@ -54,9 +54,12 @@ class Db {
   }
   int64_t root_page() { return std::stoll(column("SELECT rootpage FROM sqlite_schema WHERE name = 't'").at(0)); }
   void insert(const std::vector<SqlRow>& rows) {
+    if (rows.empty()) return;
     exec("BEGIN");
     sqlite3_stmt* s = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db_, "INSERT INTO t VALUES(?,?,?,?,?,?)", -1, &s, nullptr), SQLITE_OK);
+    std::string sql = "INSERT INTO t VALUES(?";
+    for (unsigned c = 1; c < rows[0].count; ++c) sql += ",?";
+    ASSERT_EQ(sqlite3_prepare_v2(db_, (sql + ")").c_str(), -1, &s, nullptr), SQLITE_OK) << sqlite3_errmsg(db_);
     for (const SqlRow& r : rows) {
       sqlite3_reset(s);
       for (unsigned c = 0; c < r.count; ++c)
@@ -234,3 +237,49 @@ TEST(SqliteBtree, OverlappingWritersAreRefused) {
 }
 
 }  // namespace
+
+// A table whose last columns have DEFAULTs: the leaf writer leaves out a record's trailing columns
+// that equal them (a NULL default matches only NULL), and SQLite must read them back as the
+// defaults, exactly as the rows it inserted itself with every column.
+TEST(SqliteBtree, TrailingColumnsAtTheirDefaultsAreLeftOutAndReadBackAsTheDefaults) {
+  Experiment e;
+  const std::string table = "CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, b INTEGER DEFAULT 0, c INTEGER DEFAULT 1, d INTEGER)";
+  SqlRow defaults;
+  defaults.null().null().i(0).i(1).null();
+  std::vector<SqlRow> rows;
+  for (int64_t k = 0; k < 3000; ++k) {
+    SqlRow r;
+    r.i(k).i(k * 1000);
+    r.i(k % 3 == 0 ? 5 : 0).i(k % 5 == 0 ? 7 : 1);
+    if (k % 7 == 0) r.i(k % 2 ? 9 : 0); else r.null();  // 0 is not NULL's default
+    rows.push_back(r);
+  }
+  SqlRow all_default;
+  all_default.i(1).i(300).i(0).i(1).null();
+  uint8_t record[sigmatrace::exporter::kMaxRecordBytes];
+  EXPECT_EQ(sigmatrace::exporter::encode_sqlite_record(all_default, record, &defaults), 1u + 2u + 2u);  // header: size, id, a; a: 2 bytes
+  EXPECT_EQ(sigmatrace::exporter::encode_sqlite_record(all_default, record), 1u + 5u + 2u);
+
+  const std::string ours = (e.dir / "ours.sqlite").string(), theirs = (e.dir / "theirs.sqlite").string();
+  Db reference(theirs, 0);
+  reference.exec("PRAGMA page_size=4096; " + table);
+  reference.insert(rows);
+  Db target(ours, 0);
+  target.exec("PRAGMA journal_mode=OFF; PRAGMA page_size=4096; " + table);
+  const int64_t root = target.root_page();
+  target.close();
+  LeafScratchFile scratch;
+  std::string error;
+  ASSERT_TRUE(scratch.open((e.dir / "rows.tmp").string(), 4096, &error)) << error;
+  SortedLeafWriter writer(&scratch, 64, &defaults);
+  for (const SqlRow& r : rows) ASSERT_TRUE(writer.add(r));
+  ASSERT_TRUE(writer.finish());
+  ASSERT_TRUE(append_table_btree(ours, static_cast<uint32_t>(root), scratch, writer.pages(), &error)) << error;
+
+  Db check(ours, 0);
+  EXPECT_EQ(check.column("PRAGMA integrity_check"), std::vector<std::string>{"ok"});
+  const std::string dump = "SELECT printf('%d|%s|%s|%s|%s', id, quote(a), quote(b), quote(c), quote(d)) FROM t ORDER BY id";
+  std::vector<std::string> got = check.column(dump);
+  EXPECT_EQ(got.size(), rows.size());
+  EXPECT_TRUE(got == reference.column(dump)) << "rows differ from SQLite's own";
+}
