@@ -58,11 +58,7 @@ bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, boo
   ids_ = perfetto_ids(m);
   path_ = path;
   tmp_path_ = path + ".tmp";
-  f_ = fopen(tmp_path_.c_str(), "wb");
-  if (!f_) {
-    *error = "cannot create " + tmp_path_;
-    return false;
-  }
+  if (!file_.open(tmp_path_, error)) return false;
   bin_ns_ = nice_bin(m.end_ns - m.start_ns);
   ProtoWriter w;
   const uint64_t start = static_cast<uint64_t>(m.start_ns);
@@ -189,8 +185,7 @@ bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, boo
     descriptor(&w, c);
   }
   append(w.buffer());
-  if (!ok_) *error = "cannot write " + tmp_path_;
-  return ok_;
+  return true;  // a write error is reported by finish()
 }
 
 }  // namespace sigmatrace::exporter

@@ -407,8 +407,9 @@ class PerfettoFileSink : public FileSink {
 }  // namespace
 
 PerfettoExport::~PerfettoExport() {
-  if (f_) {
-    fclose(f_);
+  if (file_.is_open()) {
+    std::string ignored;
+    file_.close(&ignored);
     std::remove(tmp_path_.c_str());
   }
 }
@@ -418,10 +419,7 @@ std::unique_ptr<FileSink> PerfettoExport::open_file(uint32_t process_id) {
   return std::make_unique<PerfettoFileSink>(this, process_id);
 }
 
-void PerfettoExport::append(const std::string& bytes) {
-  std::lock_guard<std::mutex> g(mu_);
-  if (fwrite(bytes.data(), 1, bytes.size(), f_) != bytes.size()) ok_ = false;
-}
+void PerfettoExport::append(const std::string& bytes) { file_.append(bytes.data(), bytes.size()); }
 
 void PerfettoExport::add_left_out(uint64_t left_out, uint64_t summarised) {
   std::lock_guard<std::mutex> g(mu_);
@@ -445,10 +443,7 @@ bool PerfettoExport::finish(std::string* error) {
     write_counter(bins, model_->start_ns, bin_ns_, [&](int64_t ts, double v) { counter_packet(&w, seq, ts, track_uuid(TrackKind::host_bytes, host), v); });
   }
   append(w.buffer());
-  ok_ &= fclose(f_) == 0;
-  f_ = nullptr;
-  if (!ok_) {
-    *error = "cannot write " + tmp_path_;
+  if (!file_.close(error)) {
     std::remove(tmp_path_.c_str());
     return false;
   }

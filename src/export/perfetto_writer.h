@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "export/direct_append_file.h"
 #include "analysis/experiment_model.h"
 #include "analysis/records.h"
 #include "export/timeline_selection.h"
@@ -112,8 +113,7 @@ class PerfettoExport : public analysis::ExperimentSink {
  private:
   const analysis::ExperimentModel* model_ = nullptr;
   PerfettoIds ids_;
-  FILE* f_ = nullptr;
-  bool ok_ = true;
+  DirectAppendFile file_;
   std::string path_, tmp_path_;
   std::mutex mu_;
   int64_t bin_ns_ = 1000000;
