@@ -58,7 +58,7 @@ PacketSequence::~PacketSequence() {
 
 // The block as one zlib stream into *out; false if it did not fit (cannot happen: *out is sized
 // by the library's own bound).
-bool PacketSequence::compress_block(const std::string& raw, std::string* out) {
+bool PacketSequence::compress_block(std::string_view raw, std::string* out) {
 #ifdef SIGMATRACE_LIBDEFLATE
   auto* c = static_cast<libdeflate_compressor*>(compressor_);
   out->resize(libdeflate_zlib_compress_bound(c, raw.size()));
@@ -189,7 +189,7 @@ void PacketSequence::flush() {
   }
   // One packet whose compressed_packets field holds the block (a zlib stream of the packets'
   // bytes, framed as in the file).
-  const std::string& raw = w_.buffer();
+  const std::string_view raw = w_.buffer();
   std::string& body = packed_;
   if (!compress_block(raw, &body)) {
     out_(raw);  // rather than lose it

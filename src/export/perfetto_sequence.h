@@ -24,7 +24,7 @@ namespace sigmatrace::exporter::pftrace {
 
 class PacketSequence {
  public:
-  using Output = std::function<void(const std::string&)>;
+  using Output = std::function<void(std::string_view)>;
   // `origin_ns`: the sequence clock's zero on the REALTIME timeline; events before it are written
   // with an absolute REALTIME timestamp instead.
   PacketSequence(uint32_t sequence_id, int64_t origin_ns, bool compress, Output out);
@@ -64,7 +64,7 @@ class PacketSequence {
   uint64_t intern(Table t, std::string_view s);
   size_t begin_annotation(std::string_view key);
   void timestamp(int64_t ts_ns);
-  bool compress_block(const std::string& raw, std::string* out);
+  bool compress_block(std::string_view raw, std::string* out);
   void maybe_flush() {
     if (w_.size() >= kBlockBytes) flush();
   }

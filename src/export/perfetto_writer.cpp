@@ -53,7 +53,7 @@ class PerfettoFileSink : public FileSink {
  public:
   PerfettoFileSink(PerfettoExport* out, uint32_t process_id)
       : out_(out), m_(out->model()), pid_(process_id),
-        w_(process_id + 1, out->origin_ns(), out->compress(), [out](const std::string& b) { out->append(b); }),
+        w_(process_id + 1, out->origin_ns(), out->compress(), [out](std::string_view b) { out->append(b); }),
         sel_(out->selection()),
         summarising_(out->selection().detail_end_ns < out->model().end_ns) {
     first_qp_ = m_.qps.size();
@@ -419,7 +419,7 @@ std::unique_ptr<FileSink> PerfettoExport::open_file(uint32_t process_id) {
   return std::make_unique<PerfettoFileSink>(this, process_id);
 }
 
-void PerfettoExport::append(const std::string& bytes) { file_.append(bytes.data(), bytes.size()); }
+void PerfettoExport::append(std::string_view bytes) { file_.append(bytes.data(), bytes.size()); }
 
 void PerfettoExport::add_left_out(uint64_t left_out, uint64_t summarised) {
   std::lock_guard<std::mutex> g(mu_);

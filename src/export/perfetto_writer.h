@@ -93,7 +93,7 @@ class PerfettoExport : public analysis::ExperimentSink {
   std::unique_ptr<analysis::FileSink> open_file(uint32_t process_id) override;
   bool finish(std::string* error);  // writes the host counters, closes and renames into place
 
-  void append(const std::string& bytes);  // thread-safe
+  void append(std::string_view bytes);  // thread-safe
   void add_host_bytes(uint32_t host, const std::vector<uint64_t>& bins);  // thread-safe
   const analysis::ExperimentModel& model() const { return *model_; }
   const PerfettoIds& ids() const { return ids_; }
