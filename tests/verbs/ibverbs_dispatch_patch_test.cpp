@@ -107,16 +107,24 @@ struct FakeQp {
   ibv_qp* qp() { return &qpx.qp_base; }
 };
 
-// A QP in RTS with every builder the batch tests use, patched.
-struct FakeBuilderQp : FakeQp {
-  FakeBuilderQp(ibv_context* ctx, uint32_t qpn) : FakeQp(ctx, qpn) {
+// A device and a QP in RTS on it with every builder the batch tests use, both patched for the
+// test's lifetime.
+struct FakeBuilderQp {
+  FakeDevice dev;
+  FakeQp fake;
+  ibv_qp_ex& qpx;
+  explicit FakeBuilderQp(uint32_t qpn) : fake((patch_context(dev.ctx()), dev.ctx()), qpn), qpx(fake.qpx) {
     qpx.wr_start = &fake_wr_start;
     qpx.wr_send = &fake_wr_send;
     qpx.wr_rdma_read = &fake_wr_rdma_read;
     qpx.wr_set_sge_list = &fake_wr_set_sge_list;
     qpx.wr_set_inline_data = &fake_wr_set_inline_data;
     qpx.wr_complete = &fake_wr_complete_rts;
-    patch_qp_ex(track_qp(qp()), &qpx);
+    patch_qp_ex(track_qp(fake.qp()), &qpx);
+  }
+  ~FakeBuilderQp() {
+    forget_qp(fake.qp());
+    forget_context(dev.ctx());
   }
   // Three batches: four WRs of three opcodes and every kind of data setter; one aborted; one send.
   void post_batches() {
@@ -135,6 +143,35 @@ struct FakeBuilderQp : FakeQp {
     ibv_wr_start(q);
     ibv_wr_send(q), ibv_wr_set_sge(q, 1, 0x1000, 7);
     ASSERT_EQ(ibv_wr_complete(q), 0);
+  }
+};
+
+// A zeroed aggregate table as this thread's for the test's lifetime (Aggregate mode counts into it).
+struct ThreadAggregateTable {
+  AggregateTable* table = static_cast<AggregateTable*>(calloc(1, sizeof(AggregateTable)));
+  AggregateTable* saved = t_state.aggregate;
+  ThreadAggregateTable() { t_state.aggregate = table; }
+  ~ThreadAggregateTable() {
+    t_state.aggregate = saved;
+    free(table);
+  }
+};
+
+// A runtime recording in Simple mode into a temporary experiment; stop() ends it and reads the
+// process's events back.
+struct SimpleModeRecording {
+  sigmatrace::test::TempDir dir;
+  bool started = false;
+  SimpleModeRecording() {
+    setenv("SIGMATRACE_OUTPUT", (dir / "exp").c_str(), 1);
+    started = start_runtime();
+    g_mode = TraceMode::simple;
+  }
+  void stop(std::vector<sigmatrace::test::ProcessEvents>* procs) {
+    stop_runtime();
+    std::string error;
+    ASSERT_TRUE(sigmatrace::test::read_experiment(dir / "exp", procs, &error)) << error;
+    ASSERT_EQ(procs->size(), 1u);
   }
 };
 
@@ -318,10 +355,9 @@ TEST_F(IbverbsPatch, ResolverHooksReturnWrappersOnlyForExistingDefaultVersionNam
 // memo that skips the QP lookup; connecting or reconnecting the QP must start the pair counts anew.
 TEST_F(IbverbsPatch, AggregateCountsFollowTheQpWhenItIsConnectedAndReconnected) {
   g_mode = TraceMode::aggregate;
-  auto* table = static_cast<AggregateTable*>(calloc(1, sizeof(AggregateTable)));
-  ASSERT_NE(table, nullptr);
-  AggregateTable* saved = t_state.aggregate;
-  t_state.aggregate = table;
+  ThreadAggregateTable t;
+  ASSERT_NE(t.table, nullptr);
+  AggregateTable* table = t.table;
   FakeDevice dev;
   ContextState* c = patch_context(dev.ctx());
   c->lid[1] = 0x12;
@@ -354,18 +390,14 @@ TEST_F(IbverbsPatch, AggregateCountsFollowTheQpWhenItIsConnectedAndReconnected) 
   EXPECT_EQ(pair((uint64_t{0x34} << 32) | 0x679)->bytes, 400u);
   forget_qp(qp.qp());
   forget_context(dev.ctx());
-  t_state.aggregate = saved;
-  free(table);
 }
 
 // Simple mode records a post before the real call and amends it when the call fails: the event
 // must say what was posted (the WRs before bad_wr) and the call's result, as an event recorded
 // after the call would.
 TEST_F(IbverbsPatch, SimpleModePostsRecordWhatWasPostedAndTheResultEvenWhenTheCallFails) {
-  sigmatrace::test::TempDir dir;
-  setenv("SIGMATRACE_OUTPUT", (dir / "exp").c_str(), 1);
-  ASSERT_TRUE(start_runtime());
-  g_mode = TraceMode::simple;
+  SimpleModeRecording recording;
+  ASSERT_TRUE(recording.started);
   FakeDevice dev;
   ASSERT_NE(patch_context(dev.ctx()), nullptr);
   FakeQp qp(dev.ctx(), 0x321);
@@ -385,12 +417,9 @@ TEST_F(IbverbsPatch, SimpleModePostsRecordWhatWasPostedAndTheResultEvenWhenTheCa
   EXPECT_EQ(g_calls.post_send, 4);
   forget_qp(qp.qp());
   forget_context(dev.ctx());
-  stop_runtime();
-
   std::vector<sigmatrace::test::ProcessEvents> procs;
-  std::string error;
-  ASSERT_TRUE(sigmatrace::test::read_experiment(dir / "exp", &procs, &error)) << error;
-  ASSERT_EQ(procs.size(), 1u);
+  recording.stop(&procs);
+  if (HasFatalFailure()) return;
   auto posts = procs[0].of(EventType::ibv_post_send);
   ASSERT_EQ(posts.size(), 4u);
   auto bit = [](int opcode) { return uint64_t{1} << opcode; };
@@ -422,13 +451,10 @@ TEST_F(IbverbsPatch, SimpleModePostsRecordWhatWasPostedAndTheResultEvenWhenTheCa
 // opcode and the bytes): mixed opcodes, every data setter and an aborted batch in between.
 TEST_F(IbverbsPatch, WrBatchesAreCountedPerOpcodeInAggregateMode) {
   g_mode = TraceMode::aggregate;
-  auto* table = static_cast<AggregateTable*>(calloc(1, sizeof(AggregateTable)));
-  ASSERT_NE(table, nullptr);
-  AggregateTable* saved = t_state.aggregate;
-  t_state.aggregate = table;
-  FakeDevice dev;
-  patch_context(dev.ctx());
-  FakeBuilderQp qp(dev.ctx(), 0x456);
+  ThreadAggregateTable t;
+  ASSERT_NE(t.table, nullptr);
+  AggregateTable* table = t.table;
+  FakeBuilderQp qp(0x456);
   qp.post_batches();
   auto count = [&](int opcode) {
     AggregateEntry* e = table->entry(static_cast<uint64_t>(sigmatrace::format::AggregateKey::ibv_qp_opcode), 0x456, opcode);
@@ -439,30 +465,19 @@ TEST_F(IbverbsPatch, WrBatchesAreCountedPerOpcodeInAggregateMode) {
   EXPECT_EQ(count(IBV_WR_RDMA_READ), std::make_pair(uint64_t{1}, uint64_t{1000}));
   EXPECT_EQ(g_calls.complete_rts, 2);
   EXPECT_EQ(table->overflow, 0u);
-  forget_qp(qp.qp());
-  forget_context(dev.ctx());
-  t_state.aggregate = saved;
-  free(table);
 }
 
 // Simple mode records each completed batch as one post: its WRs, bytes and opcodes.
 TEST_F(IbverbsPatch, WrBatchesAreRecordedAsOnePostInSimpleMode) {
-  sigmatrace::test::TempDir dir;
-  setenv("SIGMATRACE_OUTPUT", (dir / "exp").c_str(), 1);
-  ASSERT_TRUE(start_runtime());
-  g_mode = TraceMode::simple;
-  FakeDevice dev;
-  patch_context(dev.ctx());
-  FakeBuilderQp qp(dev.ctx(), 0x457);
-  qp.post_batches();
-  forget_qp(qp.qp());
-  forget_context(dev.ctx());
-  stop_runtime();
-
+  SimpleModeRecording recording;
+  ASSERT_TRUE(recording.started);
+  {
+    FakeBuilderQp qp(0x457);
+    qp.post_batches();
+  }
   std::vector<sigmatrace::test::ProcessEvents> procs;
-  std::string error;
-  ASSERT_TRUE(sigmatrace::test::read_experiment(dir / "exp", &procs, &error)) << error;
-  ASSERT_EQ(procs.size(), 1u);
+  recording.stop(&procs);
+  if (HasFatalFailure()) return;
   auto posts = procs[0].of(EventType::ibv_post_send);
   ASSERT_EQ(posts.size(), 2u);
   auto bit = [](int opcode) { return uint64_t{1} << opcode; };
