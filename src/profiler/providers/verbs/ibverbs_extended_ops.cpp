@@ -157,14 +157,10 @@ int wr_complete_hook(ibv_qp_ex* q) {
   }
   if constexpr (M == kAggregate) {
     // Counted before the real call, which releases the QP to another thread's next batch.
-    const void* qp = s->key.load(std::memory_order_relaxed);
-    const uint64_t generation = memo_generation();
     for (uint64_t m = s->batch_opcode_mask; m; m &= m - 1) {
       const uint32_t op = static_cast<uint32_t>(__builtin_ctzll(m));
-      const uint64_t wrs = s->batch_wrs_by_opcode[op], bytes = s->batch_bytes_by_opcode[op];
+      count_send(&q->qp_base, s->qp_num, op, s->batch_bytes_by_opcode[op], s->batch_wrs_by_opcode[op]);
       s->batch_wrs_by_opcode[op] = 0, s->batch_bytes_by_opcode[op] = 0;
-      if (!count_send_memo(qp, s->qp_num, op, bytes, generation, wrs))
-        count_send_slow(t_send_memo, qp, s->qp_num, op, s->local_endpoint, s->remote_endpoint, bytes, generation, wrs);
     }
     s->batch_opcode_mask = 0;
     const int ret = s->real.complete(q);
