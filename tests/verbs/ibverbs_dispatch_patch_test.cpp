@@ -23,7 +23,7 @@ namespace {
 struct Calls {
   int post_send = 0, post_recv = 0, poll_cq = 0, srq_recv = 0, rdma_write = 0, set_sge = 0, complete_reset = 0, complete_rts = 0,
       start_poll = 0, next_poll = 0;
-  int post_send_result = 0;
+  int post_send_result = 0, complete_result = 0;
   ibv_qp* last_qp = nullptr;
   ibv_send_wr* last_send_wr = nullptr;
   uint32_t last_rkey = 0, last_lkey = 0, last_length = 0;
@@ -67,7 +67,7 @@ void fake_wr_rdma_read(ibv_qp_ex*, uint32_t, uint64_t) {}
 void fake_wr_set_sge_list(ibv_qp_ex*, size_t, const ibv_sge*) {}
 void fake_wr_set_inline_data(ibv_qp_ex*, void*, size_t) {}
 int fake_wr_complete_reset(ibv_qp_ex*) { return ++g_calls.complete_reset, EINVAL; }
-int fake_wr_complete_rts(ibv_qp_ex*) { return ++g_calls.complete_rts, 0; }
+int fake_wr_complete_rts(ibv_qp_ex*) { return ++g_calls.complete_rts, g_calls.complete_result; }
 void fake_wr_abort(ibv_qp_ex*) {}
 int fake_start_poll(ibv_cq_ex* cq, ibv_poll_cq_attr*) {
   ++g_calls.start_poll;
@@ -445,6 +445,104 @@ TEST_F(IbverbsPatch, SimpleModePostsRecordWhatWasPostedAndTheResultEvenWhenTheCa
     EXPECT_EQ((*e)[1], 0x321u);
     EXPECT_EQ(static_cast<int64_t>((*e)[2]), ENOMEM);
   }
+}
+
+// Simple mode records a post, or an ibv_wr_* batch, inline when the thread's chunk has room and
+// out of line when it must take the next one: over many chunks, and with calls that fail on
+// both paths, every call is one event with what was posted and the call's result.
+TEST_F(IbverbsPatch, SimpleModePostsAndBatchesAreRecordedExactlyAcrossChunksAndFailures) {
+  setenv("SIGMATRACE_CHUNK_KB", "4", 1);  // 73 post events a chunk
+  SimpleModeRecording recording;
+  unsetenv("SIGMATRACE_CHUNK_KB");
+  ASSERT_TRUE(recording.started);
+  constexpr int kCalls = 1000;
+  auto fails = [](int i) { return i % 7 == 3; };
+  {
+    FakeBuilderQp qp(0x458);
+    ibv_sge sge{0x1000, 0, 1};
+    ibv_send_wr wr{};
+    wr.opcode = IBV_WR_SEND, wr.sg_list = &sge, wr.num_sge = 1;
+    ibv_send_wr* bad = nullptr;
+    for (int i = 0; i < kCalls; ++i) {
+      sge.length = static_cast<uint32_t>(i);
+      g_calls.post_send_result = fails(i) ? ENOMEM : 0;
+      EXPECT_EQ(ibv_post_send(qp.fake.qp(), &wr, &bad), g_calls.post_send_result);
+      g_calls.complete_result = fails(i) ? EINVAL : 0;
+      ibv_wr_start(&qp.qpx);
+      ibv_wr_rdma_write(&qp.qpx, 1, 0x9000), ibv_wr_set_sge(&qp.qpx, 1, 0x1000, static_cast<uint32_t>(2 * i));
+      EXPECT_EQ(ibv_wr_complete(&qp.qpx), g_calls.complete_result);
+    }
+  }
+  std::vector<sigmatrace::test::ProcessEvents> procs;
+  recording.stop(&procs);
+  if (HasFatalFailure()) return;
+  auto posts = procs[0].of(EventType::ibv_post_send);
+  ASSERT_EQ(posts.size(), 2u * kCalls);
+  int failed = 0;
+  for (int i = 0; i < kCalls; ++i) {
+    const auto& by_post_send = *posts[2 * i];
+    const auto& by_batch = *posts[2 * i + 1];
+    EXPECT_EQ(by_post_send[0], 0x458u) << i;
+    EXPECT_EQ(by_post_send[1], fails(i) ? 0u : 1u) << i;  // the WR is bad_wr: nothing was posted
+    EXPECT_EQ(by_post_send[2], fails(i) ? 0u : static_cast<uint64_t>(i)) << i;
+    EXPECT_EQ(static_cast<int64_t>(by_post_send[4]), fails(i) ? ENOMEM : 0) << i;
+    EXPECT_EQ(by_batch[0], 0x458u) << i;
+    EXPECT_EQ(by_batch[1], 1u) << i;
+    EXPECT_EQ(by_batch[2], static_cast<uint64_t>(2 * i)) << i;
+    EXPECT_EQ(by_batch[3], uint64_t{1} << IBV_WR_RDMA_WRITE) << i;
+    EXPECT_EQ(static_cast<int64_t>(by_batch[4]), fails(i) ? EINVAL : 0) << i;
+    failed += fails(i);
+  }
+  EXPECT_EQ(procs[0].of(EventType::ibv_call_error).size(), 2u * failed);
+}
+
+// A second provider library, for a process with devices of two kinds: its own post_send.
+int g_other_provider_posts = 0;
+int other_provider_post_send(ibv_qp*, ibv_send_wr* wr, ibv_send_wr** bad) {
+  ++g_other_provider_posts;
+  *bad = wr;
+  return EAGAIN;
+}
+
+// With contexts of two providers the wrappers cannot call one real function for all: Simple mode's
+// common post then finds its context's own, and a failure there is amended as on the fast path.
+TEST_F(IbverbsPatch, SimpleModePostsReachEachProvidersOwnFunctionWhenTwoAreLoaded) {
+  SimpleModeRecording recording;
+  ASSERT_TRUE(recording.started);
+  FakeDevice dev, other;
+  other.vctx.context.ops.post_send = &other_provider_post_send;
+  ASSERT_NE(patch_context(dev.ctx()), nullptr);
+  ASSERT_NE(patch_context(other.ctx()), nullptr);
+  FakeQp qp(dev.ctx(), 0x41), other_qp(other.ctx(), 0x42);
+  ibv_sge sge{0x1000, 64, 1};
+  ibv_send_wr wr{};
+  wr.opcode = IBV_WR_RDMA_WRITE, wr.sg_list = &sge, wr.num_sge = 1;
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(ibv_post_send(qp.qp(), &wr, &bad), 0);
+  EXPECT_EQ(ibv_post_send(other_qp.qp(), &wr, &bad), EAGAIN);
+  EXPECT_EQ(bad, &wr);
+  EXPECT_EQ(g_calls.post_send, 1);
+  EXPECT_EQ(g_other_provider_posts, 1);
+  forget_qp(qp.qp());
+  forget_qp(other_qp.qp());
+  forget_context(dev.ctx());
+  forget_context(other.ctx());
+  std::vector<sigmatrace::test::ProcessEvents> procs;
+  recording.stop(&procs);
+  if (HasFatalFailure()) return;
+  auto posts = procs[0].of(EventType::ibv_post_send);
+  ASSERT_EQ(posts.size(), 2u);
+  EXPECT_EQ((*posts[0])[0], 0x41u);
+  EXPECT_EQ((*posts[0])[1], 1u);
+  EXPECT_EQ((*posts[0])[2], 64u);
+  EXPECT_EQ((*posts[0])[4], 0u);
+  EXPECT_EQ((*posts[1])[0], 0x42u);
+  EXPECT_EQ((*posts[1])[1], 0u);  // nothing was posted
+  EXPECT_EQ((*posts[1])[2], 0u);
+  EXPECT_EQ(static_cast<int64_t>((*posts[1])[4]), EAGAIN);
+  auto errors = procs[0].of(EventType::ibv_call_error);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ((*errors[0])[1], 0x42u);
 }
 
 // Aggregate mode counts an ibv_wr_* batch per opcode at wr_complete (its setters only note the

@@ -74,36 +74,15 @@ struct SendSummary {
 
 constexpr uint32_t kPostSendWords = format::kEventWordFields<EventType::ibv_post_send>;
 
-// Simple mode's ibv_post_send event, stamped `now`, recorded before the call with a result of 0
-// (see post_send_hook): any chain of WRs, and a chunk that is full.
-[[gnu::noinline]] uint64_t* record_post_send_any(const ibv_qp* qp, const ibv_send_wr* wr, uint64_t now) {
-  const SendSummary s = summarize_sends(wr, nullptr);
-  return record_before_call<EventType::ibv_post_send>(now, uint64_t{qp->qp_num}, s.n, s.bytes, s.opcode_mask);
-}
-// The same for the common post, one WR of one SGE into a chunk with room. It calls nothing but
-// (as a tail call) the general case, so it saves no register. The clock is read by the wrapper,
-// before this call: read in here, after the call and the checks, the RDTSC cost the AMD dev VM
-// 15 ns more per post (verbs_wrapper_cost_bench, 25 against 10 ns).
-[[gnu::noinline]] uint64_t* record_post_send(const ibv_qp* qp, const ibv_send_wr* wr, uint64_t now) {
-  ThreadState& t = t_state;
-  uint8_t* p = t.cur;
-  if (__builtin_expect(reinterpret_cast<uintptr_t>(p) + format::raw_event_bytes(kPostSendWords) > reinterpret_cast<uintptr_t>(t.end) ||
-                           wr == nullptr || wr->next != nullptr || wr->num_sge != 1,
-                       0))
-    return record_post_send_any(qp, wr, now);
-  detail::store_event<EventType::ibv_post_send>(t, p, now, uint64_t{qp->qp_num}, uint64_t{1}, uint64_t{wr->sg_list[0].length},
-                                                uint64_t{1} << (wr->opcode & 63), uint64_t{0});
-  return reinterpret_cast<uint64_t*>(p);
-}
-
 // A post recorded before the call (Simple mode) failed: only the WRs before bad were posted.
-[[gnu::noinline, gnu::cold]] void post_send_failed(ibv_qp* qp, const ibv_send_wr* wr, const ibv_send_wr* bad, uint64_t* event,
-                                                   int ret) {
+// Returns ret, so that the wrapper tail-calls it.
+[[gnu::noinline, gnu::cold]] int post_send_failed(ibv_qp* qp, const ibv_send_wr* wr, ibv_send_wr** bad_wr, uint64_t* event, int ret) {
   if (uint64_t* e = still_buffered(event, EventType::ibv_post_send, kPostSendWords)) {
-    const SendSummary posted = summarize_sends(wr, bad);
+    const SendSummary posted = summarize_sends(wr, *bad_wr);
     e[3] = posted.n, e[4] = posted.bytes, e[5] = posted.opcode_mask, e[6] = static_cast<uint64_t>(static_cast<int64_t>(ret));
   }
   record_error(IbvCall::post_send, qp->qp_num, ret);
+  return ret;
 }
 
 // A post to a context that was never registered fails, as in every mode; nothing was posted.
@@ -113,20 +92,64 @@ constexpr uint32_t kPostSendWords = format::kEventWordFields<EventType::ibv_post
   return ENOSYS;
 }
 
+// The real call of a Simple-mode post already recorded, and what follows it when the call fails.
+[[gnu::always_inline]] inline int call_recorded_post_send(PostSendFn real, ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr, uint64_t* event) {
+  const int ret = real(qp, wr, bad_wr);
+  if (__builtin_expect(ret != 0, 0)) return post_send_failed(qp, wr, bad_wr, event, ret);
+  return ret;
+}
+
+// Simple mode's post that the wrapper's fast path does not record: a chain of WRs, several SGEs
+// or a full chunk. The event is stamped `now`, read by the wrapper.
+[[gnu::noinline]] int post_send_simple_any(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr, uint64_t now) {
+  const SendSummary s = summarize_sends(wr, nullptr);
+  uint64_t* event = record_before_call<EventType::ibv_post_send>(now, uint64_t{qp->qp_num}, s.n, s.bytes, s.opcode_mask);
+  const PostSendFn real = g_post_send.get_callable(qp->context, &ContextState::post_send, &untracked_post_send);
+  return call_recorded_post_send(real, qp, wr, bad_wr, event);
+}
+
+// A post recorded by the fast path when the patched contexts belong to several providers.
+[[gnu::noinline]] int post_send_simple_per_context(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr, uint64_t* event) {
+  const PostSendFn real = g_post_send.get_callable(qp->context, &ContextState::post_send, &untracked_post_send);
+  return call_recorded_post_send(real, qp, wr, bad_wr, event);
+}
+
+// Simple mode's post_send: the event is recorded before the call, its result 0, so that after a
+// call that succeeded there is nothing left to do. The common post (one WR of one SGE into a chunk
+// with room, one provider) is recorded inline and calls nothing but the real function, with what a
+// failure needs in the stack frame rather than in callee-saved registers: such a post saves and
+// restores no register. On Intel cores the RDTSC does not hide a wrapper's instructions, so every
+// one counts (docs/performance.md).
+[[gnu::always_inline]] inline int post_send_simple(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+  // The clock is read first: read after the checks, the RDTSC cost the AMD dev VM 15 ns more per
+  // post (verbs_wrapper_cost_bench, 25 against 10 ns).
+  const uint64_t now = read_tsc();
+  ThreadState& t = t_state;
+  uint8_t* p = t.cur;
+  if (__builtin_expect(reinterpret_cast<uintptr_t>(p) + format::raw_event_bytes(kPostSendWords) > reinterpret_cast<uintptr_t>(t.end) ||
+                           wr == nullptr || wr->next != nullptr || wr->num_sge != 1,
+                       0))
+    return post_send_simple_any(qp, wr, bad_wr, now);
+  detail::store_event<EventType::ibv_post_send>(t, p, now, uint64_t{qp->qp_num}, uint64_t{1}, uint64_t{wr->sg_list[0].length},
+                                                uint64_t{1} << (wr->opcode & 63), uint64_t{0});
+  auto* event = reinterpret_cast<uint64_t*>(p);
+  const PostSendFn real = g_post_send.fn.load(std::memory_order_acquire);
+  if (__builtin_expect(reinterpret_cast<uintptr_t>(real) <= 1, 0)) return post_send_simple_per_context(qp, wr, bad_wr, event);
+  // What a failure needs, stored to the stack: volatile, so that the compiler neither keeps copies
+  // in callee-saved registers across the call nor reads them back unless the call failed.
+  ibv_qp* volatile kept_qp = qp;
+  ibv_send_wr* volatile kept_wr = wr;
+  ibv_send_wr** volatile kept_bad_wr = bad_wr;
+  uint64_t* volatile kept_event = event;
+  const int ret = real(qp, wr, bad_wr);
+  if (__builtin_expect(ret != 0, 0)) return post_send_failed(kept_qp, kept_wr, kept_bad_wr, kept_event, ret);
+  return ret;
+}
+
 template <TraceMode M>
 int post_send_hook(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   if constexpr (M == kSimple) {
-    // Simple mode records the post before the call, its result 0: nothing but the arguments and
-    // the event's address lives across the call, and after a call that succeeded (nearly all do)
-    // there is nothing left to do. On Intel cores the RDTSC does not hide a wrapper's
-    // instructions, so every one counts (docs/performance.md).
-    if (__builtin_expect(active(), 1)) {
-      uint64_t* event = record_post_send(qp, wr, read_tsc());
-      const PostSendFn real = g_post_send.get_callable(qp->context, &ContextState::post_send, &untracked_post_send);
-      const int ret = real(qp, wr, bad_wr);
-      if (__builtin_expect(ret != 0, 0)) post_send_failed(qp, wr, *bad_wr, event, ret);
-      return ret;
-    }
+    if (__builtin_expect(active(), 1)) return post_send_simple(qp, wr, bad_wr);
   }
   const PostSendFn real = g_post_send.get(qp->context, &ContextState::post_send);
   if (__builtin_expect(real == nullptr, 0)) {

@@ -144,6 +144,47 @@ void wr_set_inline_data_list_hook(ibv_qp_ex* q, size_t num_buf, const ibv_data_b
   return s->real.set_inline_data_list(q, num_buf, bufs);
 }
 
+constexpr uint32_t kPostSendWords = format::kEventWordFields<EventType::ibv_post_send>;
+
+// A Simple-mode batch recorded before its wr_complete, which failed: the event gets the result.
+// Returns ret, so that the wrapper tail-calls it.
+[[gnu::noinline, gnu::cold]] int wr_complete_failed(uint32_t qpn, uint64_t* event, int ret) {
+  if (uint64_t* e = still_buffered(event, EventType::ibv_post_send, kPostSendWords)) e[6] = static_cast<uint64_t>(static_cast<int64_t>(ret));
+  record_error(IbvCall::post_send, qpn, ret);
+  return ret;
+}
+
+// Simple mode's wr_complete when the thread's chunk has no room for the batch's event.
+[[gnu::noinline]] int wr_complete_simple_any(ibv_qp_ex* q, QpState* s, uint64_t now, uint64_t n, uint64_t bytes, uint64_t mask) {
+  const uint32_t qpn = s->qp_num;
+  uint64_t* event = record_before_call<EventType::ibv_post_send>(now, uint64_t{qpn}, n, bytes, mask);
+  const int ret = s->real.complete(q);
+  if (__builtin_expect(ret != 0, 0)) return wr_complete_failed(qpn, event, ret);
+  return ret;
+}
+
+// Simple mode's wr_complete: the batch's post event is recorded before the call, its result 0, as
+// Simple mode's post_send is, with what a failure needs in the stack frame: a batch that is posted
+// saves and restores no register.
+[[gnu::always_inline]] inline int wr_complete_simple(ibv_qp_ex* q, QpState* s) {
+  const uint64_t now = read_tsc();
+  // Copied out before the real call: it releases the QP, and another thread may start a batch.
+  const uint64_t n = s->batch_wrs, bytes = s->batch_bytes, mask = s->batch_opcode_mask;
+  s->batch_wrs = 0, s->batch_bytes = 0, s->batch_opcode_mask = 0;
+  ThreadState& t = t_state;
+  uint8_t* p = t.cur;
+  if (__builtin_expect(reinterpret_cast<uintptr_t>(p) + format::raw_event_bytes(kPostSendWords) > reinterpret_cast<uintptr_t>(t.end), 0))
+    return wr_complete_simple_any(q, s, now, n, bytes, mask);
+  const uint32_t qpn = s->qp_num;
+  detail::store_event<EventType::ibv_post_send>(t, p, now, uint64_t{qpn}, n, bytes, mask, uint64_t{0});
+  // Volatile: stored to the stack, read back only if the call failed (see post_send's wrapper).
+  volatile uint32_t kept_qpn = qpn;
+  uint64_t* volatile kept_event = reinterpret_cast<uint64_t*>(p);
+  const int ret = s->real.complete(q);
+  if (__builtin_expect(ret != 0, 0)) return wr_complete_failed(kept_qpn, kept_event, ret);
+  return ret;
+}
+
 template <TraceMode M>
 int wr_complete_hook(ibv_qp_ex* q) {
   QpState* s = qp_of(q);
@@ -166,10 +207,11 @@ int wr_complete_hook(ibv_qp_ex* q) {
     const int ret = s->real.complete(q);
     if (__builtin_expect(ret != 0, 0)) record_error(IbvCall::post_send, s->qp_num, ret);
     return ret;
+  } else if constexpr (M == kSimple) {
+    return wr_complete_simple(q, s);
   } else {
     const uint64_t now = read_tsc();  // one timestamp for the last WR and the call
-    if constexpr (M == kFull)
-      if (s->wr.open) finish_full_wr(s, now);
+    if (s->wr.open) finish_full_wr(s, now);
     // Copied out before the real call: it releases the QP, and another thread may start a batch.
     const uint64_t n = s->batch_wrs, bytes = s->batch_bytes, mask = s->batch_opcode_mask;
     const uint32_t qpn = s->qp_num;
