@@ -164,8 +164,8 @@ constexpr uint32_t kPostSendWords = format::kEventWordFields<EventType::ibv_post
 }
 
 // Simple mode's wr_complete: the batch's post event is recorded before the call, its result 0, as
-// Simple mode's post_send is, with what a failure needs in the stack frame: a batch that is posted
-// saves and restores no register.
+// Simple mode's post_send is, with what a failure needs in the stack frame: nothing lives in a
+// callee-saved register across the call (gcc 12 still saves one, for a temporary, instead of six).
 [[gnu::always_inline]] inline int wr_complete_simple(ibv_qp_ex* q, QpState* s) {
   const uint64_t now = read_tsc();
   // Copied out before the real call: it releases the QP, and another thread may start a batch.
