@@ -72,8 +72,6 @@ struct SendSummary {
   return s;
 }
 
-constexpr uint32_t kPostSendWords = format::kEventWordFields<EventType::ibv_post_send>;
-
 // A post recorded before the call (Simple mode) failed: only the WRs before bad were posted.
 // Returns ret, so that the wrapper tail-calls it.
 [[gnu::noinline, gnu::cold]] int post_send_failed(ibv_qp* qp, const ibv_send_wr* wr, ibv_send_wr** bad_wr, uint64_t* event, int ret) {

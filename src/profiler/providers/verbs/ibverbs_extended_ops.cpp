@@ -144,7 +144,16 @@ void wr_set_inline_data_list_hook(ibv_qp_ex* q, size_t num_buf, const ibv_data_b
   return s->real.set_inline_data_list(q, num_buf, bufs);
 }
 
-constexpr uint32_t kPostSendWords = format::kEventWordFields<EventType::ibv_post_send>;
+// What a Simple or Full-mode batch's post event says, taken out of the QP's state before the real
+// wr_complete: that call releases the QP, and another thread may start a batch.
+struct BatchTotals {
+  uint64_t wrs, bytes, opcode_mask;
+};
+[[gnu::always_inline]] inline BatchTotals take_batch_totals(QpState* s) {
+  const BatchTotals b{s->batch_wrs, s->batch_bytes, s->batch_opcode_mask};
+  s->batch_wrs = 0, s->batch_bytes = 0, s->batch_opcode_mask = 0;
+  return b;
+}
 
 // A Simple-mode batch recorded before its wr_complete, which failed: the event gets the result.
 // Returns ret, so that the wrapper tail-calls it.
@@ -155,9 +164,9 @@ constexpr uint32_t kPostSendWords = format::kEventWordFields<EventType::ibv_post
 }
 
 // Simple mode's wr_complete when the thread's chunk has no room for the batch's event.
-[[gnu::noinline]] int wr_complete_simple_any(ibv_qp_ex* q, QpState* s, uint64_t now, uint64_t n, uint64_t bytes, uint64_t mask) {
+[[gnu::noinline]] int wr_complete_simple_any(ibv_qp_ex* q, QpState* s, uint64_t now, uint64_t wrs, uint64_t bytes, uint64_t opcode_mask) {
   const uint32_t qpn = s->qp_num;
-  uint64_t* event = record_before_call<EventType::ibv_post_send>(now, uint64_t{qpn}, n, bytes, mask);
+  uint64_t* event = record_before_call<EventType::ibv_post_send>(now, uint64_t{qpn}, wrs, bytes, opcode_mask);
   const int ret = s->real.complete(q);
   if (__builtin_expect(ret != 0, 0)) return wr_complete_failed(qpn, event, ret);
   return ret;
@@ -168,15 +177,13 @@ constexpr uint32_t kPostSendWords = format::kEventWordFields<EventType::ibv_post
 // callee-saved register across the call (gcc 12 still saves one, for a temporary, instead of six).
 [[gnu::always_inline]] inline int wr_complete_simple(ibv_qp_ex* q, QpState* s) {
   const uint64_t now = read_tsc();
-  // Copied out before the real call: it releases the QP, and another thread may start a batch.
-  const uint64_t n = s->batch_wrs, bytes = s->batch_bytes, mask = s->batch_opcode_mask;
-  s->batch_wrs = 0, s->batch_bytes = 0, s->batch_opcode_mask = 0;
+  const BatchTotals b = take_batch_totals(s);
   ThreadState& t = t_state;
   uint8_t* p = t.cur;
   if (__builtin_expect(reinterpret_cast<uintptr_t>(p) + format::raw_event_bytes(kPostSendWords) > reinterpret_cast<uintptr_t>(t.end), 0))
-    return wr_complete_simple_any(q, s, now, n, bytes, mask);
+    return wr_complete_simple_any(q, s, now, b.wrs, b.bytes, b.opcode_mask);
   const uint32_t qpn = s->qp_num;
-  detail::store_event<EventType::ibv_post_send>(t, p, now, uint64_t{qpn}, n, bytes, mask, uint64_t{0});
+  detail::store_event<EventType::ibv_post_send>(t, p, now, uint64_t{qpn}, b.wrs, b.bytes, b.opcode_mask, uint64_t{0});
   // Volatile: stored to the stack, read back only if the call failed (see post_send's wrapper).
   volatile uint32_t kept_qpn = qpn;
   uint64_t* volatile kept_event = reinterpret_cast<uint64_t*>(p);
@@ -212,12 +219,10 @@ int wr_complete_hook(ibv_qp_ex* q) {
   } else {
     const uint64_t now = read_tsc();  // one timestamp for the last WR and the call
     if (s->wr.open) finish_full_wr(s, now);
-    // Copied out before the real call: it releases the QP, and another thread may start a batch.
-    const uint64_t n = s->batch_wrs, bytes = s->batch_bytes, mask = s->batch_opcode_mask;
+    const BatchTotals b = take_batch_totals(s);
     const uint32_t qpn = s->qp_num;
-    s->batch_wrs = 0, s->batch_bytes = 0, s->batch_opcode_mask = 0;
     const int ret = s->real.complete(q);
-    record_at<EventType::ibv_post_send>(now, uint64_t{qpn}, n, bytes, mask, static_cast<int64_t>(ret));
+    record_at<EventType::ibv_post_send>(now, uint64_t{qpn}, b.wrs, b.bytes, b.opcode_mask, static_cast<int64_t>(ret));
     if (__builtin_expect(ret != 0, 0)) record_error(IbvCall::post_send, qpn, ret);
     return ret;
   }

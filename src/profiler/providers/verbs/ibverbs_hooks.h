@@ -30,6 +30,10 @@ const Set& for_trace_mode(const Set (&by_mode)[3]) {
   return b;
 }
 
+// The integer fields of an ibv_post_send event: both post_send and an ibv_wr_* batch's
+// wr_complete record one (in Simple mode before the call, amended when it fails).
+inline constexpr uint32_t kPostSendWords = format::kEventWordFields<format::EventType::ibv_post_send>;
+
 // A QP's ibv_wr_* batch is empty again (after wr_complete or wr_abort, and when it is registered).
 inline void reset_batch(QpState* s) {
   s->wr.open = false;
