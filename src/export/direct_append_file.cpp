@@ -12,16 +12,6 @@
 
 namespace sigmatrace::exporter {
 
-namespace {
-constexpr size_t kAlignment = 4096;  // O_DIRECT's alignment of buffers, offsets and lengths
-}
-
-void DirectAppendFile::FreeAligned::operator()(uint8_t* p) const { std::free(p); }
-
-DirectAppendFile::Block DirectAppendFile::new_block() {
-  return Block(static_cast<uint8_t*>(std::aligned_alloc(kAlignment, kBlockBytes)));
-}
-
 DirectAppendFile::~DirectAppendFile() { close_fds(); }
 
 void DirectAppendFile::close_fds() {
@@ -37,7 +27,7 @@ bool DirectAppendFile::open(const std::string& path, std::string* error) {
     return false;
   }
   direct_fd_ = ::open(path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
-  block_ = new_block();
+  block_ = aligned_bytes(kBlockBytes);
   if (!block_) {
     *error = "cannot allocate the write buffer of " + path;
     close_fds();
@@ -48,30 +38,15 @@ bool DirectAppendFile::open(const std::string& path, std::string* error) {
 
 void DirectAppendFile::write_at(const uint8_t* p, size_t n, uint64_t offset) {
   // O_DIRECT for the aligned part (every full block, the tail's aligned front); the rest, and
-  // everything where O_DIRECT is refused, through the page cache.
-  const size_t aligned = direct_fd_ >= 0 ? n / kAlignment * kAlignment : 0;
-  size_t done = 0;
-  while (done < aligned) {
-    ssize_t w = ::pwrite(direct_fd_, p + done, aligned - done, static_cast<off_t>(offset + done));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0 || static_cast<size_t>(w) % kAlignment) break;  // refused (EINVAL): the rest goes the ordinary way
-    done += static_cast<size_t>(w);
-  }
-  while (done < n) {
-    ssize_t w = ::pwrite(fd_, p + done, n - done, static_cast<off_t>(offset + done));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      int none = 0;
-      write_errno_.compare_exchange_strong(none, errno ? errno : EIO);
-      return;
-    }
-    done += static_cast<size_t>(w);
-  }
+  // all of it where O_DIRECT is refused, through the page cache.
+  const size_t aligned = direct_fd_ >= 0 ? n / kDirectIoAlignment * kDirectIoAlignment : 0;
+  const size_t done = aligned && pwrite_all(direct_fd_, p, aligned, offset) ? aligned : 0;
+  if (!pwrite_all(fd_, p + done, n - done, offset + done)) keep_first_errno(&write_errno_);
 }
 
 void DirectAppendFile::append(const void* bytes, size_t n) {
   const uint8_t* p = static_cast<const uint8_t*>(bytes);
-  std::vector<std::pair<Block, uint64_t>> full;  // written after the lock is released
+  std::vector<std::pair<AlignedBytes, uint64_t>> full;  // written after the lock is released
   {
     std::lock_guard<std::mutex> g(mu_);
     if (!block_) return;
@@ -80,7 +55,7 @@ void DirectAppendFile::append(const void* bytes, size_t n) {
       std::memcpy(block_.get() + filled_, p, take);
       filled_ += take, p += take, n -= take;
       if (filled_ < kBlockBytes) break;
-      Block next = new_block();
+      AlignedBytes next = aligned_bytes(kBlockBytes);
       if (!next) {
         write_errno_.store(ENOMEM);
         return;

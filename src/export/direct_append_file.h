@@ -12,6 +12,8 @@
 #include <mutex>
 #include <string>
 
+#include "export/file_io.h"
+
 namespace sigmatrace::exporter {
 
 class DirectAppendFile {
@@ -26,18 +28,13 @@ class DirectAppendFile {
   bool is_open() const { return fd_ >= 0; }
 
  private:
-  struct FreeAligned {
-    void operator()(uint8_t* p) const;
-  };
-  using Block = std::unique_ptr<uint8_t[], FreeAligned>;
-  static Block new_block();
   void write_at(const uint8_t* p, size_t n, uint64_t offset);
   void close_fds();
 
   std::string path_;
   int fd_ = -1, direct_fd_ = -1;
   std::mutex mu_;
-  Block block_;
+  AlignedBytes block_;
   size_t filled_ = 0;
   uint64_t block_offset_ = 0;  // where block_ goes in the file
   std::atomic<int> write_errno_{0};

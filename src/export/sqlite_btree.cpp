@@ -19,30 +19,9 @@ using namespace sqlite_format;
 namespace {
 
 constexpr uint64_t kLockByteOffset = 0x40000000;
-constexpr size_t kDirectAlignment = 4096;
 
 // A page's "start of the cell content area": 0 stands for 65536.
 uint32_t content_field(uint32_t start) { return start == 65536 ? 0 : start; }
-
-bool pwrite_all(int fd, const uint8_t* p, size_t n, uint64_t off) {
-  while (n) {
-    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w, n -= static_cast<size_t>(w), off += static_cast<uint64_t>(w);
-  }
-  return true;
-}
-
-bool pread_all(int fd, uint8_t* p, size_t n, uint64_t off) {
-  while (n) {
-    ssize_t r = ::pread(fd, p, n, static_cast<off_t>(off));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r, n -= static_cast<size_t>(r), off += static_cast<uint64_t>(r);
-  }
-  return true;
-}
 
 // A child of an interior page: its page number and the largest rowid below it.
 struct Child {
@@ -143,18 +122,17 @@ bool LeafScratchFile::open(const std::string& path, uint32_t page_size, std::str
   // The leaves are written once and not read again here: past the page cache, they cost the
   // kernel no copy and no reclaim (a tenth of the CPU at 384 M events). Where the file system
   // refuses O_DIRECT (tmpfs), through the cache.
-  if (page_size % kDirectAlignment == 0) direct_fd_ = ::open(path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+  if (page_size % kDirectIoAlignment == 0) direct_fd_ = ::open(path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
   return true;
 }
 
 bool LeafScratchFile::write(const uint8_t* page, uint64_t* slot) {
   *slot = next_slot_.fetch_add(1, std::memory_order_relaxed);
-  if (direct_fd_ >= 0 && reinterpret_cast<uintptr_t>(page) % kDirectAlignment == 0 &&
+  if (direct_fd_ >= 0 && reinterpret_cast<uintptr_t>(page) % kDirectIoAlignment == 0 &&
       pwrite_all(direct_fd_, page, page_size_, offset(*slot)))
     return true;
   if (pwrite_all(fd_, page, page_size_, offset(*slot))) return true;
-  int none = 0;
-  write_errno_.compare_exchange_strong(none, errno ? errno : EIO);
+  keep_first_errno(&write_errno_);
   return false;
 }
 
@@ -177,9 +155,7 @@ void LeafScratchFile::release() {
 
 SortedLeafWriter::SortedLeafWriter(LeafScratchFile* scratch, size_t window_ids, const SqlRow* defaults)
     : scratch_(scratch), defaults_(defaults), content_start_(scratch->page_size()) {
-  // aligned_alloc wants a multiple of the alignment (the tests' pages can be 512 bytes).
-  const size_t bytes = (scratch->page_size() + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
-  page_.reset(static_cast<uint8_t*>(std::aligned_alloc(kDirectAlignment, bytes)));
+  page_ = aligned_bytes(scratch->page_size());  // the tests' pages can be 512 bytes: rounded up
   std::memset(page_.get(), 0, scratch->page_size());
   if (window_ids) {
     size_t n = 2;
@@ -188,8 +164,6 @@ SortedLeafWriter::SortedLeafWriter(LeafScratchFile* scratch, size_t window_ids, 
     mask_ = n - 1;
   }
 }
-
-void SortedLeafWriter::FreeAligned::operator()(uint8_t* p) const { std::free(p); }
 
 bool SortedLeafWriter::add(const SqlRow& row) {
   const int64_t rowid = row.value[0];

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "export/file_io.h"
+
 namespace sigmatrace::exporter {
 
 // One row's values, in column order; a NULL is a bit in null_mask. Columns are integers (the
@@ -126,10 +128,7 @@ class SortedLeafWriter {
   size_t live_bytes_ = 0;  // of records_, those of rows still in the ring
   bool have_written_ = false, failed_ = false;
   int64_t last_written_ = 0;
-  struct FreeAligned {
-    void operator()(uint8_t* p) const;
-  };
-  std::unique_ptr<uint8_t[], FreeAligned> page_;  // aligned for O_DIRECT
+  AlignedBytes page_;  // aligned for O_DIRECT
   uint32_t cells_ = 0, content_start_ = 0;
   int64_t page_first_ = 0, page_last_ = 0;
   std::vector<LeafPage> pages_;
