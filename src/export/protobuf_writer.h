@@ -1,7 +1,8 @@
 // A small append-only protobuf encoder (no libprotobuf at run time). Messages are written in place
-// into one growing buffer (kept between clear()s, so a sequence's block buffer is allocated once): a nested message reserves one byte for its length and, when it ends
-// longer than 127 bytes, moves its body up to make room for the longer varint. Trace events are
-// almost all shorter, so a length costs one byte and the move is rare (a packet-sized memmove).
+// into one growing buffer, kept between clear()s, so a sequence's block buffer is allocated once.
+// A nested message reserves one byte for its length and, when it ends longer than 127 bytes, moves
+// its body up to make room for the longer varint. Trace events are almost all shorter, so a
+// length costs one byte and the move is rare (a packet-sized memmove).
 #pragma once
 #include <cstdint>
 #include <cstring>
