@@ -37,7 +37,11 @@ constexpr uint8_t kOpmodExtAtomic8B = 0x09;
 // ctrl.fm_ce_se bits.
 constexpr uint8_t kCtrlSolicited = 0x02;
 constexpr uint8_t kCtrlCqUpdate = 0x08;   // generate a CQE for this WQE
-constexpr uint8_t kCtrlFenceMask = 0xe0;  // fence mode (bits 7..5)
+constexpr uint8_t kCtrlFenceMask = 0xe0;  // fence mode (bits 7..5), one of:
+constexpr uint8_t kFenceInitiatorSmall = 0x20;
+constexpr uint8_t kFence = 0x40;          // wait for earlier READ and atomic responses
+constexpr uint8_t kFenceStrongOrdering = 0x60;
+constexpr uint8_t kFenceAndSmall = 0x80;
 
 constexpr uint32_t kInlineFlag = 0x80000000u;  // inline segment byte_count flag
 
@@ -67,8 +71,27 @@ struct AtomicSeg {             // 16 bytes
   uint64_t swap_add;           // be64
   uint64_t compare;            // be64
 };
+// A DC initiator's WQE carries the target's address vector right after the control segment
+// (not on NOP and DUMP): 16 bytes (compact) or, when dqp_dct bit 31 is set, the full 48.
+struct AvSeg {                 // mlx5_wqe_av
+  uint64_t dc_key;             // be64: the DC target's access key
+  uint32_t dqp_dct;            // be32: [31] full AV follows, [23:0] DCT number
+  uint8_t stat_rate_sl;        // [7:4] static rate, [3:0] SL
+  uint8_t fl_mlid;             // [7] force loopback, [6:0] source path bits
+  uint16_t rlid;               // be16: the target port's LID
+  uint8_t reserved[4];         // the full AV only, from here on
+  uint8_t rmac[6];
+  uint8_t tclass;
+  uint8_t hop_limit;
+  uint32_t grh_gid_fl;         // be32: [30] GRH, [27:20] SGID index, [19:0] flow label
+  uint8_t rgid[16];
+};
+constexpr uint32_t kAvCompactSize = 16;
+constexpr uint32_t kAvFullSize = 48;
+constexpr uint32_t kAvExtended = 0x80000000u;
+constexpr uint32_t kDctNumberMask = 0xffffff;
 static_assert(sizeof(CtrlSeg) == 16 && sizeof(RaddrSeg) == 16 && sizeof(DataSeg) == 16 &&
-              sizeof(AtomicSeg) == 16 && sizeof(InlineHdr) == 4);
+              sizeof(AtomicSeg) == 16 && sizeof(InlineHdr) == 4 && sizeof(AvSeg) == kAvFullSize);
 
 MLX5_HD uint32_t ctrl_opmod_idx_opcode(uint8_t opmod, uint16_t idx, uint8_t opcode) {
   return be32((uint32_t(opmod) << 24) | (uint32_t(idx) << 8) | opcode);
