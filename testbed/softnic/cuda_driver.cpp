@@ -32,6 +32,8 @@ struct Api {
   CUresult (*host_alloc)(void**, size_t, unsigned) = nullptr;
   CUresult (*host_free)(void*) = nullptr;
   CUresult (*error_name)(CUresult, const char**) = nullptr;
+  CUresult (*device_get)(int*, int) = nullptr;
+  CUresult (*primary_ctx_retain)(void**, int) = nullptr;
   bool ok = false;
 };
 
@@ -50,6 +52,9 @@ const Api& api() {
            sym(r.dtoh_async, "cuMemcpyDtoHAsync_v2") & sym(r.htod_async, "cuMemcpyHtoDAsync_v2") &
            sym(r.host_alloc, "cuMemHostAlloc") & sym(r.host_free, "cuMemFreeHost") &
            sym(r.error_name, "cuGetErrorName");
+    // Only for memory of CUDA's virtual memory API (no owning context): optional.
+    sym(r.device_get, "cuDeviceGet");
+    sym(r.primary_ctx_retain, "cuDevicePrimaryCtxRetain");
     if (!r.ok) fprintf(stderr, "softnic: libcuda.so.1 lacks a driver entry point softnic needs: GPU memory is not usable\n");
     return r;
   }();
@@ -58,6 +63,7 @@ const Api& api() {
 
 constexpr int kAttrContext = 1;
 constexpr int kAttrMemoryType = 2;
+constexpr int kAttrDeviceOrdinal = 9;
 constexpr unsigned kMemoryTypeDevice = 2;
 constexpr unsigned kStreamNonBlocking = 1;
 constexpr size_t kStagingBytes = 1 << 20;
@@ -269,8 +275,23 @@ bool is_device_pointer(const void* p, void** ctx) {
   if (a.get_attr(&type, kAttrMemoryType, reinterpret_cast<CUdeviceptr>(p)) != 0) return false;
   if (type != kMemoryTypeDevice) return false;
   *ctx = nullptr;
-  return check(a.get_attr(ctx, kAttrContext, reinterpret_cast<CUdeviceptr>(p)),
-               "cuPointerGetAttribute(CONTEXT)", reinterpret_cast<uint64_t>(p), 0);
+  const auto dev = reinterpret_cast<CUdeviceptr>(p);
+  if (!check(a.get_attr(ctx, kAttrContext, dev), "cuPointerGetAttribute(CONTEXT)", dev, 0)) return false;
+  if (*ctx) return true;
+  // Memory of the virtual memory API (cuMemCreate + cuMemMap: NVSHMEM's heap) belongs to no
+  // context; its device's primary context reaches it (kept retained for the process's life).
+  constexpr int kMaxDevices = 64;
+  static std::mutex mu;
+  static void* primary[kMaxDevices] = {};
+  int ordinal = -1, device = 0;
+  if (!check(a.get_attr(&ordinal, kAttrDeviceOrdinal, dev), "cuPointerGetAttribute(DEVICE_ORDINAL)", dev, 0)) return false;
+  if (ordinal < 0 || ordinal >= kMaxDevices || !a.device_get || !a.primary_ctx_retain) return false;
+  std::lock_guard<std::mutex> g(mu);
+  if (!primary[ordinal] && !(check(a.device_get(&device, ordinal), "cuDeviceGet", dev, 0) &&
+                             check(a.primary_ctx_retain(&primary[ordinal], device), "cuDevicePrimaryCtxRetain", dev, 0)))
+    return false;
+  *ctx = primary[ordinal];
+  return true;
 }
 
 bool read(void* ctx, void* dst, uint64_t src_dev, size_t len) {

@@ -84,12 +84,14 @@ struct WqeRecord {
   uint64_t raddr = 0;
   uint64_t first_word = 0;  // inline data's first 8 bytes, or the first SGE's address
   uint32_t length = 0;
+  uint32_t dct = 0;         // a DCI's WQE: its target
   uint64_t read_ns = 0;     // when the engine read it
 };
 constexpr uint32_t kWqeHistory = 8;
 
 struct Qp {
   uint32_t qpn = 0;
+  bool dci = false;         // a DC initiator: every WQE names its target in an address vector
   ibv_context* ctx = nullptr;
   ibv_pd* pd = nullptr;
   ibv_qp* qp = nullptr;    // the softnic RC QP doing the transport
@@ -117,6 +119,14 @@ struct Qp {
   uint64_t stray_completions = 0;    // transport completions that matched no pending WQE
   bool stall_reported = false;       // SOFTNIC_DEBUG=2 dumped this stall already
   StageTime wqe_read, transport, cqe_write;  // SQ copy, post -> transport completion, CQE copy
+  // SOFTNIC_WQE_LOG (wqe_oracle.hpp): what this QP executed.
+  struct OpTally {
+    uint64_t wqes = 0, bytes = 0;
+  };
+  static constexpr uint32_t kOpcodes = 0x24;  // up to DUMP (0x23)
+  OpTally executed[kOpcodes];
+  uint64_t executed_digest = 0, rejected = 0;
+  bool oracle_written = false;
   WqeRecord history[kWqeHistory];    // the WQEs executed last, the newest at (history_n - 1) % kWqeHistory
   uint64_t history_n = 0;
 };
@@ -161,6 +171,8 @@ void start_dump_watch();
 // at engine stop.
 bool stats_enabled();
 void print_qp_stats(const Qp* q);
+// SOFTNIC_WQE_LOG: writes q's line once (at destroy, or at exit for QPs still alive).
+void write_wqe_oracle(Qp* q);
 void print_engine_stats();
 struct EngineClock {             // the engine loop's rhythm, for dumps and the stats
   uint64_t rounds = 0;

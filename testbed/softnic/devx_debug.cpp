@@ -18,6 +18,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <thread>
 
@@ -237,6 +238,34 @@ void print_qp_stats(const Qp* q) {
   stage_line("SQ read (doorbell seen -> WQEs)", q->wqe_read);
   stage_line("post -> transport completion", q->transport);
   stage_line("CQE write", q->cqe_write);
+}
+
+void write_wqe_oracle(Qp* q) {
+  static const char* dir = getenv("SOFTNIC_WQE_LOG");
+  if (!dir || !*dir || q->oracle_written) return;
+  q->oracle_written = true;
+  char host[128] = "";
+  const char* h = getenv("SOFTNIC_HOST");
+  if (h && *h) snprintf(host, sizeof host, "%s", h);
+  else gethostname(host, sizeof host - 1);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/softnic-wqes-%s-%d.txt", dir, host, int(getpid()));
+  char line[4096];
+  uint64_t wqes = 0;
+  for (const Qp::OpTally& t : q->executed) wqes += t.wqes;
+  int n = snprintf(line, sizeof line, "qp=0x%x type=%s wqes=%llu rejected=%llu digest=0x%016llx ops=", q->qpn, q->dci ? "dci" : "rc",
+                   (unsigned long long)wqes, (unsigned long long)q->rejected, (unsigned long long)q->executed_digest);
+  const char* sep = "";
+  for (uint32_t op = 0; op < Qp::kOpcodes && n < int(sizeof line) - 64; ++op) {
+    if (!q->executed[op].wqes) continue;
+    n += snprintf(line + n, sizeof line - size_t(n), "%s%02x:%llu:%llu", sep, op, (unsigned long long)q->executed[op].wqes,
+                  (unsigned long long)q->executed[op].bytes);
+    sep = ",";
+  }
+  n += snprintf(line + n, sizeof line - size_t(n), "\n");
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0 || write(fd, line, size_t(n)) != n) fprintf(stderr, "softnic devx: cannot write %s: %s\n", path, strerror(errno));
+  if (fd >= 0) close(fd);
 }
 
 void print_engine_stats() {

@@ -15,6 +15,7 @@
 #include "cuda_driver.hpp"
 #include "mlx5/wqe.hpp"
 #include "mlx5/wqe_parse.hpp"
+#include "wqe_oracle.hpp"
 
 namespace m5 = sigmatrace::mlx5;
 
@@ -97,67 +98,75 @@ uint8_t syndrome_of(ibv_wc_status s) {
   }
 }
 
-// Turns one WQE (linear bytes, `bytes` long) into a work request. Returns 0, or the syndrome of
-// a malformed/unsupported WQE. *post is false for WQEs that complete without transport (NOP).
+// Turns one WQE (linear bytes, `bytes` long) into the operation softnic's transport executes.
+// Returns 0, or the syndrome of a malformed/unsupported WQE. post is false for WQEs that
+// complete without transport (NOP, DUMP).
 struct Decoded {
-  ibv_send_wr wr{};
-  ibv_sge sge[m5::kMaxParsedSges]{};
+  SendOp op;
+  Sge sge[m5::kMaxParsedSges]{};
+  const uint8_t* inline_ptr = nullptr;
   bool post = false;
   uint32_t byte_cnt = 0;
   WqeRecord record;
+  uint64_t swap_add = 0, compare = 0;  // the atomic operands as the WQE gives them (for the oracle)
 };
-uint8_t decode_wqe(const uint8_t* w, uint32_t bytes, Decoded* d) {
+uint8_t decode_wqe(const uint8_t* w, uint32_t bytes, bool dci, Decoded* d) {
   m5::ParsedWqe p;
-  if (uint8_t synd = m5::parse_wqe(w, bytes, &p)) return synd;
+  if (uint8_t synd = m5::parse_wqe(w, bytes, &p, dci)) return synd;
   WqeRecord& r = d->record;
+  d->swap_add = p.swap_add;
+  d->compare = p.compare;
   r.idx = p.ctrl.idx;
   r.opcode = p.ctrl.opcode;
   r.raddr = p.raddr;
   r.rkey = p.rkey;
   r.length = uint32_t(p.length);
+  r.dct = p.dct;
   if (p.inline_data && p.inline_len) memcpy(&r.first_word, p.inline_ptr, p.inline_len < 8 ? p.inline_len : 8);
   else if (p.num_sge) r.first_word = p.sge[0].addr;
-  ibv_send_wr& wr = d->wr;
-  wr.sg_list = d->sge;
-  wr.send_flags = IBV_SEND_SIGNALED;  // internally every WR completes; CQ_UPDATE is applied at retire
-  if (p.ctrl.fm_ce_se & m5::kCtrlSolicited) wr.send_flags |= IBV_SEND_SOLICITED;
-  if (p.ctrl.fm_ce_se & m5::kCtrlFenceMask) wr.send_flags |= IBV_SEND_FENCE;
-  wr.imm_data = p.imm;
+  SendOp& op = d->op;
+  op.signaled = true;  // internally every operation completes; CQ_UPDATE is applied at retire
+  op.solicited = (p.ctrl.fm_ce_se & m5::kCtrlSolicited) != 0;
+  op.imm = p.imm;
+  op.raddr = p.raddr;
+  op.rkey = p.rkey;
+  op.length = p.length;
+  op.dest_qpn = p.dct;
+  op.dc_key = p.dc_key;
   d->byte_cnt = uint32_t(p.length);
   if (p.inline_data) {
-    d->sge[0].addr = reinterpret_cast<uint64_t>(p.inline_ptr);
-    d->sge[0].length = p.inline_len;
-    wr.num_sge = 1;
-    wr.send_flags |= IBV_SEND_INLINE;
+    op.inlined = true;
+    d->inline_ptr = p.inline_ptr;
   } else {
-    for (uint32_t i = 0; i < p.num_sge; ++i) d->sge[i] = ibv_sge{p.sge[i].addr, p.sge[i].length, p.sge[i].lkey};
-    wr.num_sge = int(p.num_sge);
+    for (uint32_t i = 0; i < p.num_sge; ++i) d->sge[i] = Sge{p.sge[i].addr, p.sge[i].length, p.sge[i].lkey};
+    op.num_sge = p.num_sge;
   }
-  wr.wr.rdma.remote_addr = p.raddr;
-  wr.wr.rdma.rkey = p.rkey;
   switch (p.ctrl.opcode) {
     case m5::kOpNop:
-    case m5::kOpDump:  // a local flush: nothing to do in an emulator with coherent copies
+    case m5::kOpDump:  // a local flushing read: nothing to flush where copies are coherent
       return 0;
-    case m5::kOpRdmaWrite: wr.opcode = IBV_WR_RDMA_WRITE; break;
-    case m5::kOpRdmaWriteImm: wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM; break;
-    case m5::kOpSend: wr.opcode = IBV_WR_SEND; break;
-    case m5::kOpSendImm: wr.opcode = IBV_WR_SEND_WITH_IMM; break;
-    case m5::kOpRdmaRead: wr.opcode = IBV_WR_RDMA_READ; break;
-    default: {  // atomics: only the forms softnic's 8-byte CAS/FA execute exactly
-      bool cs;
-      if (p.ctrl.opcode == m5::kOpAtomicCs) cs = true;
-      else if (p.ctrl.opcode == m5::kOpAtomicFa) cs = false;
-      else if (p.ctrl.opcode == m5::kOpAtomicMaskedFa && p.compare == 0) cs = false;  // no field boundary
-      else if (p.ctrl.opcode == m5::kOpAtomicMaskedCs && p.swap_mask == ~0ull && p.compare_mask == ~0ull) cs = true;
-      else return m5::kSyndLocalQpOpErr;
-      if (wr.num_sge != 1 || d->sge[0].length != 8) return m5::kSyndLocalLengthErr;
-      wr.opcode = cs ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD;
-      wr.wr.atomic.remote_addr = p.raddr;
-      wr.wr.atomic.rkey = p.rkey;
-      wr.wr.atomic.compare_add = cs ? p.compare : p.swap_add;
-      wr.wr.atomic.swap = cs ? p.swap_add : 0;
-      d->byte_cnt = 8;
+    case m5::kOpRdmaWrite: op.kind = OpKind::Write; break;
+    case m5::kOpRdmaWriteImm: op.kind = OpKind::WriteImm; break;
+    case m5::kOpSend: op.kind = OpKind::Send; break;
+    case m5::kOpSendImm: op.kind = OpKind::SendImm; break;
+    case m5::kOpRdmaRead: op.kind = OpKind::Read; break;
+    default: {  // atomics, plain and masked, on 4 or 8 bytes
+      if (op.num_sge != 1 || d->sge[0].length != p.atomic_bytes) return m5::kSyndLocalLengthErr;
+      const bool cs = p.ctrl.opcode == m5::kOpAtomicCs || p.ctrl.opcode == m5::kOpAtomicMaskedCs;
+      op.kind = cs ? OpKind::CmpSwap : OpKind::FetchAdd;
+      op.arg0 = cs ? p.compare : p.swap_add;
+      op.arg1 = cs ? p.swap_add : 0;
+      if (p.ctrl.opcode == m5::kOpAtomicMaskedCs) {
+        op.compare_mask = p.compare_mask;
+        op.swap_mask = p.swap_mask;
+      }
+      if (p.ctrl.opcode == m5::kOpAtomicMaskedFa) op.field_boundary = p.compare;
+      op.atomic_bytes = uint8_t(p.atomic_bytes);
+      // The old value comes back big-endian but for 8-byte operands, which QUERY_HCA_CAP says
+      // are returned in host order (8-byte endianness mode 1).
+      op.result_big_endian = p.atomic_bytes != 8;
+      op.length = p.atomic_bytes;
+      d->byte_cnt = p.atomic_bytes;
     }
   }
   d->post = true;
@@ -227,10 +236,19 @@ bool execute(Qp* q) {
       q->broken = true;
     } else {
       Decoded d;
-      uint8_t synd = decode_wqe(w, (n - pos) * m5::kWqeBbSize, &d);
+      uint8_t synd = decode_wqe(w, (n - pos) * m5::kWqeBbSize, q->dci, &d);
       p.byte_cnt = d.byte_cnt;
       d.record.read_ns = t_read_done;
-      if (!synd) q->history[q->history_n++ % kWqeHistory] = d.record;
+      if (!synd) {
+        q->history[q->history_n++ % kWqeHistory] = d.record;
+        Qp::OpTally& t = q->executed[c.opcode < Qp::kOpcodes ? c.opcode : 0];
+        t.wqes++;
+        t.bytes += d.record.length;
+        q->executed_digest = oracle::wqe_digest(q->executed_digest, p.idx, c.opcode, c.opmod, d.record.length, d.record.raddr,
+                                                d.record.rkey, d.record.dct, d.swap_add, d.compare);
+      } else {
+        q->rejected++;
+      }
       if (synd) {
         log("qp 0x%x: WQE %u (opcode 0x%x, ds %u) rejected: syndrome 0x%x", q->qpn, p.idx, c.opcode,
             c.ds, synd);
@@ -240,10 +258,9 @@ bool execute(Qp* q) {
       } else if (!d.post) {
         p.done = true;
       } else {
-        d.wr.wr_id = p.seq;
+        d.op.wr_id = p.seq;
         p.posted_ns = now_ns();
-        ibv_send_wr* bad = nullptr;
-        if (int err = transport::post_send(q->qp, &d.wr, &bad)) {
+        if (int err = transport::post_op(q->qp, d.op, d.sge, d.inline_ptr)) {
           log("qp 0x%x: WQE %u: post failed (%d)", q->qpn, p.idx, err);
           p.done = true;
           p.syndrome = err == ENOMEM ? m5::kSyndLocalLengthErr : m5::kSyndLocalQpOpErr;
@@ -336,6 +353,7 @@ std::thread g_thread;
 struct StopAtExit {
   ~StopAtExit() {
     if (g_running.exchange(false) && g_thread.joinable()) g_thread.join();
+    for (Qp* q : qps()) write_wqe_oracle(q);
   }
 } g_stop_at_exit;
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "devx.hpp"
@@ -97,6 +98,16 @@ void ok(void* out, size_t outlen) {
   if (out && outlen) memset(out, 0, outlen);
 }
 
+// SOFTNIC_COMPACT_AV=0 makes softnic report no compact (16-byte) address vectors: DC initiators
+// then put the full 48-byte form into every WQE.
+bool compact_address_vectors() {
+  static const bool on = [] {
+    const char* e = getenv("SOFTNIC_COMPACT_AV");
+    return !(e && *e == '0');
+  }();
+  return on;
+}
+
 int query_hca_cap(const void* in, void* out, size_t outlen) {
   if (outlen < prm::kQueryHcaCapOutSize)
     return fail(out, outlen, prm::kStatusBadOutputLen, 0x1, "QUERY_HCA_CAP: short output");
@@ -119,6 +130,10 @@ int query_hca_cap(const void* in, void* out, size_t outlen) {
     prm::set(out, c::num_ports, 1);
     prm::set(out, c::log_max_msg, 30);
     prm::set(out, c::cqe_version, 1);
+    prm::set(out, c::compact_address_vector, compact_address_vectors() ? 1 : 0);
+    prm::set(out, c::dct, 1);
+    prm::set(out, c::log_max_ra_req_dc, 4);
+    prm::set(out, c::log_max_ra_res_dc, 4);
     prm::set(out, c::atomic, 1);
     prm::set(out, c::rc, 1);
     prm::set(out, c::uar_4k, 1);
@@ -129,11 +144,11 @@ int query_hca_cap(const void* in, void* out, size_t outlen) {
     return 0;
   }
   if (type == prm::kCapAtomic) {
-    // Executed: 8-byte CAS and FA, and the 8-byte masked forms equal to them; see docs/gda.md.
+    // Executed on RC and DC alike: CAS and FA on 8 bytes, their masked forms on 4 and 8.
     prm::set(out, c::atomic_operations, prm::kAtomicOpCas | prm::kAtomicOpFa |
                                             prm::kAtomicOpMaskedCas | prm::kAtomicOpMaskedFa);
-    prm::set(out, c::atomic_size_qp, prm::kAtomicSize8);
-    prm::set(out, c::atomic_size_dc, 0);
+    prm::set(out, c::atomic_size_qp, prm::kAtomicSize4 | prm::kAtomicSize8);
+    prm::set(out, c::atomic_size_dc, prm::kAtomicSize4 | prm::kAtomicSize8);
     // Fetched values are returned in host byte order (softnic's atomics), i.e. mode 1.
     prm::set(out, c::supported_atomic_req_8B_endianness_mode_1, 1);
     prm::set(out, c::atomic_req_8B_endianness_mode, 1);
@@ -180,7 +195,9 @@ mlx5dv_devx_obj* create_qp(ibv_context* ctx, const void* in, void* out, size_t o
     return nullptr;
   };
   namespace q = prm::qp;
-  if (prm::get(in, q::st) != prm::kQpStRc) return bad(0x20, "CREATE_QP: only RC (st 0) is emulated");
+  const uint32_t st = prm::get(in, q::st);
+  if (st != prm::kQpStRc && st != prm::kQpStDci)
+    return bad(0x20, "CREATE_QP: only RC (st 0) and DCI (st 5) are emulated");
   auto* pd = static_cast<ibv_pd*>(object_of(prm::get(in, q::pd)));
   if (!pd || pd->context != ctx) return bad(0x21, "CREATE_QP: unknown pd (use mlx5dv_init_obj PD)");
   if (!prm::get(in, q::wq_umem_valid)) return bad(0x22, "CREATE_QP: only umem-backed WQs are emulated");
@@ -218,13 +235,14 @@ mlx5dv_devx_obj* create_qp(ibv_context* ctx, const void* in, void* out, size_t o
   ia.cap.max_send_sge = 30;
   ia.cap.max_recv_sge = 1;
   ia.cap.max_inline_data = 1024;
-  ibv_qp* iqp = transport::create_qp(pd, &ia);
+  ibv_qp* iqp = st == prm::kQpStDci ? transport::create_dc_qp(pd, &ia, QpKind::dci, 0) : transport::create_qp(pd, &ia);
   if (!iqp) {
     transport::destroy_cq(icq);
     return bad(0x2a, "CREATE_QP: no internal QP");
   }
   auto* qp = new Qp;
   qp->qpn = iqp->qp_num;
+  qp->dci = st == prm::kQpStDci;
   qp->ctx = ctx;
   qp->pd = pd;
   qp->qp = iqp;
@@ -244,7 +262,7 @@ mlx5dv_devx_obj* create_qp(ibv_context* ctx, const void* in, void* out, size_t o
   qps().push_back(qp);
   ok(out, outlen);
   prm::set(out, q::out_qpn, qp->qpn);
-  log("CREATE_QP qpn 0x%x: SQ 2^%u WQEBBs in umem %u+%llu (%s), cq 0x%x, uar page %u", qp->qpn, log_sq,
+  log("CREATE_QP %s qpn 0x%x: SQ 2^%u WQEBBs in umem %u+%llu (%s), cq 0x%x, uar page %u", qp->dci ? "DCI" : "RC", qp->qpn, log_sq,
       wq->pub.umem_id, (unsigned long long)wq_off, wq->gpu ? "GPU" : "host", scq->cqn, uar->pub.page_id);
   return new mlx5dv_devx_obj{ObjKind::Qp, ctx, nullptr, qp};
 }
@@ -264,17 +282,23 @@ int modify_qp(Qp* qp, const void* in, void* out, size_t outlen) {
       a.pkey_index = uint16_t(prm::get(in, q::pkey_index));
       a.port_num = uint8_t(prm::get(in, q::vhca_port_num));
       if (a.port_num == 0) a.port_num = 1;
+      mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+      if (qp->dci) break;  // an initiator only: nothing is accepted from remote
       a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
                           (prm::get(in, q::rwe) ? IBV_ACCESS_REMOTE_WRITE : 0) |
                           (prm::get(in, q::rre) ? IBV_ACCESS_REMOTE_READ : 0) |
                           (prm::get(in, q::rae) ? IBV_ACCESS_REMOTE_ATOMIC : 0);
-      mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+      mask |= IBV_QP_ACCESS_FLAGS;
       break;
     case prm::kInit2Rtr: {
       next = prm::kQpsRtr;
       a.qp_state = IBV_QPS_RTR;
       uint32_t mtu = prm::get(in, q::mtu);
       a.path_mtu = ibv_mtu(mtu >= 1 && mtu <= 5 ? mtu : uint32_t(IBV_MTU_1024));
+      if (qp->dci) {  // the target comes with every WQE
+        mask |= IBV_QP_PATH_MTU;
+        break;
+      }
       a.dest_qp_num = prm::get(in, q::remote_qpn);
       a.rq_psn = prm::get(in, q::next_rcv_psn);
       a.max_dest_rd_atomic = uint8_t(std::min(16u, 1u << prm::get(in, q::log_rra_max)));
@@ -340,7 +364,7 @@ int query_qp(Qp* qp, const void* in, void* out, size_t outlen) {
   ok(out, outlen);
   namespace q = prm::qp;
   prm::set(out, q::state, qp->state);
-  prm::set(out, q::st, prm::kQpStRc);
+  prm::set(out, q::st, qp->dci ? prm::kQpStDci : prm::kQpStRc);
   prm::set(out, q::pm_state, prm::kPmStateMigrated);
   prm::set(out, q::log_sq_size, qp->log_sq);
   prm::set(out, q::remote_qpn, qp->remote_qpn);
@@ -355,9 +379,15 @@ int query_qp(Qp* qp, const void* in, void* out, size_t outlen) {
 // Used by mlx5dv_init_obj (mlx5dv_exports.cpp).
 int init_obj(mlx5dv_obj* obj, uint64_t type) {
   std::lock_guard<std::mutex> g(mu());
-  if (type & ~uint64_t(MLX5DV_OBJ_PD | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ)) return EOPNOTSUPP;
+  if (type & ~uint64_t(MLX5DV_OBJ_PD | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ | MLX5DV_OBJ_AH)) return EOPNOTSUPP;
+  if (type & MLX5DV_OBJ_AH) {
+    obj->ah.out->av = transport::address_vector(obj->ah.in);
+    obj->ah.out->comp_mask = 0;
+  }
   if (type & MLX5DV_OBJ_PD) {
-    obj->pd.out->pdn = number_of(obj->pd.in);
+    // A parent domain has the number of the protection domain it stands for.
+    const auto* pd = reinterpret_cast<const softnic::Pd*>(obj->pd.in)->protection();
+    obj->pd.out->pdn = number_of(const_cast<ibv_pd*>(&pd->pd));
     obj->pd.out->comp_mask = 0;
   }
   if (type & MLX5DV_OBJ_CQ) {
@@ -536,6 +566,7 @@ SOFTNIC_EXPORT int mlx5dv_devx_obj_destroy(mlx5dv_devx_obj* obj) {
   } else {
     Qp* q = obj->qp;
     print_qp_stats(q);
+    write_wqe_oracle(q);
     if (int err = softnic::transport::destroy_qp(q->qp)) return err;
     softnic::transport::destroy_cq(q->icq);
     auto& v = qps();
@@ -554,4 +585,16 @@ SOFTNIC_EXPORT int mlx5dv_devx_query_eqn(ibv_context*, uint32_t vector, uint32_t
   if (!eqn) return EINVAL;
   *eqn = vector;  // one completion vector per port: EQ numbers equal vectors
   return 0;
+}
+
+// For softnic's platform stand-in (platform/): whether [p, p + len) lies in one of this
+// process's UAR pages, which a ConnectX maps as device memory and softnic as ordinary memory.
+extern "C" __attribute__((visibility("default"))) bool softnic_uar_contains(const void* p, size_t len) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> g(mu());
+  for (const Uar* u : uars()) {
+    const auto base = reinterpret_cast<uintptr_t>(u->page);
+    if (a >= base && a - base < m5::kUarPageSize && len <= m5::kUarPageSize - (a - base)) return true;
+  }
+  return false;
 }

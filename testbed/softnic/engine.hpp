@@ -35,6 +35,7 @@ class Engine {
   void recv_posted(Qp* qp);      // receive WRs appended (flushes when the QP is in ERR)
   bool progress();               // one round of all work; true if anything happened
   void move_to_error(Qp* qp);    // QP -> ERR and flush outstanding WRs
+  void forget_dct(Qp* dct);      // a DCT being destroyed: its responder connections go
   void reset_qp(Qp* qp);         // QP -> RESET: forget all queued work silently
   // Application threads that spin in poll_cq drain the rings themselves; while they do,
   // producers skip waking our engine thread. Returns after re-checking the rings when the
@@ -57,6 +58,7 @@ class Engine {
   void handle_packet(int src, PacketHeader* h);
   void handle_request(Qp* qp, int src, PacketHeader* h);
   void handle_response(Qp* qp, PacketHeader* h);
+  Qp* dc_connection(Qp* dct, int src, uint32_t src_qpn);
   void retire(Qp* qp);
   void complete_send(Qp* qp, SendOp& op, ibv_wc_status st);
   void fail_op(Qp* qp, uint32_t msn, ibv_wc_status st);

@@ -7,6 +7,7 @@
 
 #include "engine.hpp"
 #include "memory_registry.hpp"
+#include "mlx5/wqe_parse.hpp"
 
 namespace softnic::engine_detail {
 inline constexpr uint32_t kSegment = 64 * 1024;  // payload bytes per packet
@@ -70,10 +71,19 @@ inline bool sges_valid(const Pd* pd, const Sge* sges, uint32_t n, bool need_writ
   for (uint32_t i = 0; i < n; ++i) {
     if (sges[i].length == 0) continue;
     Mr* mr = mr_lookup(sges[i].lkey);
-    if (!mr || mr->pd != pd || !mr_covers(mr, sges[i].addr, sges[i].length)) return false;
+    if (!mr || mr->pd->protection() != pd->protection() || !mr_covers(mr, sges[i].addr, sges[i].length)) return false;
     if (need_write && !(mr->access & IBV_ACCESS_LOCAL_WRITE)) return false;
   }
   return true;
+}
+
+// The value an atomic leaves at its target (old: the value before), in the operand's width.
+inline uint64_t atomic_new_value(const PacketHeader* h, uint64_t old) {
+  const uint64_t width = h->atomic_bytes == 4 ? 0xffffffffull : ~0ull;
+  uint64_t v = h->op == WireOp::FetchAdd
+                   ? sigmatrace::mlx5::masked_fetch_add(old, h->arg0, h->arg2)
+                   : sigmatrace::mlx5::masked_compare_swap(old, h->arg1, h->arg0, h->arg3, h->arg2);
+  return v & width;
 }
 
 inline void mark_active(std::vector<Qp*>& active, Qp* qp) {

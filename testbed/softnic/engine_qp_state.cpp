@@ -57,7 +57,7 @@ void Engine::move_to_error(Qp* qp) {
   qp->resp_q.clear();
   flush_sq(qp);
   flush_rq(qp);
-  if (!was_err && qp->srq) {
+  if (!was_err && qp->srq && qp->kind != QpKind::dct_connection) {
     ibv_async_event ev{};
     ev.element.qp = qp->qp();
     ev.event_type = IBV_EVENT_QP_LAST_WQE_REACHED;
@@ -77,6 +77,18 @@ void Engine::reset_qp(Qp* qp) {
   qp->nak_outstanding = false;
   qp->rnr_resume_ns = 0;
   qp->staged_n = 0;
+}
+
+}  // namespace softnic
+
+namespace softnic {
+
+void Engine::forget_dct(Qp* dct) {
+  for (Qp* c : dct->dc_connections) {
+    active_.erase(std::remove(active_.begin(), active_.end(), c), active_.end());
+    delete c;
+  }
+  dct->dc_connections.clear();
 }
 
 }  // namespace softnic

@@ -57,6 +57,16 @@ bool Engine::transmit(Qp* qp) {
       op.validated = true;
     }
     if (!op.started) {
+      if (qp->kind == QpKind::dci) {
+        // A DC initiator serves one target at a time: a new target waits until the previous
+        // one has answered everything, and the exchange with it then starts afresh.
+        if (op.dest_qpn != qp->attr.dest_qp_num && sq.head != sq.send) return did;
+        op.dc_connect = sq.head == sq.send;
+        if (op.dc_connect) {
+          qp->attr.dest_qp_num = op.dest_qpn;
+          qp->remote_ep = endpoint_of(op.dest_qpn, &qp->remote_gen_bits);
+        }
+      }
       op.first_psn = qp->next_psn;
       op.msn = qp->next_msn++;
       op.started = true;
@@ -78,7 +88,9 @@ bool Engine::transmit(Qp* qp) {
           }
           h->op = is_send ? WireOp::Send : WireOp::Write;
           h->flags = (op.sent == 0 ? kFirst : 0) | (op.sent + chunk == op.length ? kLast : 0) |
-                     (has_imm ? kHasImm : 0) | (op.solicited ? kSolicited : 0);
+                     (has_imm ? kHasImm : 0) | (op.solicited ? kSolicited : 0) |
+                     (op.sent == 0 && op.dc_connect ? kDcConnect : 0);
+          h->dc_key = op.dc_key;
           h->syndrome = 0;
           h->dst_qpn = qp->attr.dest_qp_num;
           h->src_qpn = qp->qp()->qp_num;
@@ -109,7 +121,7 @@ bool Engine::transmit(Qp* qp) {
         }
         h->op = op.kind == OpKind::Read ? WireOp::ReadReq
                 : op.kind == OpKind::CmpSwap ? WireOp::CmpSwap : WireOp::FetchAdd;
-        h->flags = kFirst | kLast;
+        h->flags = kFirst | kLast | (op.dc_connect ? kDcConnect : 0);
         h->syndrome = 0;
         h->dst_qpn = qp->attr.dest_qp_num;
         h->src_qpn = qp->qp()->qp_num;
@@ -121,6 +133,10 @@ bool Engine::transmit(Qp* qp) {
         h->total_len = op.length;
         h->arg0 = op.arg0;
         h->arg1 = op.arg1;
+        h->arg2 = op.kind == OpKind::FetchAdd ? op.field_boundary : op.compare_mask;
+        h->arg3 = op.swap_mask;
+        h->atomic_bytes = op.atomic_bytes;
+        h->dc_key = op.dc_key;
         wire.commit(qp->remote_ep, h);
         qp->next_psn = (qp->next_psn + 1) & kPsnMask;
         op.sent = op.length;
@@ -258,8 +274,13 @@ void Engine::handle_response(Qp* qp, PacketHeader* h) {
       uint32_t idx = uint32_t(op - &sq.ops[0]);
       uint32_t n = sq.head;
       while (n % sq.cap != idx) ++n;
+      // The old value, in the operand's width; mlx5's 4-byte extended atomics return it big-endian.
       uint64_t v = h->arg0;
-      if (!sge_copy<false>(sq.sge(n), op->num_sge, 0, reinterpret_cast<uint8_t*>(&v), 8)) {
+      const uint32_t size = op->atomic_bytes == 4 ? 4 : 8;
+      uint32_t v4 = uint32_t(v);
+      if (size == 4 && op->result_big_endian) v4 = __builtin_bswap32(v4);
+      uint8_t* bytes = size == 4 ? reinterpret_cast<uint8_t*>(&v4) : reinterpret_cast<uint8_t*>(&v);
+      if (!sge_copy<false>(sq.sge(n), op->num_sge, 0, bytes, size)) {
         fail_op(qp, h->msn, IBV_WC_LOC_PROT_ERR);
         return;
       }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "config.hpp"
 #include "context.hpp"
@@ -59,18 +60,66 @@ void Engine::handle_packet(int src, PacketHeader* h) {
   bool response = h->op == WireOp::Ack || h->op == WireOp::Nak || h->op == WireOp::ReadResp ||
                   h->op == WireOp::AtomicResp;
   if (response) {
-    if (qp && qp->qp()->state != IBV_QPS_RESET && qp->qp()->state != IBV_QPS_ERR)
+    if (qp && qp->kind != QpKind::dct && qp->qp()->state != IBV_QPS_RESET && qp->qp()->state != IBV_QPS_ERR)
       handle_response(qp, h);
     return;
   }
   ibv_qp_state st = qp ? qp->qp()->state : IBV_QPS_RESET;
-  if (!qp || st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_ERR) {
+  if (!qp || st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_ERR || qp->kind == QpKind::dci) {
     // A real fabric would drop it and the requester would time out; tell it right away.
     if (h->op == WireOp::Send || h->op == WireOp::Write ? (h->flags & kFirst) : true)
       orphans_.push_back({src, h->src_qpn, h->msn, h->psn});
     return;
   }
+  if (qp->kind == QpKind::dct) {
+    // A DC target keeps a responder connection per initiator; an exchange starts afresh at the
+    // PSN of its first packet.
+    Qp* conn = dc_connection(qp, src, h->src_qpn);
+    if (!conn) return;  // out of memory: dropped, the initiator retransmits
+    if (h->flags & kDcConnect) {
+      conn->expected_psn = h->psn;
+      conn->nak_outstanding = false;
+    }
+    if (h->dc_key != qp->dc_key) {
+      if (h->psn == conn->expected_psn) {
+        RespItem it{};
+        it.op = WireOp::Nak;
+        it.syndrome = uint16_t(NakCode::RemoteAccess);
+        it.msn = h->msn;
+        it.psn = h->psn;
+        queue_resp(conn, it);
+        conn->nak_outstanding = true;
+      }
+      return;
+    }
+    qp = conn;
+  }
   handle_request(qp, src, h);
+}
+
+Qp* Engine::dc_connection(Qp* dct, int src, uint32_t src_qpn) {
+  for (Qp* c : dct->dc_connections)
+    if (c->remote_ep == src && c->attr.dest_qp_num == src_qpn) return c;
+  auto* c = new (std::nothrow) Qp();
+  if (!c) return nullptr;
+  c->kind = QpKind::dct_connection;
+  c->dct = dct;
+  c->ctx = dct->ctx;
+  c->pd = dct->pd;
+  c->scq = dct->scq;
+  c->rcq = dct->rcq;
+  c->srq = dct->srq;
+  c->attr = dct->attr;
+  c->attr.dest_qp_num = src_qpn;
+  c->remote_ep = src;
+  c->remote_gen_bits = (src_qpn >> 16) & 3;
+  ibv_qp& q = c->qpx.qp_base;  // responses come from the DCT's number
+  q.context = dct->qpx.qp_base.context;
+  q.qp_num = dct->qpx.qp_base.qp_num;
+  q.qp_type = dct->qpx.qp_base.qp_type;
+  q.state = IBV_QPS_RTR;
+  dct->dc_connections.push_back(c);
+  return c;
 }
 
 void Engine::handle_request(Qp* qp, int src, PacketHeader* h) {
@@ -87,7 +136,8 @@ void Engine::handle_request(Qp* qp, int src, PacketHeader* h) {
   };
   auto remote_access_ok = [&](int need, uint64_t len) -> Mr* {
     Mr* mr = mr_lookup(h->rkey);
-    if (!mr || mr->pd != qp->pd || !(mr->access & need) || !(qp->attr.qp_access_flags & need) ||
+    if (!mr || mr->pd->protection() != qp->pd->protection() || !(mr->access & need) ||
+        !(qp->attr.qp_access_flags & need) ||
         !mr_covers(mr, h->raddr, len))
       return nullptr;
     return mr;
@@ -210,30 +260,47 @@ void Engine::handle_request(Qp* qp, int src, PacketHeader* h) {
     }
     case WireOp::CmpSwap:
     case WireOp::FetchAdd: {
-      Mr* mr = remote_access_ok(IBV_ACCESS_REMOTE_ATOMIC, 8);
+      const uint32_t size = h->atomic_bytes == 4 ? 4 : 8;
+      Mr* mr = remote_access_ok(IBV_ACCESS_REMOTE_ATOMIC, size);
       if (!mr) {
         nak(NakCode::RemoteAccess, 0);
         return;
       }
-      if (h->raddr & 7) {
+      if (h->raddr & (size - 1)) {
         nak(NakCode::InvalidRequest, 0);
         return;
       }
-      uint64_t old;
+      uint64_t old = 0;
       if (!mr->on_gpu) {
-        auto* p = reinterpret_cast<uint64_t*>(h->raddr);
-        if (h->op == WireOp::FetchAdd) {
-          old = __atomic_fetch_add(p, h->arg0, __ATOMIC_SEQ_CST);
-        } else {
+        // Atomic against every other NIC atomic and CPU atomic on the target: a CAS loop on the
+        // operand's width (the plain 8-byte forms take the direct instructions).
+        const bool plain_fa = h->op == WireOp::FetchAdd && h->arg2 == 0;
+        const bool plain_cs = h->op == WireOp::CmpSwap && h->arg2 == ~0ull && h->arg3 == ~0ull;
+        if (size == 8 && plain_fa) {
+          old = __atomic_fetch_add(reinterpret_cast<uint64_t*>(h->raddr), h->arg0, __ATOMIC_SEQ_CST);
+        } else if (size == 8 && plain_cs) {
           old = h->arg0;
-          __atomic_compare_exchange_n(p, &old, h->arg1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+          __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(h->raddr), &old, h->arg1, false, __ATOMIC_SEQ_CST,
+                                      __ATOMIC_SEQ_CST);
+        } else if (size == 8) {
+          auto* p = reinterpret_cast<uint64_t*>(h->raddr);
+          old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+          while (!__atomic_compare_exchange_n(p, &old, atomic_new_value(h, old), false, __ATOMIC_SEQ_CST,
+                                              __ATOMIC_SEQ_CST)) {
+          }
+        } else {
+          auto* p = reinterpret_cast<uint32_t*>(h->raddr);
+          uint32_t o = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+          while (!__atomic_compare_exchange_n(p, &o, uint32_t(atomic_new_value(h, o)), false, __ATOMIC_SEQ_CST,
+                                              __ATOMIC_SEQ_CST)) {
+          }
+          old = o;
         }
       } else {
         // GPU memory: read-modify-write through the driver, atomic only among NIC atomics.
-        uint64_t nv = 0;
-        bool ok = mem_read(mr, h->raddr, &old, 8);
-        if (ok) nv = h->op == WireOp::FetchAdd ? old + h->arg0 : (old == h->arg0 ? h->arg1 : old);
-        if (!ok || (nv != old && !mem_write(mr, h->raddr, &nv, 8))) {
+        bool ok = mem_read(mr, h->raddr, &old, size);
+        uint64_t nv = ok ? atomic_new_value(h, old) : 0;
+        if (!ok || (nv != old && !mem_write(mr, h->raddr, &nv, size))) {
           nak(NakCode::RemoteOperation, 0);
           return;
         }

@@ -1,13 +1,15 @@
 // libmlx5.so.1 replacement. softnic is an mlx5dv device for devx (devx_exports.cpp: UARs,
 // umem, PRM commands, WQE execution from doorbells; docs/gda.md): mlx5dv_is_supported()
-// answers true and mlx5dv_init_obj() knows PDs, CQs and SRQs. mlx5dv_query_device() answers
-// with no optional capabilities, and the other direct-verbs object calls (mlx5dv_create_qp,
-// mkeys, crypto) fail with EOPNOTSUPP, so libraries take their plain-verbs or devx paths.
+// answers true and mlx5dv_init_obj() knows PDs, CQs, SRQs and address handles.
+// mlx5dv_create_qp makes DC targets (DCTs); mlx5dv_query_device() answers with no optional
+// capabilities, and the other direct-verbs object calls (DC initiators through verbs, mkeys,
+// crypto) fail with EOPNOTSUPP, so libraries take their plain-verbs or devx paths.
 #include <infiniband/mlx5dv.h>
 
 #include <cerrno>
 
 #include "exports.hpp"
+#include "transport_api.hpp"
 
 namespace softnic::devx {
 int init_obj(mlx5dv_obj* obj, uint64_t type);  // devx_exports.cpp
@@ -37,8 +39,17 @@ SOFTNIC_EXPORT ibv_context* mlx5dv_open_device(ibv_device*, mlx5dv_context_attr*
   return nullptr;
 }
 
-SOFTNIC_EXPORT ibv_qp* mlx5dv_create_qp(ibv_context*, ibv_qp_init_attr_ex*, mlx5dv_qp_init_attr*) {
-  errno = EOPNOTSUPP;
+// A DCT as NVSHMEM IBGDA makes its targets: an IBV_QPT_DRIVER QP with an SRQ, on a PD or parent
+// domain, then INIT and RTR through ibv_modify_qp. Its number is valid from creation on (a
+// ConnectX's becomes valid at RTR; callers read it after RTR).
+SOFTNIC_EXPORT ibv_qp* mlx5dv_create_qp(ibv_context* ctx, ibv_qp_init_attr_ex* attr, mlx5dv_qp_init_attr* dv) {
+  if (!ctx || !attr) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (dv && dv->comp_mask == MLX5DV_QP_INIT_ATTR_MASK_DC && dv->dc_init_attr.dc_type == MLX5DV_DCTYPE_DCT)
+    return softnic::transport::create_dct(ctx, attr, dv->dc_init_attr.dct_access_key);
+  errno = EOPNOTSUPP;  // DC initiators through verbs and mlx5-specific QP options are not emulated
   return nullptr;
 }
 

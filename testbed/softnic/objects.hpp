@@ -2,6 +2,7 @@
 // its first member, so the pointers handed to applications are the ones verbs.h's inline
 // functions dereference (ctx->ops, verbs_context, ibv_qp_ex, ibv_cq_ex).
 #pragma once
+#include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
 #include <cstddef>
@@ -19,7 +20,10 @@ struct Context;
 
 struct Pd {
   ibv_pd pd;  // must stay first
-  int refs = 0;  // MRs, QPs, SRQs and AHs created on it
+  int refs = 0;  // MRs, QPs, SRQs, AHs and parent domains created on it
+  Pd* parent_of = nullptr;  // a parent domain: the protection domain it stands for
+  // The protection domain proper: what MR keys are checked against.
+  const Pd* protection() const { return parent_of ? parent_of : this; }
 };
 
 struct Mr {
@@ -33,6 +37,7 @@ struct Mr {
 struct Ah {
   ibv_ah ah;  // must stay first
   ibv_ah_attr attr;
+  mlx5_wqe_av av;  // what mlx5dv_init_obj hands out: the address vector DC initiators copy
 };
 
 struct CompChannel {
@@ -120,8 +125,16 @@ struct StagedOp {
   std::vector<uint8_t> inl;
 };
 
+// Reliable connected (one peer), DC initiator (a target per operation) or DC target (accepts
+// any initiator that presents its key; one responder connection per initiator).
+enum class QpKind : uint8_t { rc, dci, dct, dct_connection };
+
 struct Qp {
   ibv_qp_ex qpx;  // must stay first; its first member is the ibv_qp
+  QpKind kind = QpKind::rc;
+  uint64_t dc_key = 0;               // DCT: the access key initiators must present
+  Qp* dct = nullptr;                 // a DCT's responder connection: its DCT
+  std::vector<Qp*> dc_connections;   // a DCT: one per initiator (endpoint, QPN) it has heard from
   Context* ctx;
   Pd* pd;
   Cq* scq;

@@ -27,6 +27,16 @@ struct SendOp {
   uint64_t raddr = 0;
   uint64_t arg0 = 0;      // compare (CmpSwap) or add (FetchAdd)
   uint64_t arg1 = 0;      // swap
+  // The masked (extended) atomics; the plain ones compare and swap every bit, add without
+  // field boundaries. atomic_bytes: the operand's width (4 or 8).
+  uint64_t compare_mask = ~0ull;
+  uint64_t swap_mask = ~0ull;
+  uint64_t field_boundary = 0;
+  uint8_t atomic_bytes = 8;
+  bool result_big_endian = false;  // mlx5's 4-byte extended atomics return the old value big-endian
+  // DC initiator: the target of this operation (a DCT number) and its access key.
+  uint32_t dest_qpn = 0;
+  uint64_t dc_key = 0;
   uint64_t length = 0;    // total bytes of the message
 
   // Transmission state.
@@ -37,6 +47,7 @@ struct SendOp {
   uint32_t msn = 0;
   uint64_t received = 0;    // RDMA_READ bytes scattered so far
   bool data_done = false;   // read/atomic response fully received
+  bool dc_connect = false;  // DC: the first message since the initiator had nothing outstanding
 };
 
 inline bool is_read_like(OpKind k) {

@@ -23,6 +23,7 @@ enum PacketFlags : uint8_t {
   kLast = 1 << 1,
   kHasImm = 1 << 2,
   kSolicited = 1 << 3,
+  kDcConnect = 1 << 4,   // DC: the initiator starts a new exchange with this target at psn
 };
 
 // NAK syndromes (AETH-like).
@@ -51,8 +52,13 @@ struct alignas(64) PacketHeader {
   uint64_t raddr;         // remote address of this segment (Write/ReadReq/atomics)
   uint64_t arg0;          // compare value / add value / atomic result
   uint64_t arg1;          // swap value
+  uint64_t arg2;          // CmpSwap: compare mask; FetchAdd: field boundary
+  uint64_t arg3;          // CmpSwap: swap mask
+  uint64_t dc_key;        // requests to a DC target: the initiator's access key
+  uint8_t atomic_bytes;   // atomics: operand width, 4 or 8
+  uint8_t reserved[39];
 };
-static_assert(sizeof(PacketHeader) == 64, "header is one cache line");
+static_assert(sizeof(PacketHeader) == 128, "header is two cache lines");
 
 inline uint8_t* payload(PacketHeader* h) { return reinterpret_cast<uint8_t*>(h + 1); }
 

@@ -65,7 +65,33 @@ Rule rule(ibv_qp_state from, ibv_qp_state to) {
   }
   return {false, 0, 0};
 }
+
+// The range checks every transition applies.
+int check_ranges(const ibv_qp_attr* attr, int mask);
+
+Rule dc_rule(bool target, ibv_qp_state from, ibv_qp_state to) {
+  if (to == IBV_QPS_RESET || to == IBV_QPS_ERR) return {true, 0, 0};
+  if (from == IBV_QPS_RESET && to == IBV_QPS_INIT)
+    return {true, IBV_QP_PKEY_INDEX | IBV_QP_PORT | (target ? IBV_QP_ACCESS_FLAGS : 0), 0};
+  if (from == IBV_QPS_INIT && to == IBV_QPS_RTR)
+    return target ? Rule{true, IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_MIN_RNR_TIMER, 0}
+                  : Rule{true, IBV_QP_PATH_MTU, IBV_QP_AV};
+  if (!target && from == IBV_QPS_RTR && to == IBV_QPS_RTS)
+    return {true, IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC, 0};
+  if (!target && from == IBV_QPS_RTS && to == IBV_QPS_RTS) return {true, 0, 0};
+  return {false, 0, 0};
+}
 }  // namespace
+
+int check_dc_transition(bool target, ibv_qp_state cur, const ibv_qp_attr* attr, int mask) {
+  ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+  if (next > IBV_QPS_ERR || cur > IBV_QPS_ERR) return EINVAL;
+  Rule r = dc_rule(target, cur, next);
+  if (!r.valid) return EINVAL;
+  int given = mask & ~IBV_QP_STATE;
+  if ((given & r.required) != r.required || (given & ~(r.required | r.optional))) return EINVAL;
+  return check_ranges(attr, mask);
+}
 
 int check_rc_transition(ibv_qp_state cur, const ibv_qp_attr* attr, int mask) {
   if (mask & IBV_QP_CUR_STATE) {
@@ -79,6 +105,11 @@ int check_rc_transition(ibv_qp_state cur, const ibv_qp_attr* attr, int mask) {
   int given = mask & ~IBV_QP_STATE;
   if ((given & r.required) != r.required) return EINVAL;
   if (given & ~(r.required | r.optional | IBV_QP_CUR_STATE)) return EINVAL;
+  return check_ranges(attr, mask);
+}
+
+namespace {
+int check_ranges(const ibv_qp_attr* attr, int mask) {
   if ((mask & IBV_QP_PORT) && (attr->port_num < 1 || attr->port_num > kPortCount)) return EINVAL;
   if ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index >= 128) return EINVAL;
   if ((mask & IBV_QP_PATH_MTU) && (attr->path_mtu < IBV_MTU_256 || attr->path_mtu > IBV_MTU_4096))
@@ -93,5 +124,6 @@ int check_rc_transition(ibv_qp_state cur, const ibv_qp_attr* attr, int mask) {
   if ((mask & IBV_QP_AV) && attr->ah_attr.port_num > kPortCount) return EINVAL;
   return 0;
 }
+}  // namespace
 
 }  // namespace softnic

@@ -395,3 +395,46 @@ namespace softnic::transport {
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) { return softnic::post_send(qp, wr, bad_wr); }
 int poll_cq(ibv_cq* cq, int n, ibv_wc* wc) { return softnic::poll_cq(cq, n, wc); }
 }  // namespace softnic::transport
+
+namespace softnic::transport {
+
+int post_op(ibv_qp* ibqp, const SendOp& src, const Sge* sges, const void* inline_data) {
+  Qp* qp = to_qp(ibqp);
+  Engine& e = Engine::get();
+  std::lock_guard<std::mutex> g(e.mu);
+  SendQueue& sq = qp->sq;
+  if (!can_post_send(ibqp->state) || src.num_sge > sq.max_sge || src.length > kMaxMsgSize) return EINVAL;
+  if (sq.size() >= sq.cap || (src.inlined && src.length > sq.max_inline)) return ENOMEM;
+  SendOp& op = sq.at(sq.tail);
+  op = SendOp{};
+  op.wr_id = src.wr_id;
+  op.kind = src.kind;
+  op.signaled = src.signaled;
+  op.solicited = src.solicited;
+  op.inlined = src.inlined;
+  op.num_sge = src.inlined ? 0 : src.num_sge;
+  op.imm = src.imm;
+  op.rkey = src.rkey;
+  op.raddr = src.raddr;
+  op.arg0 = src.arg0;
+  op.arg1 = src.arg1;
+  op.compare_mask = src.compare_mask;
+  op.swap_mask = src.swap_mask;
+  op.field_boundary = src.field_boundary;
+  op.atomic_bytes = src.atomic_bytes;
+  op.result_big_endian = src.result_big_endian;
+  op.dest_qpn = src.dest_qpn;
+  op.dc_key = src.dc_key;
+  op.length = src.length;
+  if (op.inlined) {
+    if (op.length) memcpy(sq.inline_buf(sq.tail), inline_data, op.length);
+  } else {
+    Sge* s = sq.sge(sq.tail);
+    for (uint32_t i = 0; i < op.num_sge; ++i) s[i] = sges[i];
+  }
+  sq.tail++;
+  e.submitted(qp);
+  return 0;
+}
+
+}  // namespace softnic::transport

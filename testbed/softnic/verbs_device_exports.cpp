@@ -12,6 +12,7 @@
 #include "context.hpp"
 #include "engine.hpp"
 #include "exports.hpp"
+#include "sysfs_tree.hpp"
 #include "verbs_datapath.hpp"
 
 using namespace softnic;
@@ -23,6 +24,7 @@ using namespace softnic;
 namespace softnic {
 // Provided by verbs_object_exports.cpp for the verbs_context extension table.
 ibv_qp* create_qp_ex_op(ibv_context* ctx, ibv_qp_init_attr_ex* attr);
+ibv_pd* alloc_parent_domain_op(ibv_context* ctx, ibv_parent_domain_init_attr* attr);
 ibv_cq_ex* create_cq_ex_op(ibv_context* ctx, ibv_cq_init_attr_ex* attr);
 ibv_srq* create_srq_ex_op(ibv_context* ctx, ibv_srq_init_attr_ex* attr);
 }  // namespace softnic
@@ -92,6 +94,7 @@ SOFTNIC_EXPORT ibv_context* ibv_open_device(ibv_device* dev) {
   v.create_qp_ex = create_qp_ex_op;
   v.create_cq_ex = create_cq_ex_op;
   v.create_srq_ex = create_srq_ex_op;
+  v.alloc_parent_domain = alloc_parent_domain_op;
   ibv_context& ctx = v.context;
   ctx.device = dev;
   ctx.cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);  // some callers fstat/poll it
@@ -261,41 +264,9 @@ SOFTNIC_EXPORT const char* ibv_get_sysfs_path(void) {
   return path;
 }
 
-// Emulated devices have no sysfs directory: answer the attribute files tools read.
-static bool emulated_sysfs(const char* dir, const char* file, char* out, size_t size) {
-  for (Device* d : devices()) {
-    bool ibdev = strcmp(dir, d->ibdev.ibdev_path) == 0;
-    bool uverbs = strcmp(dir, d->ibdev.dev_path) == 0;
-    if (!ibdev && !uverbs) continue;
-    uint64_t g = d->node_guid;
-    char guid[32];
-    snprintf(guid, sizeof(guid), "%04x:%04x:%04x:%04x", unsigned(g >> 48), unsigned(g >> 32) & 0xffff,
-             unsigned(g >> 16) & 0xffff, unsigned(g) & 0xffff);
-    const char* v = nullptr;
-    char buf[64];
-    if (uverbs && !strcmp(file, "ibdev")) v = d->ibdev.name;
-    else if (uverbs && !strcmp(file, "abi_version")) v = "1";
-    else if (!strcmp(file, "node_guid") || !strcmp(file, "sys_image_guid")) v = guid;
-    else if (!strcmp(file, "node_type")) v = "1: CA";
-    else if (!strcmp(file, "board_id")) v = "SOFTNIC0000000001";
-    else if (!strcmp(file, "hca_type")) v = "MT4123";
-    else if (!strcmp(file, "hw_rev")) v = "0";
-    else if (!strcmp(file, "fw_ver")) {
-      ibv_device_attr a;
-      fill_device_attr(d, &a);
-      snprintf(buf, sizeof(buf), "%s", a.fw_ver);
-      v = buf;
-    }
-    if (!v) return false;
-    snprintf(out, size, "%s\n", v);
-    return true;
-  }
-  return false;
-}
-
 SOFTNIC_EXPORT int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
   if (size == 0) return -1;
-  if (emulated_sysfs(dir, file, buf, size)) {
+  if (sysfs_attribute(dir, file, buf, size)) {
     size_t n = strlen(buf);
     if (n && buf[n - 1] == '\n') buf[--n] = 0;
     return int(n);

@@ -55,10 +55,38 @@ SOFTNIC_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* ctx) {
 
 SOFTNIC_EXPORT int ibv_dealloc_pd(ibv_pd* ibpd) {
   Pd* pd = to_pd(ibpd);
-  if (pd->refs) return EBUSY;
+  {
+    std::lock_guard<std::mutex> g(Engine::get().mu);
+    if (pd->refs) return EBUSY;
+    if (pd->parent_of) pd->parent_of->refs--;
+  }
   delete pd;
   return 0;
 }
+
+namespace softnic {
+// A parent domain (mlx5's alloc_parent_domain): usable wherever a PD is, protected by the PD it
+// was made from (keys registered on that PD are valid on its objects); freed with ibv_dealloc_pd.
+// softnic has no thread domains or custom allocators to honour.
+ibv_pd* alloc_parent_domain_op(ibv_context* ctx, ibv_parent_domain_init_attr* attr) {
+  if (!attr || !attr->pd || attr->td || (attr->comp_mask & ~uint32_t(IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT))) {
+    errno = attr && (attr->td || attr->comp_mask) ? EOPNOTSUPP : EINVAL;
+    return nullptr;
+  }
+  auto* pd = new (std::nothrow) Pd();
+  if (!pd) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  Pd* base = to_pd(attr->pd);
+  pd->parent_of = const_cast<Pd*>(base->protection());
+  pd->pd.context = ctx;
+  pd->pd.handle = attr->pd->handle;
+  std::lock_guard<std::mutex> g(Engine::get().mu);
+  pd->parent_of->refs++;
+  return &pd->pd;
+}
+}  // namespace softnic
 
 SOFTNIC_EXPORT ibv_pd* ibv_import_pd(ibv_context*, uint32_t) {
   errno = EOPNOTSUPP;
@@ -118,9 +146,22 @@ SOFTNIC_EXPORT ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, ui
   return ibv_reg_mr_iova2(pd, addr, length, iova, unsigned(access));
 }
 
-SOFTNIC_EXPORT ibv_mr* ibv_reg_dmabuf_mr(ibv_pd*, uint64_t, size_t, uint64_t, int, int) {
-  errno = EOPNOTSUPP;  // dma-buf import is not emulated yet
-  return nullptr;
+// A dma-buf exported by the CUDA driver (cuMemGetHandleForAddressRange): softnic cannot map the
+// buffer's pages as a kernel driver does, but it reaches the same GPU memory through the
+// exporter's virtual address, which callers pass as iova (NVSHMEM and NCCL do). So the
+// registration covers [iova, iova + length) of GPU memory; anything else is refused.
+SOFTNIC_EXPORT ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access) {
+  if (fd < 0 || fcntl(fd, F_GETFD) < 0) {
+    errno = EBADF;
+    return nullptr;
+  }
+  void* ctx = nullptr;
+  if (!cuda::is_device_pointer(reinterpret_cast<void*>(iova), &ctx)) {
+    errno = EOPNOTSUPP;  // only GPU memory's dma-bufs are reachable without the buffer's pages
+    return nullptr;
+  }
+  (void)offset;
+  return ibv_reg_mr_iova2(pd, reinterpret_cast<void*>(iova), length, iova, unsigned(access));
 }
 
 SOFTNIC_EXPORT int ibv_rereg_mr(ibv_mr*, int, ibv_pd*, void*, size_t, int) {
@@ -359,7 +400,9 @@ SOFTNIC_EXPORT int ibv_destroy_srq(ibv_srq* ibsrq) {
 // ---------------- QP ----------------
 
 namespace softnic {
-ibv_qp* create_qp_ex_op(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
+namespace {
+// The common part of every QP: an RC QP, a DC initiator or a DC target.
+ibv_qp* make_qp(ibv_context* ctx, ibv_qp_init_attr_ex* a, QpKind kind, uint64_t dc_key) {
   constexpr uint32_t kKnownMask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
   if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd) {
     errno = EINVAL;
@@ -369,10 +412,6 @@ ibv_qp* create_qp_ex_op(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
     errno = EOPNOTSUPP;  // create flags, XRC, RSS, TSO, etc. are not emulated
     return nullptr;
   }
-  if (a->qp_type != IBV_QPT_RC) {
-    errno = EOPNOTSUPP;  // only reliable connected QPs are emulated
-    return nullptr;
-  }
   uint64_t ops = (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ? a->send_ops_flags : 0;
   if (ops & ~kSupportedSendOps) {
     errno = EOPNOTSUPP;
@@ -380,7 +419,8 @@ ibv_qp* create_qp_ex_op(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
   }
   ibv_qp_cap& c = a->cap;
   if (!a->send_cq || (!a->recv_cq && !a->srq) || c.max_send_wr > kMaxQpWr || c.max_recv_wr > kMaxQpWr ||
-      c.max_send_sge > kMaxSge || c.max_recv_sge > kMaxSge || c.max_inline_data > kMaxInline) {
+      c.max_send_sge > kMaxSge || c.max_recv_sge > kMaxSge || c.max_inline_data > kMaxInline ||
+      (kind == QpKind::dct && !a->srq)) {
     errno = EINVAL;
     return nullptr;
   }
@@ -389,6 +429,8 @@ ibv_qp* create_qp_ex_op(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
     errno = ENOMEM;
     return nullptr;
   }
+  qp->kind = kind;
+  qp->dc_key = dc_key;
   qp->ctx = to_ctx(ctx);
   qp->pd = to_pd(a->pd);
   qp->scq = to_cq(a->send_cq);
@@ -407,7 +449,7 @@ ibv_qp* create_qp_ex_op(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
     c.max_recv_wr = 0;
     c.max_recv_sge = 0;
   }
-  qp->sq.init(c.max_send_wr, c.max_send_sge, c.max_inline_data);
+  qp->sq.init(kind == QpKind::dct ? 1 : c.max_send_wr, c.max_send_sge, c.max_inline_data);
   qp->cap = c;
 
   ibv_qp& q = *qp->qp();
@@ -418,7 +460,7 @@ ibv_qp* create_qp_ex_op(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
   q.recv_cq = a->recv_cq;
   q.srq = a->srq;
   q.state = IBV_QPS_RESET;
-  q.qp_type = IBV_QPT_RC;
+  q.qp_type = kind == QpKind::rc ? IBV_QPT_RC : IBV_QPT_DRIVER;
   init_sync(&q.mutex, &q.cond);
   qp->attr.qp_state = IBV_QPS_RESET;
   qp->attr.cap = c;
@@ -439,6 +481,43 @@ ibv_qp* create_qp_ex_op(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
   if (qp->srq) qp->srq->qp_refs++;
   return &q;
 }
+}  // namespace
+
+ibv_qp* create_qp_ex_op(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
+  if (a->qp_type != IBV_QPT_RC) {
+    errno = EOPNOTSUPP;  // only reliable connected QPs are emulated as verbs QPs (DC: mlx5dv_create_qp)
+    return nullptr;
+  }
+  return make_qp(ctx, a, QpKind::rc, 0);
+}
+
+namespace transport {
+ibv_qp* create_dc_qp(ibv_pd* pd, ibv_qp_init_attr* attr, QpKind kind, uint64_t dc_key) {
+  ibv_qp_init_attr_ex ex{};
+  ex.qp_context = attr->qp_context;
+  ex.send_cq = attr->send_cq;
+  ex.recv_cq = attr->recv_cq;
+  ex.srq = attr->srq;
+  ex.cap = attr->cap;
+  ex.qp_type = IBV_QPT_DRIVER;
+  ex.sq_sig_all = attr->sq_sig_all;
+  ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+  ex.pd = pd;
+  ibv_qp* qp = make_qp(pd->context, &ex, kind, dc_key);
+  if (qp) attr->cap = ex.cap;
+  return qp;
+}
+
+ibv_qp* create_dct(ibv_context* ctx, ibv_qp_init_attr_ex* attr, uint64_t dc_key) {
+  if (attr->qp_type != IBV_QPT_DRIVER) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  return make_qp(ctx, attr, QpKind::dct, dc_key);
+}
+
+mlx5_wqe_av* address_vector(ibv_ah* ah) { return &reinterpret_cast<Ah*>(ah)->av; }
+}  // namespace transport
 }  // namespace softnic
 
 SOFTNIC_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
@@ -466,7 +545,9 @@ SOFTNIC_EXPORT int ibv_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
   Qp* qp = to_qp(ibqp);
   Engine& e = Engine::get();
   std::lock_guard<std::mutex> g(e.mu);
-  if (int err = check_rc_transition(ibqp->state, attr, mask)) return err;
+  if (int err = qp->kind == QpKind::rc ? check_rc_transition(ibqp->state, attr, mask)
+                                       : check_dc_transition(qp->kind == QpKind::dct, ibqp->state, attr, mask))
+    return err;
   ibv_qp_attr& s = qp->attr;
   if (mask & IBV_QP_PKEY_INDEX) s.pkey_index = attr->pkey_index;
   if (mask & IBV_QP_PORT) s.port_num = attr->port_num;
@@ -498,7 +579,7 @@ SOFTNIC_EXPORT int ibv_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
         e.reset_qp(qp);
         break;
       case IBV_QPS_RTR:
-        if (from == IBV_QPS_INIT) {
+        if (from == IBV_QPS_INIT && qp->kind == QpKind::rc) {
           qp->expected_psn = s.rq_psn;
           qp->remote_ep = e.endpoint_of(s.dest_qp_num, &qp->remote_gen_bits);
         }
@@ -558,6 +639,7 @@ SOFTNIC_EXPORT int ibv_destroy_qp(ibv_qp* ibqp) {
   {
     std::lock_guard<std::mutex> g(Engine::get().mu);
     Engine::get().unregister_qp(qp);
+    if (qp->kind == QpKind::dct) Engine::get().forget_dct(qp);
     qp->pd->refs--;
     qp->scq->qp_refs--;
     qp->rcq->qp_refs--;
@@ -582,6 +664,20 @@ SOFTNIC_EXPORT ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
   ah->ah.context = pd->context;
   ah->ah.pd = pd;
   ah->attr = *attr;
+  // The address vector as mlx5 lays it out (what DC initiators copy into their WQEs). Callers
+  // may leave fields they do not use uninitialised (NVSHMEM: static_rate, and grh when not
+  // global): only the bits the layout has room for are taken.
+  mlx5_wqe_av& av = ah->av;
+  memset(&av, 0, sizeof av);
+  av.rlid = htobe16(attr->dlid);
+  av.stat_rate_sl = uint8_t(((attr->static_rate & 0xf) << 4) | (attr->sl & 0xf));
+  av.fl_mlid = attr->src_path_bits & 0x7f;
+  if (attr->is_global) {
+    av.grh_gid_fl = htobe32((1u << 30) | (uint32_t(attr->grh.sgid_index) << 20) | (attr->grh.flow_label & 0xfffff));
+    av.tclass = attr->grh.traffic_class;
+    av.hop_limit = attr->grh.hop_limit;
+    memcpy(av.rgid, attr->grh.dgid.raw, sizeof av.rgid);
+  }
   std::lock_guard<std::mutex> g(Engine::get().mu);
   to_pd(pd)->refs++;
   return &ah->ah;

@@ -22,7 +22,7 @@ namespace softnic {
 
 namespace {
 constexpr uint64_t kMagic = 0x736f66746e696331ull;  // "softnic1"
-constexpr uint32_t kLayoutVersion = 3;
+constexpr uint32_t kLayoutVersion = 4;  // 4: 128-byte packet headers (masked atomics, DC)
 constexpr uint32_t kDefaultRingBytes = 4u << 20;
 // A poller that polled this recently is taken to be running (not descheduled).
 constexpr uint64_t kPollerFreshNs = 10'000;

@@ -87,7 +87,8 @@ inline ibv_pd* open_host_device(ibv_device*** list_out) {
   return pd;
 }
 
-inline void create_endpoint(Endpoint& e, bool collapsed) {
+// st: the QP's service type (RC, or a DC initiator: prm::kQpStDci).
+inline void create_endpoint(Endpoint& e, bool collapsed, uint32_t st = prm::kQpStRc) {
   e.collapsed = collapsed;
   e.sq_bytes = size_t(m5::kWqeBbSize) << e.log_sq;
   e.cq_bytes = collapsed ? m5::kCqeSize : (size_t(m5::kCqeSize) << e.log_cq);
@@ -126,13 +127,15 @@ inline void create_endpoint(Endpoint& e, bool collapsed) {
   uint8_t qin[prm::kCreateQpInSize] = {}, qout[prm::kCreateQpOutSize] = {};
   prm::build_create_rc_qp(qin, {g_pdn, e.uar->page_id, e.cqn, e.log_sq, 0, e.umem->umem_id, e.umem->umem_id, 0,
                                 e.sq_bytes + e.cq_bytes});
+  prm::set(qin, prm::qp::st, st);
   e.qp = mlx5dv_devx_obj_create(g_ctx, qin, sizeof qin, qout, sizeof qout);
   HOST_REQUIRE(e.qp);
   e.qpn = prm::get(qout, prm::qp::out_qpn);
   HOST_CHECK(e.qpn != 0);
 }
 
-inline void modify(Endpoint& e, uint16_t op, uint32_t remote_qpn) {
+// dci: a DC initiator's transitions (no peer: INIT2RTR sets the MTU only, as NVSHMEM does).
+inline void modify(Endpoint& e, uint16_t op, uint32_t remote_qpn, bool dci = false) {
   namespace q = prm::qp;
   uint8_t in[prm::kModifyQpInSize] = {}, out[prm::kModifyQpOutSize] = {};
   prm::set(in, prm::kInOpcode, op);
@@ -144,6 +147,9 @@ inline void modify(Endpoint& e, uint16_t op, uint32_t remote_qpn) {
     prm::set(in, q::atomic_mode, 3);
     prm::set(in, q::vhca_port_num, 1);
     prm::set(in, q::pm_state, prm::kPmStateMigrated);
+  } else if (op == prm::kInit2Rtr && dci) {
+    prm::set(in, q::mtu, IBV_MTU_4096);
+    prm::set(in, q::log_msg_max, 30);
   } else if (op == prm::kInit2Rtr) {
     prm::set(in, q::mtu, IBV_MTU_4096);
     prm::set(in, q::log_msg_max, 30);
