@@ -31,11 +31,13 @@ class GpuAssociation final : public LayerAssociator {
   void call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result);
   DoorbellCounters& doorbell_counters(int64_t qp);
   int64_t peer_of(int64_t qp, uint64_t rkey, uint64_t raddr);
+  int64_t dc_target_process(uint64_t dct, uint64_t rlid);
 
   FileContext& f_;
   uint64_t doorbell_seq_ = 0, launch_seq_ = 0;
   std::unordered_map<int64_t, uint64_t> last_doorbell_;  // per QP: the doorbell its next WQEs belong to
   std::unordered_map<uint64_t, int64_t> peer_by_rkey_;   // rkey -> process that registered it (or kNone)
+  std::unordered_map<uint64_t, int64_t> dct_owner_;      // (rlid << 32 | DCT number) -> its process (or kNone)
 };
 
 DoorbellCounters& GpuAssociation::doorbell_counters(int64_t qp) {
@@ -124,9 +126,24 @@ int64_t GpuAssociation::peer_of(int64_t qp, uint64_t rkey, uint64_t raddr) {
   return peer_by_rkey_[rkey] = found;
 }
 
+// A DC initiator's WQE names its target by the target port's LID and the DCT's number: the
+// process that created that DCT (a QP of that number on a device with that LID).
+int64_t GpuAssociation::dc_target_process(uint64_t dct, uint64_t rlid) {
+  const uint64_t key = (rlid << 32) | dct;
+  auto it = dct_owner_.find(key);
+  if (it != dct_owner_.end()) return it->second;
+  int64_t found = kNone;
+  for (const QpRow& q : f_.model.qps)
+    if (q.qp_num == dct && (q.local.lid == rlid || rlid == 0)) {
+      found = q.process_id;
+      break;
+    }
+  return dct_owner_[key] = found;
+}
+
 void GpuAssociation::wqe(int64_t ts, const format::DecodedEvent& ev) {
   // qp_num wqe_index doorbell_pi opcode opmod ds flags bytes remote_addr rkey local_addr lkey sges
-  // inline imm swap_add compare swap_mask compare_mask
+  // inline imm swap_add compare swap_mask compare_mask dct rlid atomic_bytes
   const uint64_t* v = ev.values;
   OpRecord op;
   op.op_id = f_.next_op_id();
@@ -136,7 +153,7 @@ void GpuAssociation::wqe(int64_t ts, const format::DecodedEvent& ev) {
   op.qp_id = f_.qp_of(v[0], ev.tsc);
   op.op_class = op_class_of_mlx5_opcode(v[3]);
   op.bytes = v[7];
-  op.peer_process_id = peer_of(op.qp_id, v[9], v[8]);
+  op.peer_process_id = v[19] ? dc_target_process(v[19], v[20]) : peer_of(op.qp_id, v[9], v[8]);
   GpuWqeRecord w;
   if (op.qp_id != kNone) w.gpu = f_.model.qps[static_cast<size_t>(op.qp_id)].gpu;
   w.kernel = f_.process.kernel_at(ev.tsc, w.gpu);

@@ -132,6 +132,11 @@ int run_profile(ProfileOptions& o) {
       return 2;
     }
     env["LD_LIBRARY_PATH"] = prepend_path("LD_LIBRARY_PATH", softnic);
+    // softnic's stand-in for the rest of the platform (sysfs, the doorbell page as I/O memory for
+    // CUDA, the emulated host's name) goes beneath the profiler: the profiler sees the program's
+    // calls as on a machine with the NIC, and knows nothing of the emulation.
+    const std::string platform = softnic + "/libsoftnic_platform.so.1";
+    if (exists(platform)) env["LD_PRELOAD"] = prepend_path("LD_PRELOAD", lib + ":" + platform);
   }
 
   if (o.dry_run) {

@@ -206,12 +206,14 @@ enum class FieldKind : uint8_t {
   /* One WQE recovered from a GPU-initiated send queue, stamped with the time of the doorbell */  \
   /* that announced it (doorbell_pi: that doorbell's producer index). The control segment's */    \
   /* fields as stored (opcode, opmod, ds, flags = fm_ce_se), payload bytes (inline or the sum */   \
-  /* of the data segments), the first data segment, the atomic operands. */                        \
+  /* of the data segments), the first data segment, the atomic operands; a DC initiator's WQE */   \
+  /* names its target (dct, its port's rlid; 0 on RC); atomic_bytes: the operand's width. */       \
   X(509, gpu_wqe, "gpu_wqe",                                                                      \
     F(u64, "qp_num") F(u64, "wqe_index") F(u64, "doorbell_pi") F(u64, "opcode") F(u64, "opmod")   \
     F(u64, "ds") F(u64, "flags") F(u64, "bytes") F(u64, "remote_addr") F(u64, "rkey")             \
     F(u64, "local_addr") F(u64, "lkey") F(u64, "sges") F(u64, "inline") F(u64, "imm")             \
-    F(u64, "swap_add") F(u64, "compare") F(u64, "swap_mask") F(u64, "compare_mask"))              \
+    F(u64, "swap_add") F(u64, "compare") F(u64, "swap_mask") F(u64, "compare_mask")               \
+    F(u64, "dct") F(u64, "rlid") F(u64, "atomic_bytes"))                                          \
   /* What WQE recovery did for one QP, when it ends (QP destroyed, page unmapped, exit); every */  \
   /* mode. recovered: WQEs parsed; lost_wqebbs: slots the GPU had overwritten before they were */  \
   /* read; damaged: WQEs that did not parse; unread_wqebbs: announced but not readable (send */    \

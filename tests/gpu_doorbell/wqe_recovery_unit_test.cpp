@@ -144,14 +144,14 @@ SqRecovery* recovery_of(Ring& ring, CopyStreams* streams, uint32_t qpn = kQpn) {
   q.addr = reinterpret_cast<uint64_t>(ring.buf);
   q.memory = SqMemory::host;
   add_send_queue(q);
-  return SqRecovery::create(qpn, kPage, streams);
+  return SqRecovery::create(0, qpn, kPage, streams);
 }
 
 // The QP's report, and the QP gone.
 void finish_queue(SqRecovery* r) {
   r->report();
   delete r;
-  remove_send_queue(kQpn);
+  remove_send_queue(0, kQpn);
 }
 
 // Rings: the doorbell for everything posted since the last one.
@@ -339,7 +339,7 @@ TEST(WqeRecoveryUnit, SyncModeParsesAtEveryDoorbell) {
 
 TEST(WqeRecoveryUnit, AQueueNobodyDescribedIsCountedUnreadAndAReusedQpnIsANewQueue) {
   ProcessEvents p = traced(128, [&](CopyStreams* streams) {
-    SqRecovery* unknown = SqRecovery::create(0x777, kPage, streams);
+    SqRecovery* unknown = SqRecovery::create(0, 0x777, kPage, streams);
     ASSERT_NE(unknown, nullptr);
     unknown->doorbell(100, 3, 3, DoorbellKind::doorbell);
     EXPECT_TRUE(unknown->current());
@@ -349,14 +349,14 @@ TEST(WqeRecoveryUnit, AQueueNobodyDescribedIsCountedUnreadAndAReusedQpnIsANewQue
     Ring ring(3);
     SqRecovery* r = recovery_of(ring, streams);
     EXPECT_TRUE(r->current());
-    remove_send_queue(kQpn);
+    remove_send_queue(0, kQpn);
     EXPECT_FALSE(r->current()) << "destroyed";
     SqRecovery* again = recovery_of(ring, streams);
     EXPECT_FALSE(r->current()) << "and its number reused: still not the queue r read";
     EXPECT_TRUE(again->current());
     delete r;
     delete again;
-    remove_send_queue(kQpn);
+    remove_send_queue(0, kQpn);
   });
   const TraceEvent* st = stats_of(p, 0x777);
   ASSERT_NE(st, nullptr);

@@ -99,6 +99,7 @@ bool start_shadow(const DriverCalls& d, Shadow* s, const UarPage& uar, std::stri
   w.shadow = static_cast<uint8_t*>(page);
   w.real = reinterpret_cast<volatile uint8_t*>(uar.base);
   w.page_id = uar.page_id;
+  w.device_context = uar.context;
   const uint32_t off = static_cast<uint32_t>(uar.reg - uar.base) & (kUarMappingBytes - 8);
   w.offsets[0] = off;
   w.offsets[1] = off ^ 0x100;  // the BlueFlame twin

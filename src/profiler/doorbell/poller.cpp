@@ -13,6 +13,7 @@
 #include "format/event_types.h"
 #include "profiler/doorbell/cpu_wait.h"
 #include "profiler/doorbell/wqe_recovery.h"
+#include "profiler/providers/cuda/device_copy.h"
 #include "profiler/providers/cuda/kernel_markers.h"
 #include "profiler/runtime/log.h"
 #include "profiler/runtime/recorder.h"
@@ -77,7 +78,7 @@ SqRecovery* recovery_for(Poller& p, const WatchedPage& w, DoorbellTracker::Seen&
     r = nullptr;
     s.delta = s.pi;
   }
-  if (!r) r = SqRecovery::create(s.qpn, w.page_id, &p.streams);
+  if (!r) r = SqRecovery::create(w.device_context, s.qpn, w.page_id, &p.streams);
   return r;
 }
 
@@ -167,6 +168,9 @@ void* poller_main(void* arg) {
   char name[16];
   snprintf(name, sizeof name, "sigmatrace-db%d", p->index);
   pthread_setname_np(pthread_self(), name);
+  // The poller's copies and event queries must never invalidate an application thread's
+  // stream capture (CUDA graphs), which the default (global) capture mode would.
+  cuda::relax_stream_capture_on_this_thread();
   const uint64_t cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID), wall0 = now_ns(CLOCK_MONOTONIC);
   record_poller(1, 0, 0, 0, 0, p->cpu, 0);
   uint64_t doorbells = 0, untracked = 0;

@@ -20,6 +20,7 @@ struct WatchedPage {
   uint8_t* shadow = nullptr;         // the page the GPU writes (pinned host memory of ours)
   volatile uint8_t* real = nullptr;  // the NIC's UAR page as the application mapped it
   uint32_t page_id = 0;
+  uintptr_t device_context = 0;      // the ibv_context of its UAR: the device its QPs belong to
   // The doorbell register and its BlueFlame twin (mlx5 alternates between the two halves of a
   // 512-byte block): reg_addr's offset and that offset ^ 0x100.
   uint32_t offsets[2] = {};

@@ -26,7 +26,8 @@ void add_send_queue(const SendQueue& sq) {
   std::lock_guard<std::mutex> lock(g_mutex);
   for (Entry& e : g_entries) {
     uint32_t g = e.generation.load(std::memory_order_relaxed);
-    if (live(g) && e.sq.qpn == sq.qpn) e.generation.store(g + 1, std::memory_order_release);  // a QPN the device reused
+    if (live(g) && e.sq.qpn == sq.qpn && e.sq.device_context == sq.device_context)
+      e.generation.store(g + 1, std::memory_order_release);  // a QPN the device reused
   }
   for (Entry& e : g_entries) {
     uint32_t g = e.generation.load(std::memory_order_relaxed);
@@ -38,19 +39,19 @@ void add_send_queue(const SendQueue& sq) {
   // More live QPs than entries: the newest are not recovered (their doorbells say so: unread).
 }
 
-void remove_send_queue(uint32_t qpn) {
+void remove_send_queue(uintptr_t device_context, uint32_t qpn) {
   std::lock_guard<std::mutex> lock(g_mutex);
   for (Entry& e : g_entries) {
     uint32_t g = e.generation.load(std::memory_order_relaxed);
-    if (live(g) && e.sq.qpn == qpn) e.generation.store(g + 1, std::memory_order_release);
+    if (live(g) && e.sq.qpn == qpn && e.sq.device_context == device_context) e.generation.store(g + 1, std::memory_order_release);
   }
 }
 
-bool find_send_queue(uint32_t qpn, SendQueue* out, SendQueueRef* ref) {
+bool find_send_queue(uintptr_t device_context, uint32_t qpn, SendQueue* out, SendQueueRef* ref) {
   std::lock_guard<std::mutex> lock(g_mutex);
   for (uint32_t i = 0; i < kMaxSendQueues; ++i) {
     uint32_t g = g_entries[i].generation.load(std::memory_order_acquire);
-    if (live(g) && g_entries[i].sq.qpn == qpn) {
+    if (live(g) && g_entries[i].sq.qpn == qpn && g_entries[i].sq.device_context == device_context) {
       *out = g_entries[i].sq;
       *ref = SendQueueRef{i, g};
       return true;

@@ -12,7 +12,9 @@
 namespace sigmatrace::profiler::doorbell {
 
 struct SendQueue {
+  uintptr_t device_context = 0;  // the ibv_context it was created on: QP numbers are per device
   uint32_t qpn = 0;
+  bool dc_initiator = false;     // a DCI: its WQEs carry the target's address vector
   uint32_t log_wqebbs = 0;     // log_sq_size: the ring holds 2^log_wqebbs 64-byte WQEBBs
   uint64_t addr = 0;           // first WQEBB: a host address, or a device pointer of gpu
   format::SqMemory memory = format::SqMemory::unknown;
@@ -27,9 +29,9 @@ struct SendQueueRef {
 };
 
 void add_send_queue(const SendQueue& sq);
-void remove_send_queue(uint32_t qpn);
-// The live queue of qpn; false if none is known.
-bool find_send_queue(uint32_t qpn, SendQueue* out, SendQueueRef* ref);
+void remove_send_queue(uintptr_t device_context, uint32_t qpn);
+// The live queue of qpn on the device; false if none is known.
+bool find_send_queue(uintptr_t device_context, uint32_t qpn, SendQueue* out, SendQueueRef* ref);
 // Whether ref's queue is still live (not destroyed, its QPN not reused). Lock-free.
 bool still_current(const SendQueueRef& ref);
 

@@ -89,12 +89,13 @@ void CopyStreams::close_all() {
   count_ = 0;
 }
 
-SqRecovery* SqRecovery::create(uint32_t qpn, uint32_t page_id, CopyStreams* streams) {
+SqRecovery* SqRecovery::create(uintptr_t device_context, uint32_t qpn, uint32_t page_id, CopyStreams* streams) {
   auto* r = new (std::nothrow) SqRecovery();
   if (!r) return nullptr;
   r->page_id_ = page_id;
   r->sq_.qpn = qpn;
-  if (!find_send_queue(qpn, &r->sq_, &r->ref_)) return r;  // not a QP created with devx CREATE_QP here
+  // not a QP created with devx CREATE_QP on this device here
+  if (!find_send_queue(device_context, qpn, &r->sq_, &r->ref_)) return r;
   std::string why;
   const uint32_t slots = 1u << r->sq_.log_wqebbs;
   const size_t bytes = size_t(slots) * m5::kWqeBbSize;
@@ -210,7 +211,7 @@ DoorbellWqeClass SqRecovery::walk(const Pending& d, bool record, uint32_t* wqes)
       break;
     }
     p = m5::ParsedWqe{};
-    if (m5::parse_wqe(wqe_bytes(at, wqebbs), wqebbs * m5::kWqeBbSize, &p) != 0) {
+    if (m5::parse_wqe(wqe_bytes(at, wqebbs), wqebbs * m5::kWqeBbSize, &p, sq_.dc_initiator) != 0) {
       if (record) ++damaged_;
       at += wqebbs;
       continue;
@@ -229,7 +230,7 @@ DoorbellWqeClass SqRecovery::walk(const Pending& d, bool record, uint32_t* wqes)
         record_at<EventType::gpu_wqe>(d.tsc, uint64_t{sq_.qpn}, uint64_t{f.idx}, uint64_t{d.pi}, uint64_t{f.opcode}, uint64_t{f.opmod},
                                       uint64_t{f.ds}, uint64_t{f.fm_ce_se}, p.length, p.raddr, uint64_t{p.rkey}, laddr, lkey,
                                       uint64_t{p.num_sge}, uint64_t{p.inline_data}, uint64_t{m5::be32(p.imm)}, p.swap_add, p.compare,
-                                      p.swap_mask, p.compare_mask);
+                                      p.swap_mask, p.compare_mask, uint64_t{p.dct}, uint64_t{p.rlid}, uint64_t{p.atomic_bytes});
     }
     at += wqebbs;
   }

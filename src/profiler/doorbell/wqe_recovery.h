@@ -53,9 +53,10 @@ class CopyStreams {
 
 class SqRecovery {
  public:
-  // For the QP qpn ringing through page page_id: looks its send queue up (none known: every
-  // doorbell is recorded at once and its WQEBBs counted unread). Null only when out of memory.
-  static SqRecovery* create(uint32_t qpn, uint32_t page_id, CopyStreams* streams);
+  // For the QP qpn of the device context (the ibv_context of the doorbell page's UAR) ringing
+  // through page page_id: looks its send queue up (none known: every doorbell is recorded at
+  // once and its WQEBBs counted unread). Null only when out of memory.
+  static SqRecovery* create(uintptr_t device_context, uint32_t qpn, uint32_t page_id, CopyStreams* streams);
   ~SqRecovery();
 
   // A doorbell announcing WQEBBs up to pi (delta since the previous one). In sync mode, called

@@ -34,7 +34,7 @@ const std::vector<ConfigVariable>& config_variables() {
       {"SIGMATRACE_WQE_BATCH", "integer 1..65536 or sync", "WQE slots copied before a batch is parsed (default 128, at most the send queue's size); sync reads them before forwarding"},
       {"SIGMATRACE_WQE_COPY", "idle|doorbell", "when WQE copies are enqueued: in the poller's first idle moment after the doorbell (default), or right after forwarding it"},
       {"SIGMATRACE_DOORBELL_CPUS", "comma-separated CPU numbers", "pin the doorbell pollers to these CPUs, round-robin"},
-      {"SIGMATRACE_DOORBELL_PAGES_PER_POLLER", "integer 1..64", "doorbell pages one poller thread watches (default 1)"},
+      {"SIGMATRACE_DOORBELL_PAGES_PER_POLLER", "integer 1..64", "doorbell pages one poller thread watches (default 64: one thread serves up to 64 pages)"},
       {"SIGMATRACE_DOORBELL_SPIN_MS", "integer 0..3600000", "a poller idle this long polls every 20 us instead of spinning (default 1000)"},
       {"SIGMATRACE_DEBUG_WRITER_DELAY_US", "integer 0..10000000", "testing: the writer sleeps this long per chunk"},
       {"SIGMATRACE_DEBUG_FAIL_PROVIDER", "a provider name", "testing: that provider's initialisation fails"},

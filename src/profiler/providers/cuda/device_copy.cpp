@@ -19,6 +19,8 @@ RealSymbol g_stream_synchronize{"cuStreamSynchronize", "libcuda.so.1", {}, {}};
 RealSymbol g_memcpy_dtoh_async{"cuMemcpyDtoHAsync_v2", "libcuda.so.1", {}, {}};
 RealSymbol g_mem_alloc_host{"cuMemAllocHost_v2", "libcuda.so.1", {}, {}};
 RealSymbol g_mem_free_host{"cuMemFreeHost", "libcuda.so.1", {}, {}};
+RealSymbol g_exchange_capture_mode{"cuThreadExchangeStreamCaptureMode", "libcuda.so.1", {}, {}};
+constexpr int kStreamCaptureModeRelaxed = 2;  // CU_STREAM_CAPTURE_MODE_RELAXED
 
 }  // namespace
 
@@ -27,6 +29,20 @@ uintptr_t memory_context(uint64_t addr) {
   CUcontext c = nullptr;
   if (!fn || fn(&c, kPointerAttributeContext, addr) != kSuccess) return 0;
   return reinterpret_cast<uintptr_t>(c);
+}
+
+uintptr_t current_context() {
+  auto get = real_function<CUresult (*)(CUcontext*)>(g_ctx_get_current);
+  CUcontext c = nullptr;
+  if (!get || get(&c) != kSuccess) return 0;
+  return reinterpret_cast<uintptr_t>(c);
+}
+
+void relax_stream_capture_on_this_thread() {
+  g_exchange_capture_mode.logged.store(true, std::memory_order_relaxed);  // absent before CUDA 10.1: nothing to relax
+  auto fn = real_function<CUresult (*)(int*)>(g_exchange_capture_mode);
+  int mode = kStreamCaptureModeRelaxed;
+  if (fn) fn(&mode);
 }
 
 void* alloc_pinned(size_t bytes) {

@@ -12,6 +12,11 @@ namespace sigmatrace::profiler::cuda {
 
 // The CUDA context that owns device memory at addr (0 if none, or no driver).
 uintptr_t memory_context(uint64_t addr);
+// The calling thread's current context (0 if none).
+uintptr_t current_context();
+// Makes the calling thread's CUDA calls never disturb another thread's stream capture
+// (cuThreadExchangeStreamCaptureMode RELAXED): for the profiler's own threads.
+void relax_stream_capture_on_this_thread();
 
 // Pinned host memory the copy engines can write to (null on failure).
 void* alloc_pinned(size_t bytes);

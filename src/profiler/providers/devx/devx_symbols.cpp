@@ -57,6 +57,7 @@ struct Object {
   uintptr_t handle;
   uint16_t command;
   uint32_t id;
+  uintptr_t context;  // its device: QP numbers are per device
 };
 // A fixed table of what devx handed out, keyed by handle (control path, under g_mutex).
 template <typename Row, size_t N>
@@ -101,7 +102,7 @@ void add_object(const Object& o) {
 }
 Object take_object(uintptr_t handle) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  return g_objects.take(handle, Object{handle, 0, 0});
+  return g_objects.take(handle, Object{handle, 0, 0, 0});
 }
 
 void after_umem_reg(ibv_context* ctx, mlx5dv_devx_umem* umem, void* addr, size_t size, uint32_t access, bool dmabuf, int saved_errno) {
@@ -115,14 +116,18 @@ void after_umem_reg(ibv_context* ctx, mlx5dv_devx_umem* umem, void* addr, size_t
 }
 
 // Where WQE recovery finds the queue (profiler/doorbell/send_queues.h).
-void add_send_queue(const QpCreate& qp, const Umem& sq, uint64_t sq_addr) {
+void add_send_queue(ibv_context* ctx, const QpCreate& qp, const Umem& sq, uint64_t sq_addr) {
   doorbell::SendQueue q;
+  q.device_context = reinterpret_cast<uintptr_t>(ctx);
   q.qpn = qp.qpn;
+  q.dc_initiator = qp.service_type == prm::kQpStDci;
   q.log_wqebbs = qp.log_sq_size;
   q.addr = sq_addr;
   q.gpu = sq.gpu;
   if (!sq_addr || qp.log_sq_size > 16) q.memory = format::SqMemory::unknown;
   else if (sq.kind == format::MemoryKind::gpu) q.memory = format::SqMemory::gpu, q.cu_context = cuda::memory_context(sq_addr);
+  // Memory of CUDA's virtual memory API belongs to no context: the creating thread's reaches it.
+  if (q.memory == format::SqMemory::gpu && !q.cu_context) q.cu_context = cuda::current_context();
   else if (sq.kind == format::MemoryKind::host) q.memory = format::SqMemory::host;
   doorbell::add_send_queue(q);
 }
@@ -133,7 +138,7 @@ void after_obj_create(ibv_context* ctx, mlx5dv_devx_obj* obj, const void* in, si
   output_status(out, outlen, &status, &syndrome);
   const auto h = reinterpret_cast<uint64_t>(obj);
   const auto c = reinterpret_cast<uint64_t>(ctx);
-  if (obj) add_object(Object{reinterpret_cast<uintptr_t>(obj), cmd, created_object_id(cmd, out, outlen)});
+  if (obj) add_object(Object{reinterpret_cast<uintptr_t>(obj), cmd, created_object_id(cmd, out, outlen), reinterpret_cast<uintptr_t>(ctx)});
   CqCreate cq;
   QpCreate qp;
   if (decode_create_cq(in, inlen, out, outlen, &cq)) {
@@ -144,7 +149,7 @@ void after_obj_create(ibv_context* ctx, mlx5dv_devx_obj* obj, const void* in, si
     Umem sq{0, 0, 0, format::MemoryKind::unknown, -1};
     uint64_t sq_addr = 0;
     if (qp.sq_in_umem && find_umem(qp.sq_umem_id, &sq)) sq_addr = sq.addr + qp.sq_umem_offset;
-    if (obj && status == 0) add_send_queue(qp, sq, sq_addr);
+    if (obj && status == 0) add_send_queue(ctx, qp, sq, sq_addr);
     record<EventType::devx_qp_create>(c, h, uint64_t{qp.qpn}, uint64_t{qp.service_type}, uint64_t{qp.pd}, uint64_t{qp.log_sq_size},
                                       uint64_t{qp.log_rq_size}, uint64_t{qp.sq_umem_id}, qp.sq_umem_offset, sq_addr,
                                       uint64_t{qp.dbr_umem_id}, qp.dbr_offset, uint64_t{qp.uar_page}, uint64_t{qp.send_cqn},
@@ -257,7 +262,7 @@ SIGMATRACE_EXPORT int mlx5dv_devx_obj_destroy(mlx5dv_devx_obj* obj) {
   if (!tracing(guard)) return r;
   kit::ErrnoKeeper keep;
   Object o = take_object(reinterpret_cast<uintptr_t>(obj));
-  if (r == 0 && o.command == prm::kCreateQp) doorbell::remove_send_queue(o.id);
+  if (r == 0 && o.command == prm::kCreateQp) doorbell::remove_send_queue(o.context, o.id);
   record<EventType::devx_obj_destroy>(reinterpret_cast<uint64_t>(obj), uint64_t{o.command}, uint64_t{o.id}, int64_t{r});
   return r;
 }
