@@ -382,8 +382,8 @@ void LayerOpsAssociation::on_event(int64_t thread, int64_t ts, const format::Dec
       op(thread, ts, "ucx", 1, {"ucp_am_recv", kOpRecv, Dir::in, 3}, v[3], peer, "", v[1], true, 0, {Completes::at_call, 0});
       return;
     }
-    case EventType::ucx_request_done:  // request status tag length
-      completed(v[0], ts, ev.as_i64(1), v[3], true);
+    case EventType::ucx_request_done:  // request status tag length (kUcxLengthUnknown: none given)
+      completed(v[0], ts, ev.as_i64(1), v[3], v[3] != format::kUcxLengthUnknown);
       return;
     case EventType::ucx_request_free:  // request: completed at the latest now (length not known)
       completed(v[0], ts, 0, 0, false);

@@ -131,6 +131,7 @@ enum class FieldKind : uint8_t {
   X(307, ucx_op, "ucx_op",                                                                        \
     F(u64, "op") F(u64, "object") F(u64, "bytes") F(u64, "tag") F(u64, "tag_mask")                 \
     F(u64, "remote_addr") F(u64, "request") F(i64, "status") F(u64, "iface") F(u64, "uct_ep"))     \
+  /* length: what a receive got, or kUcxLengthUnknown when the test that saw it done gives none */ \
   X(308, ucx_request_done, "ucx_request_done",                                                    \
     F(u64, "request") F(i64, "status") F(u64, "tag") F(u64, "length"))                             \
   X(309, ucx_am_recv, "ucx_am_recv",                                                              \
@@ -262,6 +263,9 @@ SIGMATRACE_EVENT_TYPES(SIGMATRACE_WORD_SHAPE, SIGMATRACE_WORD_FIELD)
 SIGMATRACE_EVENT_TYPES(SIGMATRACE_BYTES_SHAPE, SIGMATRACE_BYTES_FIELD)
 // The most fields one event type may have (decoders size their buffers by it).
 inline constexpr uint32_t kMaxEventFields = 24;
+// ucx_request_done's length when the call that saw the request done (ucp_request_check_status,
+// a failed request) says nothing of it.
+inline constexpr uint64_t kUcxLengthUnknown = ~uint64_t{0};
 #define SIGMATRACE_FIELD_LIMIT(id, ident, name, fields)                                      \
   static_assert(kEventWordFields<EventType::ident> + kEventBytesFields<EventType::ident> <= \
                     kMaxEventFields,                                                         \

@@ -309,7 +309,7 @@ SIGMATRACE_EXPORT ucs_status_t ucp_request_check_status(void* request) {
   auto fn = real_function<decltype(&::ucp_request_check_status)>(ucx::real::ucp_request_check_status);
   if (!fn) return UCS_ERR_NO_MEMORY;
   ucs_status_t st = fn(request);
-  if (__builtin_expect(st != UCS_INPROGRESS, 0) && !Reentry::inside() && active()) request_done(request, st, 0, 0);
+  if (__builtin_expect(st != UCS_INPROGRESS, 0) && !Reentry::inside() && active()) request_done(request, st, 0, sigmatrace::format::kUcxLengthUnknown);
   return st;
 }
 
@@ -318,7 +318,7 @@ SIGMATRACE_EXPORT ucs_status_t ucp_request_test(void* request, ucp_tag_recv_info
   if (!fn) return UCS_ERR_NO_MEMORY;
   ucs_status_t st = fn(request, info);
   if (__builtin_expect(st != UCS_INPROGRESS, 0) && !Reentry::inside() && active())
-    request_done(request, st, info && st == UCS_OK ? info->sender_tag : 0, info && st == UCS_OK ? info->length : 0);
+    request_done(request, st, info && st == UCS_OK ? info->sender_tag : 0, info && st == UCS_OK ? info->length : sigmatrace::format::kUcxLengthUnknown);
   return st;
 }
 
@@ -327,7 +327,7 @@ SIGMATRACE_EXPORT ucs_status_t ucp_tag_recv_request_test(void* request, ucp_tag_
   if (!fn) return UCS_ERR_NO_MEMORY;
   ucs_status_t st = fn(request, info);
   if (__builtin_expect(st != UCS_INPROGRESS, 0) && !Reentry::inside() && active())
-    request_done(request, st, info && st == UCS_OK ? info->sender_tag : 0, info && st == UCS_OK ? info->length : 0);
+    request_done(request, st, info && st == UCS_OK ? info->sender_tag : 0, info && st == UCS_OK ? info->length : sigmatrace::format::kUcxLengthUnknown);
   return st;
 }
 
@@ -336,7 +336,7 @@ SIGMATRACE_EXPORT ucs_status_t ucp_stream_recv_request_test(void* request, size_
   if (!fn) return UCS_ERR_NO_MEMORY;
   ucs_status_t st = fn(request, length);
   if (__builtin_expect(st != UCS_INPROGRESS, 0) && !Reentry::inside() && active())
-    request_done(request, st, 0, length && st == UCS_OK ? *length : 0);
+    request_done(request, st, 0, length && st == UCS_OK ? *length : sigmatrace::format::kUcxLengthUnknown);
   return st;
 }
 
