@@ -75,14 +75,20 @@ std::string render_text_report(const json& a, size_t top) {
         s(q, "type").c_str(), s(q, "device").c_str(), peer.c_str(), human_bytes(double(qbytes(q))).c_str(), u(q, "ops"), rate);
   }
 
-  // Host matrix.
+  // Host matrix. Its last row and column are the peers that were not traced ("unknown"): shown
+  // only when some traffic went to or came from one.
   const json& hm = a["matrices"]["host"];
+  size_t n = hm["labels"].size();
+  bool unknown_used = false;
+  for (size_t i = 0; n && i < n; ++i)
+    unknown_used |= hm["bytes"][n - 1][i].get<uint64_t>() != 0 || hm["bytes"][i][n - 1].get<uint64_t>() != 0;
+  if (n && !unknown_used) --n;
   add(&out, "\nhost matrix (bytes, row: source, column: destination):\n  %-16s", "");
-  for (const json& l : hm["labels"]) add(&out, " %12.12s", l.get<std::string>().c_str());
+  for (size_t c = 0; c < n; ++c) add(&out, " %12.12s", hm["labels"][c].get<std::string>().c_str());
   add(&out, "\n");
-  for (size_t r = 0; r < hm["labels"].size(); ++r) {
+  for (size_t r = 0; r < n; ++r) {
     add(&out, "  %-16.16s", hm["labels"][r].get<std::string>().c_str());
-    for (const json& v : hm["bytes"][r]) add(&out, " %12s", human_bytes(double(v.get<uint64_t>())).c_str());
+    for (size_t c = 0; c < n; ++c) add(&out, " %12s", human_bytes(double(hm["bytes"][r][c].get<uint64_t>())).c_str());
     add(&out, "\n");
   }
 

@@ -90,6 +90,10 @@ TEST(ReportCommand, PrintsTheSummaryAnalyzePrinted) {
   for (const char* s : {"top connections by bytes:", "top QPs by bytes", "host matrix", "imbalance:", "egress per host",
                         "egress per rank", "heaviest pair", "errors: 0", "dropped events: 0", "coverage"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  // Every peer of the synthetic job is traced: the matrix has no "unknown" row or column.
+  const size_t m = r.out.find("host matrix"), end = r.out.find("imbalance:");
+  ASSERT_NE(m, std::string::npos);
+  EXPECT_EQ(r.out.substr(m, end - m).find("unknown"), std::string::npos) << r.out.substr(m, end - m);
 }
 
 TEST(SqlCommand, TableCsvJsonAndErrors) {
