@@ -87,6 +87,7 @@ int run_analyze(const AnalyzeOptions& o) {
   double total = run.first_pass_s + run.second_pass_s + run.outputs_s;
   std::printf("\nwrote %s/%s in %.2f s (%zu files, %llu events)\n", o.dir.c_str(), exporter::output_list(run).c_str(), total,
               run.model->processes.size(), static_cast<unsigned long long>(run.pass.events));
+  if (run.sqlite_left_out) std::printf("trace.sqlite not written: this sigmatrace was built without SQLite (libsqlite3-dev)\n");
   return 0;
 }
 

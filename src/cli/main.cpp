@@ -19,11 +19,17 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   CommandRunner profile = add_profile_command(app);
   CommandRunner info = add_info_command(app);
-#ifdef SIGMATRACE_HAVE_EXPORT
   CommandRunner analyze = add_analyze_command(app);
   CommandRunner merge = add_merge_command(app);
   CommandRunner report = add_report_command(app);
+#ifdef SIGMATRACE_HAVE_SQLITE
   CommandRunner sql = add_sql_command(app);
+#else
+  CommandRunner sql = [] {
+    print_error("sql: this sigmatrace was built without SQLite: install libsqlite3-dev (scripts/setup.sh) and rebuild");
+    return 2;
+  };
+  app.add_subcommand("sql", "query trace.sqlite (needs a build with SQLite)")->allow_extras();
 #endif
   // Everything after the first "--" belongs to the profiled program, options included.
   std::vector<std::string> args;
@@ -67,11 +73,9 @@ int main(int argc, char** argv) {
   }
   if (app.got_subcommand("profile")) return profile();
   if (app.got_subcommand("info")) return info();
-#ifdef SIGMATRACE_HAVE_EXPORT
   if (app.got_subcommand("analyze")) return analyze();
   if (app.got_subcommand("merge")) return merge();
   if (app.got_subcommand("report")) return report();
   if (app.got_subcommand("sql")) return sql();
-#endif
   return 2;
 }

@@ -7,7 +7,9 @@
 #include "export/json_aggregates.h"
 #include "format/experiment_layout.h"
 #include "export/perfetto_writer.h"
+#ifdef SIGMATRACE_HAVE_SQLITE
 #include "export/sqlite_writer.h"
+#endif
 
 namespace sigmatrace::exporter {
 
@@ -98,7 +100,12 @@ AnalysisRun run_analysis(const AnalysisOptions& o) {
   }
   std::vector<ExperimentSink*> sinks;
   std::unique_ptr<PerfettoExport> perfetto;
+#ifdef SIGMATRACE_HAVE_SQLITE
   std::unique_ptr<SqliteExport> sqlite;
+#else
+  std::unique_ptr<ExperimentSink> sqlite;  // never made: this build has no SQLite
+  if (o.sqlite) run.sqlite_left_out = true;
+#endif
   TimelineSelection drawn;
   if (o.perfetto) {
     if (!resolve_timeline_selection(o.timeline, m, &run.timeline, &run.error)) return run;
@@ -114,11 +121,13 @@ AnalysisRun run_analysis(const AnalysisOptions& o) {
     if (!perfetto->open(run.output_dir + "/" + kPerfettoFile, m, o.compress_perfetto, drawn, &run.error)) return run;
     sinks.push_back(perfetto.get());
   }
+#ifdef SIGMATRACE_HAVE_SQLITE
   if (o.sqlite) {
     sqlite = std::make_unique<SqliteExport>();
     if (!sqlite->open(run.output_dir + "/" + kSqliteFile, m, &run.error)) return run;
     sinks.push_back(sqlite.get());
   }
+#endif
   if (o.progress) {
     uint64_t events = 0, bytes = 0;
     for (const ProcessRow& p : m.processes)
@@ -143,12 +152,14 @@ AnalysisRun run_analysis(const AnalysisOptions& o) {
     run.timeline_left_out = perfetto->left_out(), run.timeline_summarised = perfetto->summarised();
     run.aggregate_json["timeline"] = timeline_json(drawn, m, run.timeline_left_out, run.timeline_summarised);
   }
+#ifdef SIGMATRACE_HAVE_SQLITE
   if (sqlite) {
     if (!sqlite->finish(m, run.aggregates, &run.error)) return run;
     run.sqlite_late_rows = sqlite->late_rows();
   }
+#endif
   if (o.shard.active())
-    run.aggregate_json["shard"] = shard_section(m, o.shard, shard_hosts, in_shard, raw, run.pass, o.timeline, o.perfetto, o.sqlite,
+    run.aggregate_json["shard"] = shard_section(m, o.shard, shard_hosts, in_shard, raw, run.pass, o.timeline, o.perfetto, sqlite != nullptr,
                                                 run.timeline_left_out, run.timeline_summarised);
   if (o.json || o.shard.active()) {
     if (!write_json_file(run.output_dir + "/" + kAggregateFile, run.aggregate_json, &run.error)) return run;

@@ -9,7 +9,9 @@
 #include <thread>
 
 #include "export/json_aggregates.h"
+#ifdef SIGMATRACE_HAVE_SQLITE
 #include "export/sqlite_writer.h"
+#endif
 
 namespace sigmatrace::exporter {
 
@@ -91,6 +93,10 @@ bool concatenate(const std::vector<Shard>& shards, const std::string& out, std::
 // trace.sqlite from the shards': their per-event rows copied on `threads` workers, then the rest.
 bool merge_sqlite(const std::vector<Shard>& shards, const ExperimentModel& m, const Aggregates& agg, unsigned threads,
                   const std::string& out, std::string* error) {
+#ifndef SIGMATRACE_HAVE_SQLITE
+  *error = "the shards have trace.sqlite files and this sigmatrace was built without SQLite (libsqlite3-dev): cannot merge them";
+  return false;
+#else
   SqliteExport db;
   if (!db.open(out, m, error)) return false;
   std::vector<std::string> errors(shards.size());
@@ -107,6 +113,7 @@ bool merge_sqlite(const std::vector<Shard>& shards, const ExperimentModel& m, co
   for (const Shard& s : shards)
     if (!db.add_shard_tables(s.dir + "/" + kSqliteFile, error)) return false;
   return db.finish(m, agg, error);
+#endif
 }
 
 }  // namespace
