@@ -119,6 +119,7 @@ constexpr uint32_t kDbrSize = 8;
 // store of the first 8 bytes of a control segment: be32(pi << 8), be32(qpn << 8).
 constexpr uint32_t kUarPageSize = 4096;
 constexpr uint32_t kUarDoorbellOffset = 0x800;
+constexpr uint32_t kUarTwinOffset = 0x100;  // the other half of a BlueFlame register pair: reg ^ 0x100
 
 // The doorbell value as a little-endian 64-bit word (what one 8-byte store writes).
 MLX5_HD uint64_t doorbell_value(uint16_t pi, uint32_t qpn) {
@@ -132,6 +133,13 @@ struct Doorbell {
 MLX5_HD Doorbell decode_doorbell(uint64_t v) {
   uint32_t lo = be32(uint32_t(v)), hi = be32(uint32_t(v >> 32));
   return Doorbell{uint16_t(lo >> 8), hi >> 8, uint8_t(lo), uint8_t(hi & 0x3f)};
+}
+// The WQEBB a doorbell says the queue is filled up to (the next free one). GPU stacks (NVSHMEM,
+// NCCL) write it as the index with opcode and size 0; libmlx5 writes (and BlueFlame copies) the
+// last WQE's control segment, whose index is that WQE's own: the next free one is past its size.
+MLX5_HD uint16_t announced_index(const Doorbell& d) {
+  if (d.opcode == 0 && d.ds == 0) return d.pi;
+  return uint16_t(d.pi + (d.ds ? (uint32_t(d.ds) * kDsUnit + kWqeBbSize - 1) / kWqeBbSize : 1));
 }
 
 // ---- Completion queue entries (64 bytes) ------------------------------------------------------

@@ -34,7 +34,7 @@ struct Uar {
   mlx5dv_devx_uar pub;  // must stay first
   ibv_context* ctx;
   void* page;
-  uint64_t last = 0;    // last doorbell value seen
+  uint64_t last[2] = {};  // last doorbell value seen in each half of the register pair
   int refs = 0;
 };
 

@@ -152,7 +152,7 @@ void dump_state(const char* why, bool in_signal_handler) {
   if (const char* c = getenv("CUDA_DEVICE_MAX_CONNECTIONS")) out("  CUDA_DEVICE_MAX_CONNECTIONS=%s", c);
   for (const Uar* u : uars()) {
     uint64_t v = __atomic_load_n(reinterpret_cast<const uint64_t*>(u->pub.reg_addr), __ATOMIC_ACQUIRE);
-    m5::Doorbell db = m5::decode_doorbell(v), seen = m5::decode_doorbell(u->last);
+    m5::Doorbell db = m5::decode_doorbell(v), seen = m5::decode_doorbell(u->last[0]);
     out("  uar page %u: register qpn 0x%x pi %u; engine last saw qpn 0x%x pi %u", u->pub.page_id, db.qpn,
         db.pi, seen.qpn, seen.pi);
   }

@@ -388,21 +388,27 @@ void run() {
 
 bool engine_round() {
   bool busy = false;
-  // Doorbells: the newest 8-byte value of each page names the QP and its producer index.
+  // Doorbells: the newest 8-byte value of each register names the QP and its producer index.
+  // Writers may alternate between the two halves of the register pair (libmlx5's BlueFlame
+  // convention); an index older than the one the QP already has moves nothing.
   for (Uar* u : uars()) {
-    uint64_t v = __atomic_load_n(reinterpret_cast<uint64_t*>(u->pub.reg_addr), __ATOMIC_ACQUIRE);
-    if (v == u->last) continue;
-    u->last = v;
-    m5::Doorbell db = m5::decode_doorbell(v);
-    Qp* q = find_qp(db.qpn);
-    if (!q) {
-      log("doorbell for unknown QP 0x%x (pi %u) ignored", db.qpn, db.pi);
-      continue;
+    for (int half = 0; half < 2; ++half) {
+      const auto reg = reinterpret_cast<uintptr_t>(u->pub.reg_addr) ^ (half ? m5::kUarTwinOffset : 0);
+      uint64_t v = __atomic_load_n(reinterpret_cast<uint64_t*>(reg), __ATOMIC_ACQUIRE);
+      if (v == u->last[half]) continue;
+      u->last[half] = v;
+      m5::Doorbell db = m5::decode_doorbell(v);
+      Qp* q = find_qp(db.qpn);
+      if (!q) {
+        log("doorbell for unknown QP 0x%x (pi %u) ignored", db.qpn, db.pi);
+        continue;
+      }
+      const uint16_t pi = m5::announced_index(db);
+      if (uint16_t(pi - q->db_pi) < 0x8000) q->db_pi = pi;
+      q->doorbells++;
+      q->last_progress_ns = now_ns();
+      busy = true;
     }
-    q->db_pi = db.pi;
-    q->doorbells++;
-    q->last_progress_ns = now_ns();
-    busy = true;
   }
   std::vector<Emitted> cqes;
   for (Qp* q : qps()) {

@@ -6,7 +6,7 @@
 // completion (Put + Quiet).
 //
 //   doorbell_client [--resolve link|proc] [--qps N] [--ops K] [--gap-ms M] [--probe] [--plain-page]
-//                   [--mix] [--burst B]
+//                   [--mix] [--burst B] [--halves] [--blueflame] [--no-unregister] [--fork]
 //
 // --resolve link: the driver functions are called as linked (libcuda's exported symbols);
 //   proc: as the CUDA runtime does, through dlopen(libcuda) + dlsym(cuGetProcAddress_v2), then
@@ -20,8 +20,17 @@
 //   value -> k + 1), a 100-byte inline WRITE to big[k] (3 WQEBBs). The NOP shifts the 8-WQEBB
 //   cycle so that the big WRITEs sometimes wrap around the 64-WQEBB ring.
 // --burst B: B operations per doorbell, the last one signalled (K must be a multiple of B).
+// --halves: doorbells alternate between the register and its twin (reg ^ 0x100), as libmlx5's.
+// --blueflame: each doorbell is a BlueFlame write: the last WQE's first 64 bytes, its control
+//   segment naming that WQE's own index (libmlx5's convention), the header stored last.
+// --no-unregister: exits without unregistering the doorbell pages or destroying anything (as a
+//   program that skips its teardown does).
+// --fork: after mapping the doorbells, forks a child that exits at once through exit() (its
+//   atexit handlers run), while the parent goes on.
 // The output names what was done and verified, and nothing that differs between runs.
 #include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -163,7 +172,7 @@ bool verify_mix(const MixBlock& b, int q) {
 int main(int argc, char** argv) {
   std::string resolve = "link";
   int qps = 1, ops = 100, gap_ms = 0;
-  bool probe = false, plain_page = false, mix = false;
+  bool probe = false, plain_page = false, mix = false, halves = false, blueflame = false, no_unregister = false, fork_child = false;
   int burst = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -175,6 +184,10 @@ int main(int argc, char** argv) {
     else if (a == "--plain-page") plain_page = true;
     else if (a == "--mix") mix = true;
     else if (a == "--burst" && i + 1 < argc) burst = atoi(argv[++i]);
+    else if (a == "--halves") halves = true;
+    else if (a == "--blueflame") blueflame = true;
+    else if (a == "--no-unregister") no_unregister = true;
+    else if (a == "--fork") fork_child = true;
     else {
       fprintf(stderr, "doorbell_client: unknown option %s\n", a.c_str());
       return 2;
@@ -212,7 +225,19 @@ int main(int argc, char** argv) {
     HOST_REQUIRE(d.host_unregister(page) == 0);
     printf("probe: the doorbell page can be mapped\n");
   }
-  for (Endpoint& e : a) e.doorbell = map_doorbell(d, e);
+  for (Endpoint& e : a) {
+    e.doorbell = map_doorbell(d, e);
+    e.alternate_halves = halves;
+    e.blueflame = blueflame;
+  }
+  if (fork_child) {
+    pid_t child = fork();
+    HOST_REQUIRE(child >= 0);
+    if (child == 0) exit(0);  // the inherited atexit handlers run in the child
+    int status = 0;
+    HOST_REQUIRE(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    printf("fork: the child exited\n");
+  }
   std::vector<uint8_t> plain;
   if (plain_page) {
     void* p = aligned_alloc(4096, 4096);
@@ -303,6 +328,11 @@ int main(int argc, char** argv) {
     bad += !ok;
   }
 
+  if (no_unregister) {  // the pages stay mapped, every object alive: exit() has to cope
+    if (bad || g_failures) return 1;
+    printf("all operations verified\n");
+    return 0;
+  }
   for (Endpoint& e : a) HOST_REQUIRE(d.host_unregister(e.uar->base_addr) == 0);
   ibv_dereg_mr(mr);
   for (std::vector<Endpoint>* side : {&a, &b})

@@ -24,8 +24,10 @@ using sigmatrace::format::UarMapOutcome;
 
 namespace {
 
-// Every doorbell of each QP, in the order seen: producer indices 1..ops, each announcing one WQEBB.
-void expect_one_doorbell_per_operation(const ProcessEvents& p, int qps, int ops) {
+// Every doorbell of each QP, in the order seen: producer indices 1..ops, each announcing one WQEBB,
+// each of that kind (DoorbellKind: an 8-byte doorbell, or a BlueFlame write).
+void expect_one_doorbell_per_operation(const ProcessEvents& p, int qps, int ops,
+                                       sigmatrace::format::DoorbellKind kind = sigmatrace::format::DoorbellKind::doorbell) {
   const std::vector<uint64_t> senders = sender_qpns(p);
   ASSERT_EQ(senders.size(), size_t(qps));
   std::map<uint64_t, std::vector<const TraceEvent*>> by_qp;
@@ -36,7 +38,7 @@ void expect_one_doorbell_per_operation(const ProcessEvents& p, int qps, int ops)
     ASSERT_EQ(v.size(), size_t(ops)) << "QP " << qpn;
     std::stable_sort(v.begin(), v.end(), [](const TraceEvent* a, const TraceEvent* b) { return a->tsc < b->tsc; });
     bool consecutive = true;
-    for (size_t k = 0; k < v.size(); ++k) consecutive &= (*v[k])[2] == k + 1 && (*v[k])[3] == 1 && (*v[k])[4] == 1;
+    for (size_t k = 0; k < v.size(); ++k) consecutive &= (*v[k])[2] == k + 1 && (*v[k])[3] == 1 && (*v[k])[4] == uint64_t(kind);
     EXPECT_TRUE(consecutive) << "QP " << qpn << ": producer indices are not 1.." << ops << " with delta 1";
   }
   EXPECT_EQ(by_qp.size(), senders.size()) << "doorbells on QPs the client did not create";
@@ -284,5 +286,41 @@ TEST(DoorbellHijackModes, OnePollerCanServeSeveralPages) {
   EXPECT_EQ(started, 2u);
   EXPECT_EQ(pages_served, 4u);
 }
+
+// How real stacks ring that the dedicated-page, one-store client does not: alternating halves of
+// the register pair, BlueFlame writes whose control segment names the last WQE's own index
+// (libmlx5), an exit without unregistering, and a child forked after the mapping that exits
+// through exit(). Each doorbell must still be recorded once, on its QP, announcing one WQEBB
+// (the BlueFlame ones as such), every operation must complete, and the poller must have stopped
+// with every doorbell of its pages.
+struct RingingCase {
+  const char* name;
+  std::vector<std::string> args;
+};
+class DoorbellRinging : public ::testing::TestWithParam<RingingCase> {};
+
+TEST_P(DoorbellRinging, EveryDoorbellIsForwardedInOrderAndCountedOnce) {
+  TempDir t;
+  const int qps = 2, ops = 120;
+  std::vector<std::string> args = {"--qps", std::to_string(qps), "--ops", std::to_string(ops)};
+  args.insert(args.end(), GetParam().args.begin(), GetParam().args.end());
+  ClientRun r = run_client(args, "simple", t / "exp");
+  expect_same_output(r);
+  const ProcessEvents* p = r.client();
+  ASSERT_NE(p, nullptr);
+  const bool blueflame = std::find(args.begin(), args.end(), "--blueflame") != args.end();
+  expect_one_doorbell_per_operation(*p, qps, ops, blueflame ? sigmatrace::format::DoorbellKind::blueflame : sigmatrace::format::DoorbellKind::doorbell);
+  uint64_t stopped = 0, doorbells = 0;
+  for (const TraceEvent* e : p->of(EventType::gpu_poller))
+    if ((*e)[0] == 2) ++stopped, doorbells += (*e)[2];
+  EXPECT_EQ(stopped, 1u) << "the poller's stop (with its totals) is recorded, also when the pages were never unmapped";
+  EXPECT_EQ(doorbells, uint64_t(qps) * uint64_t(ops));
+}
+
+INSTANTIATE_TEST_SUITE_P(Stacks, DoorbellRinging,
+                         ::testing::Values(RingingCase{"halves", {"--halves"}}, RingingCase{"blueflame", {"--blueflame"}},
+                                           RingingCase{"blueflame_halves", {"--blueflame", "--halves"}},
+                                           RingingCase{"no_unregister", {"--no-unregister"}}, RingingCase{"fork", {"--fork"}}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -4,6 +4,8 @@
 // lands in a different bit position.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "analysis/experiment_model.h"
 #include "mlx5/prm.hpp"
 #include "mlx5/wqe.hpp"
@@ -49,6 +51,44 @@ TEST(DoorbellTracker, MoreQpsThanSlotsAreCountedNotMixedUp) {
   for (uint32_t q = 1; q <= DoorbellTracker::kMaxQps + 3; ++q) t.observe(m5::doorbell_value(1, q));
   EXPECT_EQ(t.untracked_qps(), 3u);
   EXPECT_EQ(t.observe(m5::doorbell_value(2, 1)).delta, 1u);  // a tracked QP still counts right
+}
+
+// libmlx5 (and a BlueFlame copy) rings with the last WQE's control segment: its own index, its
+// opcode and size. The queue is filled up to past that WQE: a 3-WQEBB WQE at index 10 -> 13.
+TEST(DoorbellTracker, AControlSegmentCopyAnnouncesTheIndexPastItsWqe) {
+  DoorbellTracker t;
+  m5::CtrlSeg c{};
+  c.opmod_idx_opcode = m5::ctrl_opmod_idx_opcode(0, 10, m5::kOpRdmaWrite);
+  c.qpn_ds = m5::ctrl_qpn_ds(0x42, 9);  // 144 bytes: 3 WQEBBs
+  uint64_t v;
+  memcpy(&v, &c, 8);
+  auto s = t.observe(v);
+  EXPECT_EQ(s.pi, 13u);
+  EXPECT_EQ(s.delta, 13u);
+  c.opmod_idx_opcode = m5::ctrl_opmod_idx_opcode(0, 13, m5::kOpNop);
+  c.qpn_ds = m5::ctrl_qpn_ds(0x42, 1);
+  memcpy(&v, &c, 8);
+  EXPECT_EQ(t.observe(v).delta, 1u) << "a one-WQEBB NOP";
+  EXPECT_EQ(t.observe(m5::doorbell_value(20, 0x42)).delta, 6u) << "the GPU stacks' form: the next free index";
+}
+
+// A QP destroyed and its number given to a new QP of the same device: the new one starts at
+// index 0, in forward mode as with WQE recovery.
+TEST(DoorbellTracker, AReusedQpNumberStartsFromIndexZero) {
+  namespace db = sigmatrace::profiler::doorbell;
+  db::SendQueue q;
+  q.device_context = 0xc0ffee;
+  q.qpn = 0x77;
+  q.log_wqebbs = 6;
+  db::add_send_queue(q);
+  DoorbellTracker t;
+  EXPECT_EQ(t.observe(m5::doorbell_value(40, 0x77), 0xc0ffee).delta, 40u);
+  db::remove_send_queue(0xc0ffee, 0x77);
+  db::add_send_queue(q);  // the same number, a new QP
+  auto s = t.observe(m5::doorbell_value(3, 0x77), 0xc0ffee);
+  EXPECT_EQ(s.delta, 3u) << "counted from the new QP's index 0, not from the old one's 40";
+  EXPECT_EQ(t.observe(m5::doorbell_value(5, 0x77), 0xc0ffee).delta, 2u);
+  db::remove_send_queue(0xc0ffee, 0x77);
 }
 
 TEST(DevxCommands, CreateQpIsDecodedFromItsMailbox) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "mlx5/wqe.hpp"
+#include "profiler/doorbell/send_queues.h"
 
 namespace sigmatrace::profiler::doorbell {
 
@@ -22,6 +23,8 @@ class DoorbellTracker {
     uint32_t qpn;  // 0: free (QPN 0 is never a data QP)
     uint16_t pi;
     SqRecovery* recovery;
+    bool known;          // the QP's send queue was known when it first rang (devx CREATE_QP seen)
+    SendQueueRef queue;  // which one: a QP number the device reused is a new QP, from index 0
   };
   struct Seen {
     uint32_t qpn;
@@ -30,17 +33,24 @@ class DoorbellTracker {
     Slot* slot;      // null: more QPs than slots
   };
 
-  Seen observe(uint64_t value) {
+  // device_context: the ibv_context of the page's UAR (QP numbers are per device).
+  Seen observe(uint64_t value, uintptr_t device_context = 0) {
     mlx5::Doorbell d = mlx5::decode_doorbell(value);
-    Slot* s = slot(d.qpn);
+    const uint16_t pi = mlx5::announced_index(d);
+    Slot* s = slot(d.qpn, device_context);
     uint16_t before = 0;
     if (s) {
+      if (s->known && !still_current(s->queue)) {  // destroyed, and its number given to a new QP
+        SendQueue q;
+        s->known = find_send_queue(device_context, d.qpn, &q, &s->queue);
+        s->pi = 0;
+      }
       before = s->pi;
-      s->pi = d.pi;
+      s->pi = pi;
     } else {
       ++untracked_;  // more QPs than slots: the delta is counted from 0 (reported as untracked)
     }
-    return Seen{d.qpn, d.pi, uint32_t(uint16_t(d.pi - before)), s};
+    return Seen{d.qpn, pi, uint32_t(uint16_t(pi - before)), s};
   }
 
   uint64_t untracked_qps() const { return untracked_; }
@@ -52,12 +62,14 @@ class DoorbellTracker {
   }
 
  private:
-  Slot* slot(uint32_t qpn) {
+  Slot* slot(uint32_t qpn, uintptr_t device_context) {
     uint32_t i = (qpn * 2654435761u) % kMaxQps;
     for (uint32_t probe = 0; probe < kMaxQps; ++probe, i = (i + 1) % kMaxQps) {
       if (slots_[i].qpn == qpn) return &slots_[i];
       if (slots_[i].qpn == 0) {
-        slots_[i] = Slot{qpn, 0, nullptr};
+        slots_[i] = Slot{qpn, 0, nullptr, false, {}};
+        SendQueue q;
+        slots_[i].known = find_send_queue(device_context, qpn, &q, &slots_[i].queue);
         return &slots_[i];
       }
     }

@@ -10,6 +10,7 @@
 #include "format/event_types.h"
 #include "profiler/doorbell/poller.h"
 #include "profiler/doorbell/uar_registry.h"
+#include "profiler/doorbell/wqe_recovery.h"
 #include "profiler/runtime/log.h"
 #include "profiler/runtime/recorder.h"
 
@@ -90,6 +91,9 @@ bool start_shadow(const DriverCalls& d, Shadow* s, const UarPage& uar, std::stri
     *why = "cannot allocate a shadow doorbell page";
     return false;
   }
+  // A forked child must not share it: the GPU writes this page, and a child's write to it (or to
+  // its own copy-on-write copy) must never hide a doorbell from the parent's poller.
+  madvise(page, kUarMappingBytes, MADV_DONTFORK);
   if (cuda::CUresult r = d.host_register(page, kUarMappingBytes, cuda::kHostRegisterPortable | cuda::kHostRegisterDeviceMap)) {
     munmap(page, kUarMappingBytes);
     *why = "cuMemHostRegister of the shadow doorbell page failed with CUresult " + std::to_string(r);
@@ -102,7 +106,7 @@ bool start_shadow(const DriverCalls& d, Shadow* s, const UarPage& uar, std::stri
   w.device_context = uar.context;
   const uint32_t off = static_cast<uint32_t>(uar.reg - uar.base) & (kUarMappingBytes - 8);
   w.offsets[0] = off;
-  w.offsets[1] = off ^ 0x100;  // the BlueFlame twin
+  w.offsets[1] = off ^ mlx5::kUarTwinOffset;  // the BlueFlame twin
   w.last[0] = w.last[1] = 0;
   w.state.store(page_watched);
   if (!watch(&w, why)) {
@@ -116,14 +120,14 @@ bool start_shadow(const DriverCalls& d, Shadow* s, const UarPage& uar, std::stri
 }
 
 void end_shadow(const DriverCalls& d, Shadow* s) {
-  if (s->host) {
-    g_live_shadows.fetch_sub(1, std::memory_order_release);
-    unwatch(&s->page);
-    d.host_unregister(s->host);
-    munmap(s->host, kUarMappingBytes);
-  }
   for (Shadow*& slot : g_shadows)
     if (slot == s) slot = nullptr;
+  if (s->host) {
+    g_live_shadows.fetch_sub(1, std::memory_order_release);
+    if (!unwatch(&s->page)) return;  // a poller still reads it: leaked, not freed
+    if (driver_calls_allowed()) d.host_unregister(s->host);
+    munmap(s->host, kUarMappingBytes);
+  }
   delete s;
 }
 

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "profiler/doorbell/wqe_recovery.h"
 #include "profiler/providers/cuda/device_copy.h"
 #include "profiler/providers/cuda/kernel_markers.h"
+#include "profiler/runtime/identity.h"
 #include "profiler/runtime/log.h"
 #include "profiler/runtime/recorder.h"
 
@@ -53,11 +55,59 @@ struct Poller {
   // quiesce_pollers asks for a report of every QP's WQE recovery; the poller answers.
   std::atomic<uint64_t> reports_asked{0}, reports_done{0};
   CopyStreams streams;               // WQE recovery's copy streams (poller thread only)
+  // Its CPU is one the application may run on too: it yields instead of spinning when idle.
+  bool shares_cpu = true;
 };
 
 std::mutex g_mutex;
 Poller* g_pollers[kMaxPollers] = {};
 int g_next_index = 0;
+long g_local_rank = 0;  // spreads the pollers of a node's processes over the CPUs they may take
+
+// At exit (an atexit handler registered after CUDA's own, so it runs first): what was rung is
+// reported while the driver is still there, and from then on the pollers only forward, without
+// a driver call (the exit handlers still to run, CUDA's teardown among them, may ring doorbells:
+// those are forwarded, their WQEs counted unread). The pollers stay until the process ends.
+std::atomic<bool> g_exiting{false};
+void before_exit() {
+  g_exiting.store(true, std::memory_order_release);
+  quiesce_pollers();
+  forbid_driver_calls();
+}
+
+// A forked child has none of its parent's poller threads: it forgets them (never joins or frees
+// them) and makes no driver call (CUDA is not usable in a forked child).
+void fork_prepare() { g_mutex.lock(); }
+void fork_parent() { g_mutex.unlock(); }
+void fork_child() {
+  g_mutex.unlock();
+  for (Poller*& p : g_pollers) p = nullptr;
+  forbid_driver_calls();
+}
+
+void on_first_watch() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  atexit(before_exit);
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  g_local_rank = local_rank_from_environment();
+  if (g_local_rank < 0) g_local_rank = 0;
+}
+
+// The CPUs a poller may take when SIGMATRACE_DOORBELL_CPUS names none: those outside the
+// calling (application) thread's affinity mask, so that a core-bound rank never shares its core
+// with a spinning poller. Empty when the application may run everywhere.
+std::vector<int> cpus_outside_the_application() {
+  std::vector<int> out;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) return out;
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  for (int c = 0; c < online && c < CPU_SETSIZE; ++c)
+    if (!CPU_ISSET(c, &mine)) out.push_back(c);
+  return out;
+}
 
 uint64_t now_ns(clockid_t clock) {
   timespec ts{};
@@ -66,6 +116,8 @@ uint64_t now_ns(clockid_t clock) {
 }
 
 bool recording() { return g_settings.active && g_settings.active->load(std::memory_order_relaxed); }
+// Kernel markers are CUDA events the driver is asked about.
+bool markers_due() { return recording() && driver_calls_allowed() && cuda::kernel_markers_pending(); }
 
 // The poller's SqRecovery of the QP a doorbell named (WQE recovery only). A QP destroyed, or its
 // number reused by a new QP, is reported and replaced; the new QP counts from index 0.
@@ -99,61 +151,94 @@ void for_each_recovery(WatchedPage& w, RecoveryStep step, bool retire = false) {
   });
 }
 
-// One look at both registers of a page; true if either changed. The value is forwarded first
-// (the NIC waits for it), then decoded and recorded — except with SIGMATRACE_WQE_BATCH=sync,
-// where the WQEs it announces are read first.
-bool poll_page(Poller& p, WatchedPage& w) {
-  bool changed = false;
-  for (int i = 0; i < 2; ++i) {
-    const uint32_t off = w.offsets[i];
-    auto* src = reinterpret_cast<uint64_t*>(w.shadow + off);
-    uint64_t v = __atomic_load_n(src, __ATOMIC_ACQUIRE);
-    if (v == w.last[i]) continue;
-    uint64_t tsc = read_tsc();
-    // A BlueFlame write is a whole 64-byte WQE copied into the register block: the words after
-    // the first differ from what was forwarded last. Forward the block, its first word last.
-    uint64_t block[8];
-    bool blueflame = false;
-    for (int k = 1; k < 8; ++k) blueflame |= (block[k] = __atomic_load_n(src + k, __ATOMIC_RELAXED)) != 0;
-    const auto kind = blueflame ? format::DoorbellKind::blueflame : format::DoorbellKind::doorbell;
-    const bool wqes = recovering_wqes() && recording();
-    const bool sync = wqes && recovering_sync();
-    DoorbellTracker::Seen s{};
-    if (sync) {
-      s = w.tracker.observe(v);
-      if (SqRecovery* r = recovery_for(p, w, s)) r->doorbell(tsc, s.pi, s.delta, kind);
+// A BlueFlame write is a whole 64-byte WQE copied into the register block, its control segment
+// (opcode or size not 0: GPU stacks' 8-byte doorbells carry neither) in the first word. Its body
+// is read until it holds still (the writer may still be storing it), with the first word checked
+// again after it, so that a new header never goes out with an old body; a body equal to the last
+// one forwarded is no BlueFlame (an 8-byte doorbell whose register kept an older copy).
+constexpr int kSettleLooks = 64;
+bool read_blueflame(const uint64_t* src, uint64_t v, const uint64_t* last_body, uint64_t* body) {
+  const mlx5::Doorbell d = mlx5::decode_doorbell(v);
+  if (d.opcode == 0 && d.ds == 0) return false;
+  for (int k = 1; k < 8; ++k) body[k] = __atomic_load_n(src + k, __ATOMIC_ACQUIRE);
+  for (int look = 0; look < kSettleLooks; ++look) {
+    bool same = __atomic_load_n(src, __ATOMIC_ACQUIRE) == v;
+    for (int k = 1; k < 8; ++k) {
+      const uint64_t again = __atomic_load_n(src + k, __ATOMIC_ACQUIRE);
+      same &= again == body[k];
+      body[k] = again;
     }
-    auto* dst = reinterpret_cast<volatile uint64_t*>(w.real + off);
-    if (blueflame)
-      for (int k = 1; k < 8; ++k)
-        if (block[k]) dst[k] = block[k];
-    *dst = v;
-#if defined(__x86_64__)
-    __builtin_ia32_sfence();  // out of a write-combining buffer now: a UAR is WC or UC memory
-#else
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-    if (blueflame)
-      for (int k = 1; k < 8; ++k) __atomic_store_n(src + k, uint64_t{0}, __ATOMIC_RELAXED);
-    w.last[i] = v;
-    ++w.doorbells;
-    changed = true;
-    if (!sync) s = w.tracker.observe(v);
-    if (!recording()) continue;
-    if (g_settings.aggregate) aggregate_add(format::AggregateKey::gpu_doorbell_qp, s.qpn, w.page_id, s.delta);
-    if (wqes) {
-      if (sync) continue;
-      if (SqRecovery* r = recovery_for(p, w, s)) {
-        r->doorbell(tsc, s.pi, s.delta, kind);
-        continue;
-      }
-    }
-    if (!g_settings.aggregate)
-      record_at<EventType::gpu_doorbell>(tsc, uint64_t{w.page_id}, uint64_t{s.qpn}, uint64_t{s.pi}, uint64_t{s.delta},
-                                         static_cast<uint64_t>(kind), static_cast<uint64_t>(format::DoorbellWqeClass::not_read),
-                                         uint64_t{0});
+    if (same) break;
   }
+  bool changed = false;
+  for (int k = 1; k < 8; ++k) changed |= body[k] != last_body[k];
   return changed;
+}
+
+// One register of a page changed to v: forwarded, then decoded and recorded — except with
+// SIGMATRACE_WQE_BATCH=sync, where the WQEs it announces are read first.
+void forward_register(Poller& p, WatchedPage& w, int i, uint64_t v) {
+  const uint32_t off = w.offsets[i];
+  auto* src = reinterpret_cast<uint64_t*>(w.shadow + off);
+  uint64_t tsc = read_tsc();
+  uint64_t body[8];
+  const bool blueflame = read_blueflame(src, v, w.last_body[i], body);
+  const auto kind = blueflame ? format::DoorbellKind::blueflame : format::DoorbellKind::doorbell;
+  const bool wqes = recovering_wqes() && recording();
+  const bool sync = wqes && recovering_sync();
+  DoorbellTracker::Seen s{};
+  if (sync) {
+    s = w.tracker.observe(v, w.device_context);
+    if (SqRecovery* r = recovery_for(p, w, s)) r->doorbell(tsc, s.pi, s.delta, kind);
+  }
+  auto* dst = reinterpret_cast<volatile uint64_t*>(w.real + off);
+  if (blueflame)  // the whole block, its first word last
+    for (int k = 1; k < 8; ++k) dst[k] = body[k], w.last_body[i][k] = body[k];
+  *dst = v;
+#if defined(__x86_64__)
+  __builtin_ia32_sfence();  // out of a write-combining buffer now: a UAR is WC or UC memory
+#else
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+  w.last[i] = v;
+  ++w.doorbells;
+  if (!sync) s = w.tracker.observe(v, w.device_context);
+  if (!recording()) return;
+  if (g_settings.aggregate) aggregate_add(format::AggregateKey::gpu_doorbell_qp, s.qpn, w.page_id, s.delta);
+  if (wqes) {
+    if (sync) return;
+    if (SqRecovery* r = recovery_for(p, w, s)) {
+      r->doorbell(tsc, s.pi, s.delta, kind);
+      return;
+    }
+  }
+  if (!g_settings.aggregate)
+    record_at<EventType::gpu_doorbell>(tsc, uint64_t{w.page_id}, uint64_t{s.qpn}, uint64_t{s.pi}, uint64_t{s.delta},
+                                       static_cast<uint64_t>(kind), static_cast<uint64_t>(format::DoorbellWqeClass::not_read), uint64_t{0});
+}
+
+// One look at both registers of a page (mlx5 alternates between the two halves of a BlueFlame
+// register pair); true if either changed. When both changed since the last look and name the
+// same QP, the one announcing the earlier index goes first, so the NIC sees them in the order
+// they were written.
+bool poll_page(Poller& p, WatchedPage& w) {
+  uint64_t v[2];
+  bool changed[2];
+  for (int i = 0; i < 2; ++i) {
+    v[i] = __atomic_load_n(reinterpret_cast<uint64_t*>(w.shadow + w.offsets[i]), __ATOMIC_ACQUIRE);
+    changed[i] = v[i] != w.last[i];
+  }
+  if (!changed[0] && !changed[1]) return false;
+  int first = 0;
+  if (changed[0] && changed[1]) {
+    const mlx5::Doorbell a = mlx5::decode_doorbell(v[0]), b = mlx5::decode_doorbell(v[1]);
+    if (a.qpn == b.qpn && uint16_t(mlx5::announced_index(a) - mlx5::announced_index(b)) < 0x8000) first = 1;  // b is earlier
+  }
+  for (int k = 0; k < 2; ++k) {
+    const int i = k == 0 ? first : 1 - first;
+    if (changed[i]) forward_register(p, w, i, v[i]);
+  }
+  return true;
 }
 
 void record_poller(uint64_t event, uint32_t pages, uint64_t doorbells, uint64_t cpu_ns, uint64_t wall_ns, int cpu,
@@ -177,7 +262,8 @@ void* poller_main(void* arg) {
   uint32_t pages_served = 0, pauses = 1;
   uint64_t idle_rounds = 0;
   uint64_t idle_since = 0;
-  bool sleeping = false;  // idle for longer than SIGMATRACE_DOORBELL_SPIN_MS: one look every 20 us
+  bool sleeping = false;
+  bool totals_recorded = false;  // idle for longer than SIGMATRACE_DOORBELL_SPIN_MS: one look every 20 us
   while (!p->stop.load(std::memory_order_relaxed)) {
     bool any = false;
     WatchedPage* only = nullptr;
@@ -200,12 +286,21 @@ void* poller_main(void* arg) {
     }
     const uint64_t asked = p->reports_asked.load(std::memory_order_acquire);
     if (asked != p->reports_done.load(std::memory_order_relaxed)) {
+      uint64_t db = doorbells;
+      uint32_t served = pages_served;
       for (auto& slot : p->pages)
         if (WatchedPage* w = slot.load(std::memory_order_acquire)) {
           poll_page(*p, *w);
           for_each_recovery(*w, RecoveryStep::report);
+          db += w->doorbells, ++served;
         }
-      if (recording() && cuda::kernel_markers_pending()) cuda::resolve_kernel_markers();
+      // The process is exiting with pages still mapped: this poller goes on forwarding until the
+      // end, and its totals are recorded now, while the profiler still records.
+      if (g_exiting.load(std::memory_order_acquire) && !totals_recorded) {
+        record_poller(2, served, db, now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0, now_ns(CLOCK_MONOTONIC) - wall0, p->cpu, untracked);
+        totals_recorded = true;
+      }
+      if (markers_due()) cuda::resolve_kernel_markers();
       p->reports_done.store(asked, std::memory_order_release);
     }
     p->passes.fetch_add(1, std::memory_order_release);
@@ -219,7 +314,7 @@ void* poller_main(void* arg) {
       if (++idle_rounds == kCopyIdleRounds) {  // nothing to forward: time for the WQE copies
         for (auto& slot : p->pages)
           if (WatchedPage* w = slot.load(std::memory_order_acquire)) for_each_recovery(*w, RecoveryStep::copy);
-        if (recording() && cuda::kernel_markers_pending()) cuda::resolve_kernel_markers();
+        if (markers_due()) cuda::resolve_kernel_markers();
       }
       cpu_relax();
       continue;
@@ -234,19 +329,24 @@ void* poller_main(void* arg) {
     if (sleeping) {
       timespec ts{0, kSleepPollNs};
       nanosleep(&ts, nullptr);
-      if ((++idle_rounds & 63) == 0 && recording() && cuda::kernel_markers_pending()) cuda::resolve_kernel_markers();  // about every 1.5 ms
+      if ((++idle_rounds & 63) == 0 && markers_due()) cuda::resolve_kernel_markers();  // about every 1.5 ms
       continue;
     }
     if (seen == 1 && g_settings.wait != format::PollerWait::pause) {
       wait_for_write(g_settings.wait, only->shadow + only->offsets[0], kMonitorCycles);
       continue;
     }
-    if ((idle_rounds & 4095) == 0 && recording() && cuda::kernel_markers_pending()) cuda::resolve_kernel_markers();
+    if ((idle_rounds & 4095) == 0 && markers_due()) cuda::resolve_kernel_markers();
+    if (p->shares_cpu && pauses == kMaxBackoffPauses) {
+      sched_yield();  // an application thread that wants this CPU gets it
+      continue;
+    }
     for (uint32_t i = 0; i < pauses; ++i) cpu_relax();
     if (pauses < kMaxBackoffPauses) pauses *= 2;
   }
-  p->streams.close_all();
-  record_poller(2, pages_served, doorbells, now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0, now_ns(CLOCK_MONOTONIC) - wall0, p->cpu, untracked);
+  if (driver_calls_allowed()) p->streams.close_all();
+  if (!totals_recorded)
+    record_poller(2, pages_served, doorbells, now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0, now_ns(CLOCK_MONOTONIC) - wall0, p->cpu, untracked);
   return nullptr;
 }
 
@@ -267,17 +367,28 @@ Poller* start_poller(std::string* why) {
     return nullptr;
   }
   p->index = g_next_index++;
-  if (!g_settings.cpus.empty()) p->cpu = g_settings.cpus[size_t(p->index) % g_settings.cpus.size()];
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  if (p->cpu >= 0) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(p->cpu, &set);
-    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+  // SIGMATRACE_DOORBELL_CPUS is shared out among the node's processes by local rank; without it
+  // a poller takes a CPU outside the application's affinity mask where there is one.
+  const std::vector<int> outside = g_settings.cpus.empty() ? cpus_outside_the_application() : std::vector<int>{};
+  const std::vector<int>& choice = g_settings.cpus.empty() ? outside : g_settings.cpus;
+  if (!choice.empty()) p->cpu = choice[size_t(g_local_rank + p->index) % choice.size()];
+  p->shares_cpu = !g_settings.cpus.empty() ? false : outside.empty();
+  int rc = EAGAIN;
+  for (int attempt = 0; attempt < 2 && rc != 0; ++attempt) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (p->cpu >= 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(p->cpu, &set);
+      pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+    }
+    rc = pthread_create(&p->thread, &attr, &poller_main, p);
+    pthread_attr_destroy(&attr);
+    // A CPU outside this cgroup's cpuset is refused: the poller then takes the application's.
+    if (rc == EINVAL && p->cpu >= 0 && g_settings.cpus.empty()) p->cpu = -1, p->shares_cpu = true;
+    else break;
   }
-  int rc = pthread_create(&p->thread, &attr, &poller_main, p);
-  pthread_attr_destroy(&attr);
   if (rc != 0) {
     *why = std::string("cannot start a poller thread: ") + strerror(rc);
     delete p;
@@ -301,6 +412,7 @@ void configure_pollers(const Config& config, const std::atomic<bool>* active) {
 
 bool watch(WatchedPage* page, std::string* why) {
   std::lock_guard<std::mutex> lock(g_mutex);
+  on_first_watch();
   Poller* p = nullptr;
   for (Poller* q : g_pollers)
     if (q && q->page_count < g_settings.pages_per_poller) {
@@ -319,7 +431,7 @@ bool watch(WatchedPage* page, std::string* why) {
   return false;
 }
 
-void unwatch(WatchedPage* page) {
+bool unwatch(WatchedPage* page) {
   std::lock_guard<std::mutex> lock(g_mutex);
   for (Poller*& p : g_pollers) {
     if (!p) continue;
@@ -327,21 +439,27 @@ void unwatch(WatchedPage* page) {
     for (auto& slot : p->pages) here |= slot.load(std::memory_order_acquire) == page;
     if (!here) continue;
     page->state.store(page_retiring, std::memory_order_release);
-    // The poller makes its last pass over the page within a round; a poller that is gone
-    // (cannot happen while it has pages) would leave us waiting, hence the bound.
+    // The poller makes its last pass over the page within a round, unless it is stuck (in a
+    // driver call): then the page, and the poller, are left as they are rather than freed under
+    // it — a page and a thread leaked, said once, instead of a use after free.
     for (int i = 0; i < 200000 && page->state.load(std::memory_order_acquire) != page_retired; ++i) {
       timespec ts{0, 5000};
       nanosleep(&ts, nullptr);
     }
-    if (page->state.load(std::memory_order_acquire) != page_retired) log_line("a doorbell poller did not release its page within 1 s");
+    if (page->state.load(std::memory_order_acquire) != page_retired) {
+      log_line("a doorbell poller did not release its page within 1 s: the page is left mapped and the poller running");
+      p = nullptr;
+      return false;
+    }
     if (--p->page_count == 0) {
       p->stop.store(true, std::memory_order_release);
       pthread_join(p->thread, nullptr);
       delete p;
       p = nullptr;
     }
-    return;
+    return true;
   }
+  return true;
 }
 
 void quiesce_pollers() {

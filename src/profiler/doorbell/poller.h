@@ -25,6 +25,7 @@ struct WatchedPage {
   // 512-byte block): reg_addr's offset and that offset ^ 0x100.
   uint32_t offsets[2] = {};
   uint64_t last[2] = {};             // the newest value forwarded from each
+  uint64_t last_body[2][8] = {};     // the last BlueFlame body forwarded from each (words 1..7)
   DoorbellTracker tracker;
   uint64_t doorbells = 0;            // changes seen (poller thread only)
   std::atomic<int> state{0};         // PageState
@@ -38,8 +39,9 @@ void configure_pollers(const Config& config, const std::atomic<bool>* active);
 // could be started: the caller then leaves the application's mapping alone.
 bool watch(WatchedPage* page, std::string* why);
 // Makes a last pass over page (nothing the GPU wrote is left unforwarded), stops watching it
-// and, if its poller has no page left, stops the thread. page can be freed afterwards.
-void unwatch(WatchedPage* page);
+// and, if its poller has no page left, stops the thread. page can be freed afterwards when it
+// returns true; false: its poller did not let it go (stuck), and it must be left mapped.
+bool unwatch(WatchedPage* page);
 // Returns once every poller has made a complete pass since the call and reported its QPs' WQE
 // recovery (bounded: 50 ms, 1 s with WQE recovery): at shutdown, so that doorbells rung just
 // before, and the WQEs of a batch not yet full, are recorded.

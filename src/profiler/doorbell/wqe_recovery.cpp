@@ -71,6 +71,12 @@ void configure_recovery(const Config& config, const std::atomic<bool>* active) {
 }
 
 bool recovering_wqes() { return g_settings.wqe; }
+
+namespace {
+std::atomic<bool> g_driver_calls{true};
+}
+bool driver_calls_allowed() { return g_driver_calls.load(std::memory_order_acquire); }
+void forbid_driver_calls() { g_driver_calls.store(false, std::memory_order_release); }
 bool recovering_sync() { return g_settings.wqe && g_settings.batch == kWqeBatchSync; }
 
 cuda::DeviceCopyStream* CopyStreams::for_context(uintptr_t context, std::string* why) {
@@ -99,7 +105,9 @@ SqRecovery* SqRecovery::create(uintptr_t device_context, uint32_t qpn, uint32_t 
   std::string why;
   const uint32_t slots = 1u << r->sq_.log_wqebbs;
   const size_t bytes = size_t(slots) * m5::kWqeBbSize;
-  if (r->sq_.memory == SqMemory::gpu) {
+  if (r->sq_.memory == SqMemory::gpu && !driver_calls_allowed()) {
+    why = "the process is exiting (or is a forked child): its GPU memory is not read";
+  } else if (r->sq_.memory == SqMemory::gpu) {
     r->stream_ = streams->for_context(r->sq_.cu_context, &why);
     if (r->stream_ && !(r->staging_ = static_cast<uint8_t*>(cuda::alloc_pinned(bytes))))
       why = "cannot allocate pinned memory for the WQE copies";
@@ -125,6 +133,7 @@ SqRecovery* SqRecovery::create(uintptr_t device_context, uint32_t qpn, uint32_t 
 }
 
 SqRecovery::~SqRecovery() {
+  if (pinned_ && !driver_calls_allowed()) return;  // pinned memory is the driver's: left to the process's end
   if (pinned_) cuda::free_pinned(staging_);
   else free(staging_);
 }
@@ -136,7 +145,7 @@ bool SqRecovery::copy_slots(uint64_t from, uint32_t count) {
     const uint32_t n = count < slots_ - slot ? count : slots_ - slot;
     const size_t off = size_t(slot) * m5::kWqeBbSize, len = size_t(n) * m5::kWqeBbSize;
     if (sq_.memory == SqMemory::gpu) {
-      if (!stream_->copy(staging_ + off, sq_.addr + off, len)) return false;
+      if (!driver_calls_allowed() || !stream_->copy(staging_ + off, sq_.addr + off, len)) return false;
     } else {
       memcpy(staging_ + off, reinterpret_cast<const uint8_t*>(sq_.addr) + off, len);
     }
@@ -245,7 +254,7 @@ void SqRecovery::drain() {
   bool ok = !copy_failed_;
   if (ok && sq_.memory == SqMemory::gpu) {
     const uint64_t t0 = monotonic_ns();
-    ok = stream_->wait();
+    ok = driver_calls_allowed() && stream_->wait();
     const uint64_t waited = monotonic_ns() - t0;
     wait_ns_ += waited;
     if (waited > max_wait_ns_) max_wait_ns_ = waited;
@@ -266,7 +275,7 @@ void SqRecovery::drain() {
                                          static_cast<uint64_t>(d.kind), static_cast<uint64_t>(cls), uint64_t{wqes});
     walk(d, true, &wqes);
   }
-  if (!ok) log_failure_once(sq_.qpn, "a copy of its send queue failed");
+  if (!ok && driver_calls_allowed()) log_failure_once(sq_.qpn, "a copy of its send queue failed");
   npending_ = 0;
   copy_failed_ = false;
 }

@@ -37,6 +37,10 @@ void configure_recovery(const Config& config, const std::atomic<bool>* active);
 constexpr uint32_t kCopyIdleRounds = 64;
 constexpr uint32_t kWqeCopyChunk = 32;
 bool recovering_wqes();   // SIGMATRACE_DOORBELLS=wqe
+// Whether the doorbell machinery may still call the CUDA driver (not after exit began, not in a
+// forked child): copies that cannot be made count their WQEBBs unread.
+bool driver_calls_allowed();
+void forbid_driver_calls();
 bool recovering_sync();   // and SIGMATRACE_WQE_BATCH=sync
 
 // The copy streams of one poller thread, one per CUDA context it has read a queue of.

@@ -33,6 +33,13 @@ std::string read_file(const char* path) {
 
 }  // namespace
 
+long local_rank_from_environment() {
+  long r = -1;
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"})
+    if (env_long(v, &r)) break;
+  return r;
+}
+
 Identity read_identity(const std::string& host_override) {
   Identity id;
   if (!host_override.empty()) {
@@ -58,8 +65,7 @@ Identity read_identity(const std::string& host_override) {
       id.rank_source = v;
       break;
     }
-  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"})
-    if (env_long(v, &id.local_rank)) break;
+  id.local_rank = local_rank_from_environment();
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE"})
     if (env_long(v, &id.world_size)) break;
   for (const char* v : {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid"})

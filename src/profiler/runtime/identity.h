@@ -18,6 +18,9 @@ struct Identity {
   std::string job_id;
 };
 
+// The rank among the processes of this node the launcher gave (-1: none).
+long local_rank_from_environment();
+
 // host_override: SIGMATRACE_HOST when given.
 Identity read_identity(const std::string& host_override);
 

@@ -55,6 +55,12 @@ struct Endpoint {
   uint64_t prod = 0;  // WQEBBs posted
   uint64_t ci = 0;    // ring CQ: CQEs consumed
   uint64_t* doorbell = nullptr;  // where ring() stores the doorbell (null: the UAR's reg_addr)
+  // How ring() rings: alternating between the register and its BlueFlame twin (reg ^ 0x100), and
+  // as BlueFlame (the last WQE's first 64 bytes, its own index in the control segment: libmlx5's
+  // convention) instead of one 8-byte doorbell of the next free index (the GPU stacks').
+  bool alternate_halves = false, blueflame = false;
+  uint64_t rings = 0;
+  uint64_t last_start = 0;  // the first WQEBB of the WQE posted last
   uint8_t* sq() { return buf; }
   uint8_t* cqbuf() { return buf + sq_bytes; }
   uint32_t* dbr() { return reinterpret_cast<uint32_t*>(buf + sq_bytes + cq_bytes); }
@@ -183,6 +189,7 @@ inline uint8_t* wqe_at(Endpoint& e, uint64_t idx) {
 inline uint16_t post_rdma(Endpoint& e, uint8_t opcode, uint64_t laddr, uint32_t lkey, uint32_t len,
                           uint64_t raddr, uint32_t rkey, bool signal) {
   uint16_t idx = uint16_t(e.prod);
+  e.last_start = e.prod;
   uint8_t* w = wqe_at(e, e.prod);
   memset(w, 0, 64);
   m5::CtrlSeg c{};
@@ -201,6 +208,7 @@ inline uint16_t post_rdma(Endpoint& e, uint8_t opcode, uint64_t laddr, uint32_t 
 inline uint16_t post_write_inline(Endpoint& e, const void* data, uint32_t len, uint64_t raddr,
                                   uint32_t rkey, bool signal) {
   uint16_t idx = uint16_t(e.prod);
+  e.last_start = e.prod;
   uint32_t ds = (32 + 4 + len + 15) / 16;
   uint32_t nbb = (ds * 16 + 63) / 64;
   uint8_t tmp[256] = {};
@@ -222,6 +230,7 @@ inline uint16_t post_write_inline(Endpoint& e, const void* data, uint32_t len, u
 inline uint16_t post_atomic(Endpoint& e, uint8_t opcode, uint64_t swap_add, uint64_t compare,
                             uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey) {
   uint16_t idx = uint16_t(e.prod);
+  e.last_start = e.prod;
   uint8_t* w = wqe_at(e, e.prod);
   m5::CtrlSeg c{};
   c.opmod_idx_opcode = m5::ctrl_opmod_idx_opcode(0, idx, opcode);
@@ -240,6 +249,7 @@ inline uint16_t post_atomic(Endpoint& e, uint8_t opcode, uint64_t swap_add, uint
 
 inline uint16_t post_nop(Endpoint& e, bool signal) {
   uint16_t idx = uint16_t(e.prod);
+  e.last_start = e.prod;
   uint8_t* w = wqe_at(e, e.prod);
   memset(w, 0, 64);
   m5::CtrlSeg c{};
@@ -256,8 +266,18 @@ inline void ring(Endpoint& e, bool update_dbr = true) {
   __atomic_thread_fence(__ATOMIC_RELEASE);
   if (update_dbr)
     __atomic_store_n(&e.dbr()[m5::kDbrSendIndex], m5::be32(uint32_t(e.prod) & 0xffff), __ATOMIC_RELEASE);
-  __atomic_store_n(e.doorbell ? e.doorbell : reinterpret_cast<uint64_t*>(e.uar->reg_addr),
-                   m5::doorbell_value(uint16_t(e.prod), e.qpn), __ATOMIC_RELEASE);
+  auto reg = reinterpret_cast<uintptr_t>(e.doorbell ? static_cast<void*>(e.doorbell) : e.uar->reg_addr);
+  if (e.alternate_halves && (e.rings & 1)) reg ^= m5::kUarTwinOffset;
+  ++e.rings;
+  auto* db = reinterpret_cast<uint64_t*>(reg);
+  if (!e.blueflame) {
+    __atomic_store_n(db, m5::doorbell_value(uint16_t(e.prod), e.qpn), __ATOMIC_RELEASE);
+    return;
+  }
+  uint64_t w[8];
+  memcpy(w, wqe_at(e, e.last_start), 64);
+  for (int k = 7; k >= 1; --k) __atomic_store_n(db + k, w[k], __ATOMIC_RELAXED);
+  __atomic_store_n(db, w[0], __ATOMIC_RELEASE);  // the header last, as a writer that waits for the body would
 }
 
 struct Seen {
