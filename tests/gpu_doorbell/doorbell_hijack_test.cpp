@@ -323,4 +323,35 @@ INSTANTIATE_TEST_SUITE_P(Stacks, DoorbellRinging,
                                            RingingCase{"no_unregister", {"--no-unregister"}}, RingingCase{"fork", {"--fork"}}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// Two processes of a node given the same CPU list (as every rank of a job is): their pollers take
+// different CPUs of it, whatever their local rank says (none here), instead of both spinning on
+// the first (two spinning pollers on one core stalled each other: milliseconds per round trip).
+TEST(DoorbellPollers, TheProcessesOfANodeShareOutTheCpuList) {
+  TempDir t;
+  ProcessOptions o;
+  o.unset_env = {"SIGMATRACE_MODE", "SIGMATRACE_PROVIDERS", "LD_PRELOAD", "SIGMATRACE_DOORBELLS", "OMPI_COMM_WORLD_LOCAL_RANK",
+                 "SLURM_LOCALID", "LOCAL_RANK", "MPI_LOCALRANKID"};
+  o.set_env = {{"LD_LIBRARY_PATH", build_path("tests/fake_cuda")}, {"SIGMATRACE_DOORBELL_CPUS", "0,1"}};
+  std::vector<BackgroundProcess> runs;
+  for (int i = 0; i < 2; ++i) {
+    o.set_env["SOFTNIC_FABRIC"] = "doorbell-cpus-" + std::to_string(getpid()) + "-" + std::to_string(i);
+    runs.push_back(start_process({build_path("bin/sigmatrace"), "profile", "--softnic", "-o", t / "exp", "--",
+                                  build_path("tests/bin/doorbell_client"), "--ops", "60", "--gap-ms", "5"},
+                                 o));
+  }
+  for (BackgroundProcess& r : runs) {
+    ProcessResult res = wait_process(r);
+    EXPECT_EQ(res.exit_code, 0) << res.out << res.err;
+  }
+  std::vector<ProcessEvents> procs;
+  std::string err;
+  ASSERT_TRUE(read_experiment(t / "exp", &procs, &err)) << err;
+  ASSERT_EQ(procs.size(), 2u);
+  std::set<int64_t> cpus;
+  for (const ProcessEvents& p : procs)
+    for (const TraceEvent* e : p.of(EventType::gpu_poller))
+      if ((*e)[0] == 1) cpus.insert(int64_t((*e)[6]));
+  EXPECT_EQ(cpus, (std::set<int64_t>{0, 1})) << "the pollers' CPUs";
+}
+
 }  // namespace

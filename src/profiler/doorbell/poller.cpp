@@ -1,8 +1,10 @@
 #include "profiler/doorbell/poller.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,8 +57,10 @@ struct Poller {
   // quiesce_pollers asks for a report of every QP's WQE recovery; the poller answers.
   std::atomic<uint64_t> reports_asked{0}, reports_done{0};
   CopyStreams streams;               // WQE recovery's copy streams (poller thread only)
-  // Its CPU is one the application may run on too: it yields instead of spinning when idle.
+  // Its CPU is one the application (or another process's poller) may run on too: it yields
+  // instead of spinning when idle.
   bool shares_cpu = true;
+  int cpu_claim = -1;  // the lock file that holds its CPU for it against the node's other pollers
 };
 
 std::mutex g_mutex;
@@ -93,6 +97,26 @@ void on_first_watch() {
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   g_local_rank = local_rank_from_environment();
   if (g_local_rank < 0) g_local_rank = 0;
+}
+
+// A CPU held for one poller against the pollers of the node's other processes (two spinning
+// pollers on one core stall each other: measured, docs/gpu-doorbells.md): an flock on a file per
+// CPU in /dev/shm, released when the poller stops or the process ends.
+bool claim_cpu(int cpu, int* fd) {
+  char path[96];
+  snprintf(path, sizeof path, "/dev/shm/sigmatrace-poller-cpu-%u-%d.lock", unsigned(getuid()), cpu);
+  const int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (f < 0) return false;
+  if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+    close(f);
+    return false;
+  }
+  *fd = f;
+  return true;
+}
+void release_cpu(int* fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
 }
 
 // The CPUs a poller may take when SIGMATRACE_DOORBELL_CPUS names none: those outside the
@@ -371,8 +395,20 @@ Poller* start_poller(std::string* why) {
   // a poller takes a CPU outside the application's affinity mask where there is one.
   const std::vector<int> outside = g_settings.cpus.empty() ? cpus_outside_the_application() : std::vector<int>{};
   const std::vector<int>& choice = g_settings.cpus.empty() ? outside : g_settings.cpus;
-  if (!choice.empty()) p->cpu = choice[size_t(g_local_rank + p->index) % choice.size()];
-  p->shares_cpu = !g_settings.cpus.empty() ? false : outside.empty();
+  p->shares_cpu = choice.empty();
+  if (!choice.empty()) {
+    // Starting at the local rank's share, the first CPU no other poller of this node holds;
+    // when every one is held, the share itself, and the poller yields instead of spinning.
+    const size_t start = size_t(g_local_rank + p->index) % choice.size();
+    p->cpu = choice[start];
+    p->shares_cpu = true;
+    for (size_t k = 0; k < choice.size(); ++k)
+      if (claim_cpu(choice[(start + k) % choice.size()], &p->cpu_claim)) {
+        p->cpu = choice[(start + k) % choice.size()];
+        p->shares_cpu = false;
+        break;
+      }
+  }
   int rc = EAGAIN;
   for (int attempt = 0; attempt < 2 && rc != 0; ++attempt) {
     pthread_attr_t attr;
@@ -386,11 +422,15 @@ Poller* start_poller(std::string* why) {
     rc = pthread_create(&p->thread, &attr, &poller_main, p);
     pthread_attr_destroy(&attr);
     // A CPU outside this cgroup's cpuset is refused: the poller then takes the application's.
-    if (rc == EINVAL && p->cpu >= 0 && g_settings.cpus.empty()) p->cpu = -1, p->shares_cpu = true;
+    if (rc == EINVAL && p->cpu >= 0 && g_settings.cpus.empty()) {
+      p->cpu = -1, p->shares_cpu = true;
+      release_cpu(&p->cpu_claim);
+    }
     else break;
   }
   if (rc != 0) {
     *why = std::string("cannot start a poller thread: ") + strerror(rc);
+    release_cpu(&p->cpu_claim);
     delete p;
     return nullptr;
   }
@@ -454,6 +494,7 @@ bool unwatch(WatchedPage* page) {
     if (--p->page_count == 0) {
       p->stop.store(true, std::memory_order_release);
       pthread_join(p->thread, nullptr);
+      release_cpu(&p->cpu_claim);
       delete p;
       p = nullptr;
     }

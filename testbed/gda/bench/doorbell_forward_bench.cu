@@ -1,0 +1,154 @@
+// What the doorbell hijack's forwarding costs, and nothing else: one GPU thread rings a doorbell
+// (one 8-byte store) into a devx UAR page of softnic's, a CPU thread watching that page's register
+// (standing in for the NIC) answers through mapped host memory, and the GPU times the round trip
+// with %globaltimer. No WQE, no QP, no emulated transport is involved. Untraced the GPU's store
+// reaches the page directly; under `sigmatrace profile --softnic` (doorbells forwarded) it lands in
+// the profiler's shadow page and reaches the watched one through the poller: the difference of
+// the two runs is the forwarding's latency.
+//
+//   doorbell_forward_bench [--iters N] [--warmup W] [--burst B] [--json FILE]
+// --burst B: B doorbells back to back (each a new value), then the wait for the answer to the
+// last one (the time per round is reported; B = 1: one doorbell in flight).
+// Prints one line with the median, p99, mean, min and max round trip in microseconds.
+#include <cuda_runtime.h>
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mlx5/wqe.hpp"
+
+namespace {
+
+namespace m5 = sigmatrace::mlx5;
+
+#define CHECK(c, what)                                  \
+  do {                                                  \
+    if (!(c)) {                                         \
+      fprintf(stderr, "doorbell_forward_bench: %s\n", what); \
+      exit(2);                                          \
+    }                                                   \
+  } while (0)
+
+constexpr uint32_t kQpn = 0x5e;  // names no QP: softnic's engine ignores it
+
+__device__ uint64_t globaltimer() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void ring_kernel(volatile uint64_t* doorbell, volatile uint64_t* answer, uint64_t* ns, int rounds, int burst,
+                            uint64_t deadline_ns) {
+  uint64_t seq = 0;
+  for (int r = 0; r < rounds; ++r) {
+    const uint64_t t0 = globaltimer();
+    uint64_t want = 0;
+    for (int b = 0; b < burst; ++b) {
+      ++seq;
+      want = m5::doorbell_value(uint16_t(seq), kQpn) ^ (seq >> 16 << 56);  // a new value every time
+      *doorbell = want;
+      __threadfence_system();
+    }
+    while (*answer != want)
+      if (globaltimer() - t0 > deadline_ns) {
+        ns[r] = ~0ull;  // the host reports the time-out
+        return;
+      }
+    ns[r] = globaltimer() - t0;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int iters = 20000, warmup = 2000, burst = 1;
+  std::string json;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--iters" && i + 1 < argc) iters = atoi(argv[++i]);
+    else if (a == "--warmup" && i + 1 < argc) warmup = atoi(argv[++i]);
+    else if (a == "--burst" && i + 1 < argc) burst = atoi(argv[++i]);
+    else if (a == "--json" && i + 1 < argc) json = argv[++i];
+    else {
+      fprintf(stderr, "doorbell_forward_bench: unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  CHECK(iters > 0 && warmup >= 0 && burst >= 1 && burst <= 64, "bad arguments");
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  CHECK(list && n > 0, "no RDMA device (run with softnic's libraries)");
+  ibv_context* ctx = ibv_open_device(list[0]);
+  CHECK(ctx, "ibv_open_device failed");
+  mlx5dv_devx_uar* uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+  CHECK(uar, "mlx5dv_devx_alloc_uar failed");
+  CHECK(cudaHostRegister(uar->base_addr, 4096, cudaHostRegisterPortable | cudaHostRegisterMapped) == cudaSuccess,
+        "cudaHostRegister of the doorbell page failed");
+  uint64_t* dev_page = nullptr;
+  CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev_page), uar->base_addr, 0) == cudaSuccess,
+        "cudaHostGetDevicePointer failed");
+  const size_t reg_off = static_cast<char*>(uar->reg_addr) - static_cast<char*>(uar->base_addr);
+  auto* dev_reg = reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(dev_page) + reg_off);
+  uint64_t* answer = nullptr;
+  CHECK(cudaHostAlloc(reinterpret_cast<void**>(&answer), 64, cudaHostAllocMapped) == cudaSuccess, "cudaHostAlloc failed");
+  *answer = 0;
+  uint64_t* dev_answer = nullptr;
+  CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev_answer), answer, 0) == cudaSuccess, "answer mapping failed");
+  const int rounds = warmup + iters;
+  uint64_t* ns = nullptr;
+  CHECK(cudaMallocManaged(&ns, sizeof(uint64_t) * size_t(rounds)) == cudaSuccess, "cudaMallocManaged failed");
+
+  // The "NIC": answers every new value of the register it watches with that value.
+  std::atomic<bool> stop{false};
+  std::thread nic([&] {
+    auto* reg = reinterpret_cast<volatile uint64_t*>(uar->reg_addr);
+    uint64_t last = *reg;
+    while (!stop.load(std::memory_order_relaxed)) {
+      const uint64_t v = *reg;
+      if (v == last) continue;
+      last = v;
+      __atomic_store_n(answer, v, __ATOMIC_RELEASE);
+    }
+  });
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess, "cudaStreamCreate failed");
+  ring_kernel<<<1, 1, 0, s>>>(dev_reg, dev_answer, ns, rounds, burst, 2000000000ull);
+  CHECK(cudaStreamSynchronize(s) == cudaSuccess, "the kernel failed");
+  stop = true;
+  nic.join();
+  std::vector<double> us;
+  for (int r = warmup; r < rounds; ++r) {
+    if (ns[r] == ~0ull) {
+      fprintf(stderr, "doorbell_forward_bench: round %d: no answer within 2 s\n", r);
+      return 3;
+    }
+    us.push_back(double(ns[r]) / 1e3);
+  }
+  std::sort(us.begin(), us.end());
+  double mean = 0;
+  for (double v : us) mean += v;
+  mean /= double(us.size());
+  const double median = us[us.size() / 2], p99 = us[std::min(us.size() - 1, us.size() * 99 / 100)];
+  printf("doorbell round trip, burst %d: median %.3f us, p99 %.3f us, mean %.3f us, min %.3f, max %.3f (%d rounds)\n", burst, median,
+         p99, mean, us.front(), us.back(), iters);
+  if (!json.empty()) {
+    FILE* f = fopen(json.c_str(), "w");
+    CHECK(f, "cannot write the JSON file");
+    fprintf(f, "{\"burst\": %d, \"rounds\": %d, \"median_us\": %.4f, \"p99_us\": %.4f, \"mean_us\": %.4f, \"min_us\": %.4f, \"max_us\": %.4f}\n",
+            burst, iters, median, p99, mean, us.front(), us.back());
+    fclose(f);
+  }
+  cudaHostUnregister(uar->base_addr);
+  mlx5dv_devx_free_uar(uar);
+  ibv_close_device(ctx);
+  ibv_free_device_list(list);
+  return 0;
+}
