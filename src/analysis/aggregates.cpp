@@ -96,6 +96,7 @@ void DoorbellCounters::add(const DoorbellCounters& o) {
 
 void Aggregates::init(const ExperimentModel& m) {
   qp.assign(m.qps.size(), {});
+  qp_by_peer.assign(m.qps.size(), {});
   qp_doorbells.assign(m.qps.size(), {});
   process.assign(m.processes.size(), {});
 }
@@ -119,6 +120,20 @@ void add_flow(Matrix* mx, size_t src, size_t dst, uint64_t bytes, uint64_t ops) 
   mx->ops[src][dst] += ops;
 }
 }  // namespace
+
+// q's operations by the process they went to: all to its peer QP's process, or, for a QP with
+// none (a DC initiator), what qp_by_peer attributed, and the rest to no known process (kNone).
+template <typename F>
+void Aggregates::for_each_peer(const ExperimentModel& m, const QpRow& q, F&& f) const {
+  const OpCounters& all = qp[q.qp_id];
+  if (q.remote_qp_id != kNone) return f(int64_t(m.qps[static_cast<size_t>(q.remote_qp_id)].process_id), all);
+  OpCounters rest = all;
+  for (const auto& [peer, c] : qp_by_peer[q.qp_id]) {
+    f(int64_t(peer), c);
+    for (unsigned k = 0; k < kOpClasses; ++k) rest.ops[k] -= c.ops[k], rest.bytes[k] -= c.bytes[k];
+  }
+  f(kNone, rest);
+}
 
 void Aggregates::finish(const ExperimentModel& m) {
   // GPUs that rang doorbells: one row per (process, GPU of the QP's send queue).
@@ -150,9 +165,18 @@ void Aggregates::finish(const ExperimentModel& m) {
       auto it = gpu_index.find({r.process_id, r.gpu});
       if (r.gpu_initiated && it != gpu_index.end()) peer = it->second;
     }
-    const OpCounters& c = qp[q.qp_id];
-    gpu_matrix.bytes[self][peer] += c.bytes_out(), gpu_matrix.ops[self][peer] += c.ops_out();
-    gpu_matrix.bytes[peer][self] += c.bytes_read(), gpu_matrix.ops[peer][self] += c.ops[kOpRead];
+    for_each_peer(m, q, [&](int64_t peer_process, const OpCounters& c) {
+      size_t to = peer;
+      if (peer_process != kNone)  // a DC initiator's operations: to the GPU of the process they went to
+        for (const QpRow& r : m.qps)
+          if (r.process_id == uint32_t(peer_process) && r.gpu_initiated) {
+            auto it = gpu_index.find({r.process_id, r.gpu});
+            if (it != gpu_index.end()) to = it->second;
+            break;
+          }
+      gpu_matrix.bytes[self][to] += c.bytes_out(), gpu_matrix.ops[self][to] += c.ops_out();
+      gpu_matrix.bytes[to][self] += c.bytes_read(), gpu_matrix.ops[to][self] += c.ops[kOpRead];
+    });
   }
   device.assign(m.devices.size(), {});
   host.assign(m.hosts.size(), {});
@@ -178,18 +202,16 @@ void Aggregates::finish(const ExperimentModel& m) {
   host_matrix.ops = host_matrix.bytes;
   // Writes, sends and atomics travel from the QP's process to its peer; READs the other way.
   for (const QpRow& q : m.qps) {
-    const OpCounters& c = qp[q.qp_id];
-    size_t self = q.process_id, peer = np;
-    size_t self_host = m.processes[self].host_id, peer_host = nh;
-    if (q.remote_qp_id != kNone) {
-      peer = m.qps[static_cast<size_t>(q.remote_qp_id)].process_id;
-      peer_host = m.processes[peer].host_id;
-    }
-    const uint64_t out_ops = c.ops_out();
-    add_flow(&rank_matrix, self, peer, c.bytes_out(), out_ops);
-    add_flow(&rank_matrix, peer, self, c.bytes_read(), c.ops[kOpRead]);
-    add_flow(&host_matrix, self_host, peer_host, c.bytes_out(), out_ops);
-    add_flow(&host_matrix, peer_host, self_host, c.bytes_read(), c.ops[kOpRead]);
+    const size_t self = q.process_id, self_host = m.processes[self].host_id;
+    for_each_peer(m, q, [&](int64_t peer_process, const OpCounters& c) {
+      size_t peer = np, peer_host = nh;
+      if (peer_process != kNone) peer = size_t(peer_process), peer_host = m.processes[peer].host_id;
+      const uint64_t out_ops = c.ops_out();
+      add_flow(&rank_matrix, self, peer, c.bytes_out(), out_ops);
+      add_flow(&rank_matrix, peer, self, c.bytes_read(), c.ops[kOpRead]);
+      add_flow(&host_matrix, self_host, peer_host, c.bytes_out(), out_ops);
+      add_flow(&host_matrix, peer_host, self_host, c.bytes_read(), c.ops[kOpRead]);
+    });
   }
   for (const ProcessRow& p : m.processes) {
     const OpCounters& c = without_qp[p.process_id];

@@ -4,6 +4,7 @@
 // workers never share a counter); everything else is derived at the end from them and the topology.
 #pragma once
 #include <array>
+#include <map>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -119,6 +120,9 @@ struct Imbalance {
 
 struct Aggregates {
   std::vector<OpCounters> qp;         // by qp_id
+  // By qp_id, for QPs with no one peer (DC initiators: a target per operation): their operations
+  // by the process each went to (what the matrices count; the rest goes to "unknown").
+  std::vector<std::map<uint32_t, OpCounters>> qp_by_peer;
   std::vector<ProcessCounters> process;  // by process_id
   std::vector<DoorbellCounters> qp_doorbells;  // by qp_id
   // Derived by finish():
@@ -132,6 +136,10 @@ struct Aggregates {
   double mean_pair_bytes = 0;  // over pairs of different ranks that exchanged anything
   void init(const ExperimentModel& m);
   void finish(const ExperimentModel& m);
+
+ private:
+  template <typename F>
+  void for_each_peer(const ExperimentModel& m, const QpRow& q, F&& f) const;
 };
 
 // What moved each way over a connection: a -> b is what a wrote, sent or did atomics with plus what

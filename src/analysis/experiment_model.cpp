@@ -344,7 +344,8 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
           if (!c.v[2]) break;  // the command failed
           QpRow q = new_qp(c, ns, c.v[0], c.v[1], c.v[2]);
           constexpr uint64_t kRc = 2, kUc = 3, kUd = 4;  // ibv_qp_type of the PRM service types RC, UC, UD
-          q.qp_type = c.v[3] == 0 ? kRc : c.v[3] == 1 ? kUc : c.v[3] == 2 ? kUd : 0;
+          constexpr uint64_t kStDci = 5;
+          q.qp_type = c.v[3] == 0 ? kRc : c.v[3] == 1 ? kUc : c.v[3] == 2 ? kUd : c.v[3] == kStDci ? format::kQpTypeDcInitiator : 0;
           q.gpu_initiated = true;
           q.log_sq_size = c.v[5];
           q.sq_addr = c.v[9];

@@ -168,6 +168,11 @@ void GpuAssociation::wqe(int64_t ts, const format::DecodedEvent& ev) {
   c.bytes[op.op_class] += op.bytes;
   c.calls += 1;
   c.saw(ts);
+  if (v[19] && op.qp_id != kNone && op.peer_process_id != kNone) {  // a DC initiator's: by where it went
+    OpCounters& p = f_.agg.qp_by_peer[static_cast<size_t>(op.qp_id)][static_cast<uint32_t>(op.peer_process_id)];
+    p.ops[op.op_class] += 1;
+    p.bytes[op.op_class] += op.bytes;
+  }
   if (f_.sink) f_.sink->gpu_op(op, w);
 }
 

@@ -1,6 +1,8 @@
 // See ibv_names.h.
 #include "analysis/ibv_names.h"
 
+#include "format/event_types.h"
+
 #include <bit>
 
 namespace sigmatrace::analysis {
@@ -85,6 +87,8 @@ std::string qp_type_name(uint64_t type) {
     case 9: return "XRC_SEND";
     case 10: return "XRC_RECV";
     case 0xff: return "DRIVER";
+    case sigmatrace::format::kQpTypeDcInitiator: return "DCI";
+    case sigmatrace::format::kQpTypeDcTarget: return "DCT";
     default: return "QPT_" + std::to_string(type);
   }
 }

@@ -266,6 +266,9 @@ inline constexpr uint32_t kMaxEventFields = 24;
 // ucx_request_done's length when the call that saw the request done (ucp_request_check_status,
 // a failed request) says nothing of it.
 inline constexpr uint64_t kUcxLengthUnknown = ~uint64_t{0};
+// The QP types DC objects are recorded with (ibv_qp_type has none: mlx5 makes them IBV_QPT_DRIVER).
+inline constexpr uint64_t kQpTypeDcInitiator = 0x100;
+inline constexpr uint64_t kQpTypeDcTarget = 0x101;
 #define SIGMATRACE_FIELD_LIMIT(id, ident, name, fields)                                      \
   static_assert(kEventWordFields<EventType::ident> + kEventBytesFields<EventType::ident> <= \
                     kMaxEventFields,                                                         \

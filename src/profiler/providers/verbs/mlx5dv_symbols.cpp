@@ -66,7 +66,10 @@ SIGMATRACE_EXPORT ibv_qp* mlx5dv_create_qp(ibv_context* ctx, ibv_qp_init_attr_ex
     return qp;
   }
   ibv_pd* pd = (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : qp->pd;
-  ibv::on_qp_created(qp, pd, attr->cap, attr->qp_type, attr->send_cq, attr->recv_cq, attr->srq,
+  uint64_t type = attr->qp_type;
+  if (mlx5_attr && (mlx5_attr->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_DC))  // a DC target or initiator
+    type = mlx5_attr->dc_init_attr.dc_type == MLX5DV_DCTYPE_DCT ? sigmatrace::format::kQpTypeDcTarget : sigmatrace::format::kQpTypeDcInitiator;
+  ibv::on_qp_created(qp, pd, attr->cap, static_cast<uint32_t>(type), attr->send_cq, attr->recv_cq, attr->srq,
                      (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0);
   return qp;
 }
