@@ -481,6 +481,21 @@ ibv_qp* make_qp(ibv_context* ctx, ibv_qp_init_attr_ex* a, QpKind kind, uint64_t 
   if (qp->srq) qp->srq->qp_refs++;
   return &q;
 }
+
+// The extended attributes of a QP asked for with the plain ones, on `pd`.
+ibv_qp_init_attr_ex extended(ibv_pd* pd, const ibv_qp_init_attr& attr, ibv_qp_type type) {
+  ibv_qp_init_attr_ex ex{};
+  ex.qp_context = attr.qp_context;
+  ex.send_cq = attr.send_cq;
+  ex.recv_cq = attr.recv_cq;
+  ex.srq = attr.srq;
+  ex.cap = attr.cap;
+  ex.qp_type = type;
+  ex.sq_sig_all = attr.sq_sig_all;
+  ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+  ex.pd = pd;
+  return ex;
+}
 }  // namespace
 
 ibv_qp* create_qp_ex_op(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
@@ -493,16 +508,7 @@ ibv_qp* create_qp_ex_op(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
 
 namespace transport {
 ibv_qp* create_dc_qp(ibv_pd* pd, ibv_qp_init_attr* attr, QpKind kind, uint64_t dc_key) {
-  ibv_qp_init_attr_ex ex{};
-  ex.qp_context = attr->qp_context;
-  ex.send_cq = attr->send_cq;
-  ex.recv_cq = attr->recv_cq;
-  ex.srq = attr->srq;
-  ex.cap = attr->cap;
-  ex.qp_type = IBV_QPT_DRIVER;
-  ex.sq_sig_all = attr->sq_sig_all;
-  ex.comp_mask = IBV_QP_INIT_ATTR_PD;
-  ex.pd = pd;
+  ibv_qp_init_attr_ex ex = extended(pd, *attr, IBV_QPT_DRIVER);
   ibv_qp* qp = make_qp(pd->context, &ex, kind, dc_key);
   if (qp) attr->cap = ex.cap;
   return qp;
@@ -521,16 +527,7 @@ mlx5_wqe_av* address_vector(ibv_ah* ah) { return &reinterpret_cast<Ah*>(ah)->av;
 }  // namespace softnic
 
 SOFTNIC_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
-  ibv_qp_init_attr_ex ex{};
-  ex.qp_context = attr->qp_context;
-  ex.send_cq = attr->send_cq;
-  ex.recv_cq = attr->recv_cq;
-  ex.srq = attr->srq;
-  ex.cap = attr->cap;
-  ex.qp_type = attr->qp_type;
-  ex.sq_sig_all = attr->sq_sig_all;
-  ex.comp_mask = IBV_QP_INIT_ATTR_PD;
-  ex.pd = pd;
+  ibv_qp_init_attr_ex ex = softnic::extended(pd, *attr, attr->qp_type);
   ibv_qp* qp = create_qp_ex_op(pd->context, &ex);
   if (qp) attr->cap = ex.cap;
   return qp;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "host_endpoint.hpp"
+#include "host_suite.hpp"
 #include "mlx5/prm.hpp"
 #include "mlx5/wqe.hpp"
 
@@ -21,7 +22,6 @@ using namespace gda_host;
 
 namespace {
 
-constexpr int kAccessAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 constexpr uint64_t kDcKey = 0x5623CEAF;  // NVSHMEM's
 
 // A DCT as NVSHMEM makes it: on a parent domain of the PD, with an SRQ and two CQs, INIT then RTR.
@@ -34,35 +34,10 @@ struct Dct {
   mlx5_wqe_av av{};  // what mlx5dv_init_obj(AH) gave, with the DCT's number and key filled in
 };
 
-class DevxDc : public ::testing::Test {
+class DevxDc : public DevxHostSuite {
  protected:
-  static constexpr size_t kMem = 1 << 16;
-  static void SetUpTestSuite() {
-    pd_ = open_host_device(&list_);
-    mem_ = static_cast<uint8_t*>(aligned_alloc(4096, kMem));
-    mr_ = ibv_reg_mr(pd_, mem_, kMem, kAccessAll);
-    HOST_REQUIRE(mr_);
-  }
-  static void TearDownTestSuite() {
-    ibv_dereg_mr(mr_);
-    ibv_dealloc_pd(pd_);
-    ibv_close_device(g_ctx);
-    ibv_free_device_list(list_);
-    free(mem_);
-  }
-  void SetUp() override {
-    g_failures = 0;
-    memset(mem_, 0, kMem);
-  }
   void TearDown() override {
-    for (Endpoint& e : endpoints_) {
-      EXPECT_EQ(mlx5dv_devx_obj_destroy(e.qp), 0);
-      EXPECT_EQ(mlx5dv_devx_obj_destroy(e.cq), 0);
-      mlx5dv_devx_free_uar(e.uar);
-      mlx5dv_devx_free_uar(e.cq_uar);
-      EXPECT_EQ(mlx5dv_devx_umem_dereg(e.umem), 0);
-      free(e.buf);
-    }
+    DevxHostSuite::TearDown();  // the DCIs before their targets
     for (Dct& d : dcts_) {
       EXPECT_EQ(ibv_destroy_qp(d.qp), 0);
       EXPECT_EQ(ibv_destroy_ah(d.ah), 0);
@@ -70,7 +45,7 @@ class DevxDc : public ::testing::Test {
       EXPECT_EQ(ibv_destroy_cq(d.cq), 0);
       EXPECT_EQ(ibv_dealloc_pd(d.parent), 0);
     }
-    EXPECT_EQ(g_failures, 0) << "the endpoint helpers' own checks failed (printed above)";
+    dcts_.clear();
   }
 
   Dct& dct(uint64_t key = kDcKey) {
@@ -199,11 +174,6 @@ class DevxDc : public ::testing::Test {
                 v, to, false);
   }
 
-  static inline ibv_device** list_ = nullptr;
-  static inline ibv_pd* pd_ = nullptr;
-  static inline uint8_t* mem_ = nullptr;
-  static inline ibv_mr* mr_ = nullptr;
-  std::deque<Endpoint> endpoints_;
   std::deque<Dct> dcts_;
 };
 

@@ -27,6 +27,7 @@
 #include "mlx5/prm.hpp"
 #include "mlx5/wqe.hpp"
 #include "host_endpoint.hpp"
+#include "host_suite.hpp"
 
 using namespace gda_host;
 
@@ -109,43 +110,9 @@ TEST(DevxLayouts, Src_Mlx5MatchesTheSystemHeaderAndThePrmBitPositions) {
 }
 
 
-constexpr int kAccessAll =
-    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-
 // softnic's device opened once for the suite; QPs (endpoints) per test.
-class DevxHost : public ::testing::Test {
+class DevxHost : public DevxHostSuite {
  protected:
-  static constexpr size_t kMem = 1 << 16;
-
-  static void SetUpTestSuite() {
-    pd_ = open_host_device(&list_);
-    mem_ = static_cast<uint8_t*>(aligned_alloc(4096, kMem));
-    mr_ = ibv_reg_mr(pd_, mem_, kMem, kAccessAll);
-    HOST_REQUIRE(mr_);
-  }
-  static void TearDownTestSuite() {
-    ibv_dereg_mr(mr_);
-    ibv_dealloc_pd(pd_);
-    ibv_close_device(g_ctx);
-    ibv_free_device_list(list_);
-    free(mem_);
-  }
-  void SetUp() override {
-    g_failures = 0;
-    memset(mem_, 0, kMem);
-  }
-  void TearDown() override {
-    for (Endpoint& e : endpoints_) {
-      EXPECT_EQ(mlx5dv_devx_obj_destroy(e.qp), 0);
-      EXPECT_EQ(mlx5dv_devx_obj_destroy(e.cq), 0);
-      mlx5dv_devx_free_uar(e.uar);
-      mlx5dv_devx_free_uar(e.cq_uar);
-      EXPECT_EQ(mlx5dv_devx_umem_dereg(e.umem), 0);
-      free(e.buf);
-    }
-    EXPECT_EQ(g_failures, 0) << "the endpoint helpers' own checks failed (printed above)";
-  }
-
   // A new RC QP with its CQ (collapsed or a ring) in host memory, in RESET.
   Endpoint& endpoint(bool collapsed, uint32_t log_sq = 6) {
     Endpoint& e = endpoints_.emplace_back();
@@ -173,12 +140,6 @@ class DevxHost : public ::testing::Test {
   static uint8_t* dst() { return mem_ + 0x8000; }
   static uint64_t raddr() { return reinterpret_cast<uint64_t>(dst()); }
   static uint64_t laddr(const void* p) { return reinterpret_cast<uint64_t>(p); }
-
-  static inline ibv_device** list_ = nullptr;
-  static inline ibv_pd* pd_ = nullptr;
-  static inline uint8_t* mem_ = nullptr;
-  static inline ibv_mr* mr_ = nullptr;
-  std::deque<Endpoint> endpoints_;  // stable addresses
 };
 
 TEST_F(DevxHost, QueryHcaCapReportsCqeVersionRcAndAtomics) {
