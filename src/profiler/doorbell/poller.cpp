@@ -61,6 +61,9 @@ struct Poller {
   // instead of spinning when idle.
   bool shares_cpu = true;
   int cpu_claim = -1;  // the lock file that holds its CPU for it against the node's other pollers
+  // It did not let go of a page being unwatched (stuck in a driver call): it gets no new page and
+  // none of its pages is freed (g_mutex).
+  bool stuck = false;
 };
 
 std::mutex g_mutex;
@@ -286,8 +289,8 @@ void* poller_main(void* arg) {
   uint32_t pages_served = 0, pauses = 1;
   uint64_t idle_rounds = 0;
   uint64_t idle_since = 0;
-  bool sleeping = false;
-  bool totals_recorded = false;  // idle for longer than SIGMATRACE_DOORBELL_SPIN_MS: one look every 20 us
+  bool sleeping = false;  // idle for longer than SIGMATRACE_DOORBELL_SPIN_MS: one look every 20 us
+  bool totals_recorded = false;
   while (!p->stop.load(std::memory_order_relaxed)) {
     bool any = false;
     WatchedPage* only = nullptr;
@@ -422,11 +425,9 @@ Poller* start_poller(std::string* why) {
     rc = pthread_create(&p->thread, &attr, &poller_main, p);
     pthread_attr_destroy(&attr);
     // A CPU outside this cgroup's cpuset is refused: the poller then takes the application's.
-    if (rc == EINVAL && p->cpu >= 0 && g_settings.cpus.empty()) {
-      p->cpu = -1, p->shares_cpu = true;
-      release_cpu(&p->cpu_claim);
-    }
-    else break;
+    if (rc != EINVAL || p->cpu < 0 || !g_settings.cpus.empty()) break;
+    p->cpu = -1, p->shares_cpu = true;
+    release_cpu(&p->cpu_claim);
   }
   if (rc != 0) {
     *why = std::string("cannot start a poller thread: ") + strerror(rc);
@@ -455,7 +456,7 @@ bool watch(WatchedPage* page, std::string* why) {
   on_first_watch();
   Poller* p = nullptr;
   for (Poller* q : g_pollers)
-    if (q && q->page_count < g_settings.pages_per_poller) {
+    if (q && !q->stuck && q->page_count < g_settings.pages_per_poller) {
       p = q;
       break;
     }
@@ -478,17 +479,18 @@ bool unwatch(WatchedPage* page) {
     bool here = false;
     for (auto& slot : p->pages) here |= slot.load(std::memory_order_acquire) == page;
     if (!here) continue;
+    if (p->stuck) return false;
     page->state.store(page_retiring, std::memory_order_release);
     // The poller makes its last pass over the page within a round, unless it is stuck (in a
-    // driver call): then the page, and the poller, are left as they are rather than freed under
-    // it — a page and a thread leaked, said once, instead of a use after free.
+    // driver call): then its pages, and the poller, are left as they are rather than freed under
+    // it — pages and a thread leaked, said once, instead of a use after free.
     for (int i = 0; i < 200000 && page->state.load(std::memory_order_acquire) != page_retired; ++i) {
       timespec ts{0, 5000};
       nanosleep(&ts, nullptr);
     }
     if (page->state.load(std::memory_order_acquire) != page_retired) {
-      log_line("a doorbell poller did not release its page within 1 s: the page is left mapped and the poller running");
-      p = nullptr;
+      log_line("a doorbell poller did not release its page within 1 s: its pages are left mapped and the poller running");
+      p->stuck = true;
       return false;
     }
     if (--p->page_count == 0) {
