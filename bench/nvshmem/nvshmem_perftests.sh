@@ -5,7 +5,8 @@
 # test, scope and size, the median over the repetitions (and the largest) of what the test
 # printed (its mean latency over its iterations, or its bandwidth), the change against untraced,
 # and the trace's bytes per recovered operation. WQE-recovery runs are checked against softnic's
-# own log of what it executed (wqe_oracle_check): a mismatch fails the run.
+# own log of what it executed (wqe_oracle_check), and every traced run's output against the
+# untraced run's (output_unchanged.py): a mismatch fails the run.
 #   PERFTESTS=DIR [REPEAT=3] [MODES="untraced forward wqe"] [TESTS="..."] bench/nvshmem/nvshmem_perftests.sh OUT
 # PERFTESTS: the perftest binaries (NVSHMEM's perftest/device/pt-to-pt, built per NVSHMEM's
 # instructions against the installed NVSHMEM). MPS must be running (testbed/gda/tests/mps.sh).
@@ -67,5 +68,7 @@ for rep in $(seq "$repeat"); do
   done
 done
 python3 "$here/fig4_table.py" "$results" > "$out/fig4.md"
+# Tracing must not change what the tests print (numbers aside): a difference fails the run.
+{ echo; python3 "$here/output_unchanged.py" "$out"; } >> "$out/fig4.md" || failed=1
 cat "$out/fig4.md"
 exit $failed
