@@ -34,7 +34,7 @@ struct Uar {
   mlx5dv_devx_uar pub;  // must stay first
   ibv_context* ctx;
   void* page;
-  uint64_t last[2] = {};  // last doorbell value seen in each half of the register pair
+  uint64_t last[4] = {};  // last doorbell value seen in each send register (m5::kUarSendRegisters)
   int refs = 0;
 };
 
@@ -117,6 +117,7 @@ struct Qp {
   uint64_t stale_wqe_reads = 0;      // reads of a slot whose control segment named another index
   uint64_t stale_since_ns = 0;       // the slot at `consumed` has read stale since then (0: no)
   uint64_t stray_completions = 0;    // transport completions that matched no pending WQE
+  uint64_t recovered_doorbells = 0;  // doorbells lost to another QP's store on a shared register, taken from the record
   bool stall_reported = false;       // SOFTNIC_DEBUG=2 dumped this stall already
   StageTime wqe_read, transport, cqe_write;  // SQ copy, post -> transport completion, CQE copy
   // SOFTNIC_WQE_LOG (wqe_oracle.hpp): what this QP executed.

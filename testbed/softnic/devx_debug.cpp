@@ -49,9 +49,9 @@ void out(const char* fmt, ...) {
 double ms_since(uint64_t then, uint64_t now) { return then && now >= then ? double(now - then) / 1e6 : -1.0; }
 
 void dump_qp(const Qp* q, uint64_t now) {
-  out("  qp 0x%x: state %u, doorbell pi %u (%llu doorbells), consumed %u, %llu WQEs, %zu pending, "
+  out("  qp 0x%x: state %u, doorbell pi %u (%llu doorbells, %llu from its record), consumed %u, %llu WQEs, %zu pending, "
       "broken %d, in_error %d, stale reads %llu, stray completions %llu, last progress %.1f ms ago",
-      q->qpn, q->state, q->db_pi, (unsigned long long)q->doorbells, q->consumed,
+      q->qpn, q->state, q->db_pi, (unsigned long long)q->doorbells, (unsigned long long)q->recovered_doorbells, q->consumed,
       (unsigned long long)q->wqes, q->pending.size(), int(q->broken), int(q->in_error),
       (unsigned long long)q->stale_wqe_reads, (unsigned long long)q->stray_completions,
       ms_since(q->last_progress_ns, now));
@@ -231,9 +231,9 @@ void stage_line(const char* what, const StageTime& t) {
 
 void print_qp_stats(const Qp* q) {
   if (!stats_enabled()) return;
-  out("softnic devx [pid %d] qp 0x%x: %llu doorbells, %llu WQEs, %llu stale slot reads, %llu stray "
+  out("softnic devx [pid %d] qp 0x%x: %llu doorbells (%llu from its record), %llu WQEs, %llu stale slot reads, %llu stray "
       "completions; stage times:",
-      int(getpid()), q->qpn, (unsigned long long)q->doorbells, (unsigned long long)q->wqes,
+      int(getpid()), q->qpn, (unsigned long long)q->doorbells, (unsigned long long)q->recovered_doorbells, (unsigned long long)q->wqes,
       (unsigned long long)q->stale_wqe_reads, (unsigned long long)q->stray_completions);
   stage_line("SQ read (doorbell seen -> WQEs)", q->wqe_read);
   stage_line("post -> transport completion", q->transport);

@@ -384,31 +384,62 @@ void run() {
   print_engine_stats();
 }
 
+// A doorbell moves its QP's producer index forward (never back).
+void advance(Qp* q, uint16_t pi) {
+  if (uint16_t(pi - q->db_pi) < 0x8000) q->db_pi = pi;
+  q->doorbells++;
+  q->last_progress_ns = now_ns();
+}
+
+// A NIC receives every store to its registers; this emulation sees only each register's newest
+// value, so a doorbell of one QP overwritten by another QP's on a shared register before the
+// engine looked would be lost. Writers update a QP's doorbell record before they ring (the mlx5
+// convention every stack follows), so when a register of a page shared by several QPs changes,
+// each of its QPs whose record is ahead of the index it has is moved on to its record.
+bool recover_shared_doorbells(Uar* u) {
+  int sharing = 0;
+  for (Qp* q : qps()) sharing += q->uar == u;
+  if (sharing < 2) return false;
+  bool moved = false;
+  for (Qp* q : qps()) {
+    if (q->uar != u || !q->dbr) continue;
+    uint32_t be = 0;
+    if (!umem_read(q->dbr, q->dbr_off + 4 * m5::kDbrSendIndex, &be, sizeof be)) continue;
+    const auto pi = uint16_t(m5::be32(be));
+    if (pi == q->db_pi || uint16_t(pi - q->db_pi) >= 0x8000) continue;
+    q->recovered_doorbells++;
+    advance(q, pi);
+    moved = true;
+  }
+  return moved;
+}
+
 }  // namespace
 
 bool engine_round() {
   bool busy = false;
-  // Doorbells: the newest 8-byte value of each register names the QP and its producer index.
-  // Writers may alternate between the two halves of the register pair (libmlx5's BlueFlame
-  // convention); an index older than the one the QP already has moves nothing.
+  // Doorbells: the newest 8-byte value of each send register names the QP and its producer
+  // index. Writers may alternate between the two halves of a register pair (libmlx5's BlueFlame
+  // convention) and use either of the page's two registers; an index older than the one the QP
+  // already has moves nothing.
   for (Uar* u : uars()) {
-    for (int half = 0; half < 2; ++half) {
-      const auto reg = reinterpret_cast<uintptr_t>(u->pub.reg_addr) ^ (half ? m5::kUarTwinOffset : 0);
+    bool rung = false;
+    for (int r = 0; r < 4; ++r) {
+      const auto reg = reinterpret_cast<uintptr_t>(u->page) + m5::kUarSendRegisters[r];
       uint64_t v = __atomic_load_n(reinterpret_cast<uint64_t*>(reg), __ATOMIC_ACQUIRE);
-      if (v == u->last[half]) continue;
-      u->last[half] = v;
+      if (v == u->last[r]) continue;
+      u->last[r] = v;
+      rung = true;
       m5::Doorbell db = m5::decode_doorbell(v);
       Qp* q = find_qp(db.qpn);
       if (!q) {
         log("doorbell for unknown QP 0x%x (pi %u) ignored", db.qpn, db.pi);
         continue;
       }
-      const uint16_t pi = m5::announced_index(db);
-      if (uint16_t(pi - q->db_pi) < 0x8000) q->db_pi = pi;
-      q->doorbells++;
-      q->last_progress_ns = now_ns();
+      advance(q, m5::announced_index(db));
       busy = true;
     }
+    if (rung) busy |= recover_shared_doorbells(u);
   }
   std::vector<Emitted> cqes;
   for (Qp* q : qps()) {

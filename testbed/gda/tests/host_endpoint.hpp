@@ -60,6 +60,7 @@ struct Endpoint {
   // convention) instead of one 8-byte doorbell of the next free index (the GPU stacks').
   bool alternate_halves = false, blueflame = false;
   uint64_t rings = 0;
+  bool shares_uar = false;  // its UAR page belongs to another endpoint (which frees it)
   uint64_t last_start = 0;  // the first WQEBB of the WQE posted last
   uint8_t* sq() { return buf; }
   uint8_t* cqbuf() { return buf + sq_bytes; }
@@ -94,7 +95,8 @@ inline ibv_pd* open_host_device(ibv_device*** list_out) {
 }
 
 // st: the QP's service type (RC, or a DC initiator: prm::kQpStDci).
-inline void create_endpoint(Endpoint& e, bool collapsed, uint32_t st = prm::kQpStRc) {
+// uar: the UAR page to create the QP on (shared with other QPs); null: one of its own.
+inline void create_endpoint(Endpoint& e, bool collapsed, uint32_t st = prm::kQpStRc, mlx5dv_devx_uar* uar = nullptr) {
   e.collapsed = collapsed;
   e.sq_bytes = size_t(m5::kWqeBbSize) << e.log_sq;
   e.cq_bytes = collapsed ? m5::kCqeSize : (size_t(m5::kCqeSize) << e.log_cq);
@@ -126,7 +128,8 @@ inline void create_endpoint(Endpoint& e, bool collapsed, uint32_t st = prm::kQpS
   HOST_CHECK(prm::get(out, prm::kOutStatus) == 0);
   e.cqn = prm::get(out, prm::cq::out_cqn);
 
-  e.uar = mlx5dv_devx_alloc_uar(g_ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+  e.uar = uar ? uar : mlx5dv_devx_alloc_uar(g_ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+  e.shares_uar = uar != nullptr;
   HOST_REQUIRE(e.uar);
   HOST_CHECK(reinterpret_cast<uintptr_t>(e.uar->reg_addr) - reinterpret_cast<uintptr_t>(e.uar->base_addr) ==
         m5::kUarDoorbellOffset);
@@ -259,6 +262,13 @@ inline uint16_t post_nop(Endpoint& e, bool signal) {
   memcpy(w, &c, 16);
   e.prod++;
   return idx;
+}
+
+// The doorbell record alone, as a writer leaves it whose doorbell store another QP's store to the
+// same register overwrote before the NIC's watcher looked.
+inline void update_record_only(Endpoint& e) {
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  __atomic_store_n(&e.dbr()[m5::kDbrSendIndex], m5::be32(uint32_t(e.prod) & 0xffff), __ATOMIC_RELEASE);
 }
 
 // Doorbell record, fence, one 8-byte doorbell store (update_dbr = false: the record lags).
