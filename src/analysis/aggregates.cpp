@@ -77,6 +77,7 @@ void DoorbellCounters::add(const DoorbellCounters& o) {
   doorbells += o.doorbells;
   wqebbs += o.wqebbs;
   blueflame += o.blueflame;
+  from_record += o.from_record;
   data_doorbells += o.data_doorbells;
   control_doorbells += o.control_doorbells;
   not_read_doorbells += o.not_read_doorbells;

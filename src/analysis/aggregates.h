@@ -38,6 +38,7 @@ struct OpCounters {
 // sum of the producer-index deltas: doorbells a poller saw merged still count every WQEBB).
 struct DoorbellCounters {
   uint64_t doorbells = 0, wqebbs = 0, blueflame = 0;
+  uint64_t from_record = 0;  // lost to another QP's store on a shared register, forwarded from the record
   uint64_t data_doorbells = 0, control_doorbells = 0;  // with WQE recovery
   uint64_t not_read_doorbells = 0;  // doorbells whose WQEs were not read (all of them without recovery)
   // WQE recovery of the QP (its gpu_wqe_stats): WQEs recovered and the WQEBBs they took, slots

@@ -88,6 +88,7 @@ void GpuAssociation::doorbell(int64_t ts, const format::DecodedEvent& ev) {
   d.process_id = f_.process.process_id;
   d.qp_num = v[1], d.producer_index = v[2], d.delta = v[3], d.uar_page = v[0];
   d.blueflame = v[4] == static_cast<uint64_t>(format::DoorbellKind::blueflame);
+  d.from_record = v[4] == static_cast<uint64_t>(format::DoorbellKind::from_record);
   d.wqe_class = v[5], d.wqes = v[6];
   d.qp_id = f_.qp_of(v[1], ev.tsc);
   if (d.qp_id != kNone) d.gpu = f_.model.qps[static_cast<size_t>(d.qp_id)].gpu;
@@ -96,6 +97,7 @@ void GpuAssociation::doorbell(int64_t ts, const format::DecodedEvent& ev) {
   c.doorbells += 1;
   c.wqebbs += d.delta;
   c.blueflame += d.blueflame;
+  c.from_record += d.from_record;
   c.data_doorbells += d.wqe_class == static_cast<uint64_t>(format::DoorbellWqeClass::data);
   c.control_doorbells += d.wqe_class == static_cast<uint64_t>(format::DoorbellWqeClass::control);
   c.not_read_doorbells += d.wqe_class == static_cast<uint64_t>(format::DoorbellWqeClass::not_read);

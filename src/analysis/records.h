@@ -97,6 +97,7 @@ struct DoorbellRecord {
   int64_t gpu = -1;            // the GPU whose memory holds the QP's send queue (-1: host memory / unknown)
   uint64_t qp_num = 0, producer_index = 0, delta = 0, uar_page = 0;
   bool blueflame = false;
+  bool from_record = false;  // lost to another QP's store on a shared register, taken from the QP's record
   const std::string* kernel = nullptr;  // the kernel launched last on that GPU before it, if known
   // With WQE recovery (format::DoorbellWqeClass): 0 not read, 1 data (a WRITE, READ or SEND of
   // more than 8 bytes), 2 control (atomics, NOPs, small puts); and how many WQEs it announced.

@@ -160,6 +160,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
       o["gpu"] = q.gpu < 0 ? json(nullptr) : json(q.gpu);
       o["doorbells"] = d.doorbells;
       o["wqebbs"] = d.wqebbs;
+      if (d.from_record) o["from_record_doorbells"] = d.from_record;
       if (d.wqes_read) o["wqe_recovery"] = wqe_recovery_json(d);
     }
     qps.push_back(o);
@@ -172,7 +173,8 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
     const ProcessRow& p = m.processes[g.process_id];
     json o = {{"process_id", g.process_id}, {"label", process_label(p)}, {"host", p.host},
               {"gpu", g.gpu < 0 ? json(nullptr) : json(g.gpu)}, {"qps", g.qps}, {"doorbells", g.doorbells.doorbells},
-              {"wqebbs", g.doorbells.wqebbs}, {"blueflame_doorbells", g.doorbells.blueflame}};
+              {"wqebbs", g.doorbells.wqebbs}, {"blueflame_doorbells", g.doorbells.blueflame},
+              {"from_record_doorbells", g.doorbells.from_record}};
     if (g.doorbells.last_ns > g.doorbells.first_ns)
       o["doorbells_per_s"] = 1e9 * static_cast<double>(g.doorbells.doorbells) / static_cast<double>(g.doorbells.last_ns - g.doorbells.first_ns);
     o["gpu_label"] = gpu_label(m, g.process_id, g.gpu);

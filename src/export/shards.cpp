@@ -9,7 +9,7 @@
 namespace sigmatrace::analysis {
 // The raw counters as JSON, field by field (a shard's aggregate.json carries them to the merge).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OpCounters, ops, bytes, calls, completions, completion_errors, first_ns, last_ns)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DoorbellCounters, doorbells, wqebbs, blueflame, data_doorbells, control_doorbells,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DoorbellCounters, doorbells, wqebbs, blueflame, from_record, data_doorbells, control_doorbells,
                                    not_read_doorbells, recovered, recovered_wqebbs, lost_wqebbs, damaged, unread_wqebbs,
                                    index_errors, batches, wait_ns, max_wait_ns, wqes_read, first_ns, last_ns)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(HijackCounters, pages_hijacked, pages_not_hijacked, pages_doorbells_off, map_failures, pollers,

@@ -78,7 +78,7 @@ CREATE TABLE gpu(process_id INTEGER, gpu INTEGER, qps INTEGER, doorbells INTEGER
 CREATE TABLE qp_doorbells(qp_id INTEGER PRIMARY KEY, doorbells INTEGER, wqebbs INTEGER, blueflame INTEGER,
   first_ts_ns INTEGER, last_ts_ns INTEGER, data_doorbells INTEGER, control_doorbells INTEGER, wqes_read INTEGER,
   wqes_recovered INTEGER, recovered_wqebbs INTEGER, lost_wqebbs INTEGER, damaged_wqes INTEGER, unread_wqebbs INTEGER,
-  index_errors INTEGER, batches INTEGER, wait_ns INTEGER, max_wait_ns INTEGER);
+  index_errors INTEGER, batches INTEGER, wait_ns INTEGER, max_wait_ns INTEGER, from_record INTEGER);
 CREATE TABLE qp_stats(qp_id INTEGER, opcode TEXT, ops INTEGER, bytes INTEGER, PRIMARY KEY(qp_id, opcode));
 )sql";
 

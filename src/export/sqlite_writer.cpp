@@ -553,13 +553,13 @@ bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::
         .u(g.ops.bytes_out()).u(g.ops.bytes_read()).u(d.recovered).u(d.lost_wqebbs).u(d.damaged).u(d.unread_wqebbs).step();
   }
   sqlite3_finalize(s);
-  sqlite3_prepare_v2(db_, "INSERT INTO qp_doorbells VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &s, nullptr);
+  sqlite3_prepare_v2(db_, "INSERT INTO qp_doorbells VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &s, nullptr);
   for (const QpRow& q : m.qps) {
     const DoorbellCounters& d = agg.qp_doorbells[q.qp_id];
     if (q.gpu_initiated || d.doorbells)
       Binder(s).i(q.qp_id).u(d.doorbells).u(d.wqebbs).u(d.blueflame).i(d.first_ns).i(d.last_ns).u(d.data_doorbells)
           .u(d.control_doorbells).i(d.wqes_read).u(d.recovered).u(d.recovered_wqebbs).u(d.lost_wqebbs).u(d.damaged)
-          .u(d.unread_wqebbs).u(d.index_errors).u(d.batches).u(d.wait_ns).u(d.max_wait_ns).step();
+          .u(d.unread_wqebbs).u(d.index_errors).u(d.batches).u(d.wait_ns).u(d.max_wait_ns).u(d.from_record).step();
   }
   sqlite3_finalize(s);
   sqlite3_prepare_v2(db_, "INSERT INTO connection VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1, &s, nullptr);

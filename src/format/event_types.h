@@ -311,7 +311,9 @@ enum class UarMapOutcome : uint64_t {
 };
 
 // gpu_doorbell.kind
-enum class DoorbellKind : uint64_t { doorbell = 1, blueflame = 2 };
+// from_record: a doorbell of a QP sharing its register with others, overwritten by another QP's
+// store before the poller saw it, and forwarded from the QP's doorbell record instead.
+enum class DoorbellKind : uint64_t { doorbell = 1, blueflame = 2, from_record = 3 };
 
 // gpu_doorbell.wqe_class: what the doorbell's WQEs were (the paper's Fig. 8b tells them apart).
 // data: at least one WRITE, READ or SEND of more than 8 bytes; control: only atomics, NOPs and

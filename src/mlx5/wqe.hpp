@@ -120,6 +120,11 @@ constexpr uint32_t kDbrSize = 8;
 constexpr uint32_t kUarPageSize = 4096;
 constexpr uint32_t kUarDoorbellOffset = 0x800;
 constexpr uint32_t kUarTwinOffset = 0x100;  // the other half of a BlueFlame register pair: reg ^ 0x100
+// Every register of a 4 KiB UAR page a writer may store to: its two BlueFlame registers (bfregs of
+// 512 bytes, at 0x800 and 0xa00), each with its two halves, for send doorbells; and the CQ
+// doorbell (arm requests) at 0x20.
+constexpr uint32_t kUarSendRegisters[] = {0x800, 0x900, 0xa00, 0xb00};
+constexpr uint32_t kUarCqDoorbellOffset = 0x20;
 
 // The doorbell value as a little-endian 64-bit word (what one 8-byte store writes).
 MLX5_HD uint64_t doorbell_value(uint16_t pi, uint32_t qpn) {

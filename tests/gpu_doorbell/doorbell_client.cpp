@@ -7,6 +7,7 @@
 //
 //   doorbell_client [--resolve link|proc] [--qps N] [--ops K] [--gap-ms M] [--probe] [--plain-page]
 //                   [--mix] [--burst B] [--halves] [--blueflame] [--no-unregister] [--fork]
+//                   [--shared-uar [--lost-doorbells K]] [--second-bfreg]
 //
 // --resolve link: the driver functions are called as linked (libcuda's exported symbols);
 //   proc: as the CUDA runtime does, through dlopen(libcuda) + dlsym(cuGetProcAddress_v2), then
@@ -27,6 +28,11 @@
 //   program that skips its teardown does).
 // --fork: after mapping the doorbells, forks a child that exits at once through exit() (its
 //   atexit handlers run), while the parent goes on.
+// --shared-uar: every QP is created on the first QP's UAR page and rings its register, all at
+//   once (one register, several QPs: rdma-core's shared UAR, NCCL's QP groups).
+// --lost-doorbells K: first, K times, QP 0 posts a NOP and only updates its doorbell record (its
+//   store lost to QP 1's, which rings its own NOP right after), and both NOPs must complete.
+// --second-bfreg: doorbells go to the page's second BlueFlame register (0xa00), not reg_addr.
 // The output names what was done and verified, and nothing that differs between runs.
 #include <dlfcn.h>
 #include <sys/wait.h>
@@ -173,6 +179,8 @@ int main(int argc, char** argv) {
   std::string resolve = "link";
   int qps = 1, ops = 100, gap_ms = 0;
   bool probe = false, plain_page = false, mix = false, halves = false, blueflame = false, no_unregister = false, fork_child = false;
+  bool shared_uar = false, second_bfreg = false;
+  int lost_doorbells = 0;
   int burst = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -188,13 +196,17 @@ int main(int argc, char** argv) {
     else if (a == "--blueflame") blueflame = true;
     else if (a == "--no-unregister") no_unregister = true;
     else if (a == "--fork") fork_child = true;
+    else if (a == "--shared-uar") shared_uar = true;
+    else if (a == "--second-bfreg") second_bfreg = true;
+    else if (a == "--lost-doorbells" && i + 1 < argc) lost_doorbells = atoi(argv[++i]);
     else {
       fprintf(stderr, "doorbell_client: unknown option %s\n", a.c_str());
       return 2;
     }
   }
   if (qps < 1 || qps > 8 || ops < 1 || ops > 60000 || gap_ms < 0 || gap_ms > 1000 || (resolve != "link" && resolve != "proc") ||
-      burst < 1 || burst > 16 || ops % burst) {
+      burst < 1 || burst > 16 || ops % burst || lost_doorbells < 0 || lost_doorbells > 1000 ||
+      (lost_doorbells && (!shared_uar || qps < 2))) {
     fprintf(stderr, "doorbell_client: bad arguments\n");
     return 2;
   }
@@ -210,7 +222,7 @@ int main(int argc, char** argv) {
   // QP pairs in loopback: a[i] sends, b[i] is its peer.
   std::vector<Endpoint> a(static_cast<size_t>(qps)), b(static_cast<size_t>(qps));
   for (int i = 0; i < qps; ++i) {
-    create_endpoint(a[size_t(i)], true);
+    create_endpoint(a[size_t(i)], true, prm::kQpStRc, shared_uar && i > 0 ? a[0].uar : nullptr);
     create_endpoint(b[size_t(i)], true);
     for (Endpoint* e : {&a[size_t(i)], &b[size_t(i)]}) modify(*e, prm::kRst2Init, 0);
     modify(a[size_t(i)], prm::kInit2Rtr, b[size_t(i)].qpn);
@@ -226,7 +238,8 @@ int main(int argc, char** argv) {
     printf("probe: the doorbell page can be mapped\n");
   }
   for (Endpoint& e : a) {
-    e.doorbell = map_doorbell(d, e);
+    e.doorbell = e.shares_uar ? a[0].doorbell : map_doorbell(d, e);
+    if (second_bfreg && !e.shares_uar) e.doorbell += 0x200 / sizeof(uint64_t);
     e.alternate_halves = halves;
     e.blueflame = blueflame;
   }
@@ -268,6 +281,15 @@ int main(int argc, char** argv) {
   void* kernel = nullptr;
   HOST_REQUIRE(d.module_get_function(&kernel, nullptr, "put_quiet_kernel") == 0);
   HOST_REQUIRE(d.launch(kernel, unsigned(qps), 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr) == 0);
+
+  for (int k = 0; k < lost_doorbells; ++k) {
+    const uint16_t lost = post_nop(a[0], true);
+    update_record_only(a[0]);
+    const uint16_t rung = post_nop(a[1], true);
+    ring(a[1]);
+    HOST_REQUIRE(wait_collapsed(a[1], rung).ok && wait_collapsed(a[0], lost).ok);
+  }
+  if (lost_doorbells) printf("lost doorbells: %d, each completed from its doorbell record\n", lost_doorbells);
 
   // One "GPU thread" per QP: an inline WRITE of its sequence number, one doorbell, wait for the CQE.
   std::vector<int> failed(size_t(qps), 0);
@@ -333,13 +355,15 @@ int main(int argc, char** argv) {
     printf("all operations verified\n");
     return 0;
   }
-  for (Endpoint& e : a) HOST_REQUIRE(d.host_unregister(e.uar->base_addr) == 0);
+  for (Endpoint& e : a)
+    if (!e.shares_uar) HOST_REQUIRE(d.host_unregister(e.uar->base_addr) == 0);
   ibv_dereg_mr(mr);
+  for (std::vector<Endpoint>* side : {&a, &b})  // QPs first: a UAR page may be shared
+    for (Endpoint& e : *side) mlx5dv_devx_obj_destroy(e.qp);
   for (std::vector<Endpoint>* side : {&a, &b})
     for (Endpoint& e : *side) {
-      mlx5dv_devx_obj_destroy(e.qp);
       mlx5dv_devx_obj_destroy(e.cq);
-      mlx5dv_devx_free_uar(e.uar);
+      if (!e.shares_uar) mlx5dv_devx_free_uar(e.uar);
       mlx5dv_devx_free_uar(e.cq_uar);
       mlx5dv_devx_umem_dereg(e.umem);
     }

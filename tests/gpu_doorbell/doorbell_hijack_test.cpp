@@ -320,8 +320,39 @@ TEST_P(DoorbellRinging, EveryDoorbellIsForwardedInOrderAndCountedOnce) {
 INSTANTIATE_TEST_SUITE_P(Stacks, DoorbellRinging,
                          ::testing::Values(RingingCase{"halves", {"--halves"}}, RingingCase{"blueflame", {"--blueflame"}},
                                            RingingCase{"blueflame_halves", {"--blueflame", "--halves"}},
-                                           RingingCase{"no_unregister", {"--no-unregister"}}, RingingCase{"fork", {"--fork"}}),
+                                           RingingCase{"no_unregister", {"--no-unregister"}}, RingingCase{"fork", {"--fork"}},
+                                           RingingCase{"second_bfreg", {"--second-bfreg"}},
+                                           RingingCase{"second_bfreg_halves", {"--second-bfreg", "--halves"}}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Several QPs on one UAR page, ringing one register at once (rdma-core's shared UAR, NCCL's QP
+// groups): a doorbell overwritten by another QP's store before the poller looked still reaches
+// the NIC, from its QP's doorbell record. The client first makes `lost` such losses for sure (QP
+// 0 only updates its record; QP 1 rings right after), then all four QPs ring concurrently.
+TEST(DoorbellSharing, ADoorbellOverwrittenByAnotherQpsIsForwardedFromItsRecord) {
+  TempDir t;
+  const int qps = 4, ops = 400, lost = 50;
+  ClientRun r = run_client({"--shared-uar", "--qps", std::to_string(qps), "--ops", std::to_string(ops), "--lost-doorbells",
+                            std::to_string(lost)},
+                           "simple", t / "exp");
+  expect_same_output(r);
+  const ProcessEvents* p = r.client();
+  ASSERT_NE(p, nullptr);
+  const std::vector<uint64_t> senders = sender_qpns(*p);
+  ASSERT_EQ(senders.size(), size_t(qps));
+  EXPECT_EQ(p->count(EventType::gpu_uar_map), 1u) << "one page, mapped once";
+  std::map<uint64_t, uint64_t> wqebbs, from_record;
+  for (const TraceEvent* e : p->of(EventType::gpu_doorbell)) {
+    wqebbs[(*e)[1]] += (*e)[3];
+    from_record[(*e)[1]] += (*e)[4] == uint64_t(sigmatrace::format::DoorbellKind::from_record);
+  }
+  // Every WQEBB each QP posted was announced to the NIC exactly once: QPs 0 and 1 a NOP per loss
+  // besides their writes.
+  for (int q = 0; q < qps; ++q)
+    EXPECT_EQ(wqebbs[senders[size_t(q)]], uint64_t(ops + (q < 2 ? lost : 0))) << "QP " << q;
+  EXPECT_GE(from_record[senders[0]], uint64_t(lost)) << "QP 0's lost doorbells were not forwarded from its record";
+  EXPECT_EQ(wqebbs.size(), senders.size()) << "doorbells on QPs the client did not create";
+}
 
 // Two processes of a node given the same CPU list (as every rank of a job is): their pollers take
 // different CPUs of it, whatever their local rank says (none here), instead of both spinning on

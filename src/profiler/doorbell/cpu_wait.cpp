@@ -16,20 +16,20 @@ format::PollerWait best_wait() {
 }
 
 namespace {
-__attribute__((target("waitpkg"))) void umwait_on(const volatile void* addr, uint32_t cycles) {
+__attribute__((target("waitpkg"))) void umwait_on(const volatile void* addr, uint32_t cycles, bool (*idle)(void*), void* arg) {
   _umonitor(const_cast<void*>(addr));
-  _umwait(1 /* C0.1: the fastest wake-up */, read_tsc() + cycles);
+  if (idle(arg)) _umwait(1 /* C0.1: the fastest wake-up */, read_tsc() + cycles);
 }
-__attribute__((target("mwaitx"))) void mwaitx_on(const volatile void* addr, uint32_t cycles) {
+__attribute__((target("mwaitx"))) void mwaitx_on(const volatile void* addr, uint32_t cycles, bool (*idle)(void*), void* arg) {
   _mm_monitorx(const_cast<void*>(addr), 0, 0);
-  _mm_mwaitx(2 /* timer enabled */, 0, cycles);
+  if (idle(arg)) _mm_mwaitx(2 /* timer enabled */, 0, cycles);
 }
 }  // namespace
 
-void wait_for_write(format::PollerWait how, const volatile void* addr, uint32_t cycles) {
+void wait_for_write(format::PollerWait how, const volatile void* addr, uint32_t cycles, bool (*idle)(void*), void* arg) {
   switch (how) {
-    case format::PollerWait::umwait: umwait_on(addr, cycles); return;
-    case format::PollerWait::mwaitx: mwaitx_on(addr, cycles); return;
+    case format::PollerWait::umwait: umwait_on(addr, cycles, idle, arg); return;
+    case format::PollerWait::mwaitx: mwaitx_on(addr, cycles, idle, arg); return;
     case format::PollerWait::pause: cpu_relax(); return;
   }
 }
@@ -40,7 +40,7 @@ void wait_for_write(format::PollerWait how, const volatile void* addr, uint32_t 
 
 namespace sigmatrace::profiler::doorbell {
 format::PollerWait best_wait() { return format::PollerWait::pause; }
-void wait_for_write(format::PollerWait, const volatile void*, uint32_t) { cpu_relax(); }
+void wait_for_write(format::PollerWait, const volatile void*, uint32_t, bool (*)(void*), void*) { cpu_relax(); }
 }  // namespace sigmatrace::profiler::doorbell
 
 #endif

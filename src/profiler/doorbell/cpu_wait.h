@@ -13,9 +13,11 @@ namespace sigmatrace::profiler::doorbell {
 // What this CPU offers (cpuid, asked once).
 format::PollerWait best_wait();
 
-// Waits until the cache line of addr is written or about `cycles` TSC cycles have passed.
-// With PollerWait::pause: one pause instruction (addr and cycles unused).
-void wait_for_write(format::PollerWait how, const volatile void* addr, uint32_t cycles);
+// Waits until the cache line of addr is written or about `cycles` TSC cycles have passed. The
+// line is armed first and idle(arg) asked after: a write that came before the arming (or to a
+// line not watched) is not slept through; false from idle returns at once. With
+// PollerWait::pause: one pause instruction (addr, cycles and idle unused).
+void wait_for_write(format::PollerWait how, const volatile void* addr, uint32_t cycles, bool (*idle)(void*), void* arg);
 
 #if defined(__x86_64__)
 inline void cpu_relax() { __builtin_ia32_pause(); }

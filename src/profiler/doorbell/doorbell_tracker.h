@@ -25,6 +25,8 @@ class DoorbellTracker {
     SqRecovery* recovery;
     bool known;          // the QP's send queue was known when it first rang (devx CREATE_QP seen)
     SendQueueRef queue;  // which one: a QP number the device reused is a new QP, from index 0
+    int reg;             // the register it rang last (an index into the page's registers)
+    bool from_record;    // pi was forwarded from its doorbell record, not yet rung through a register
   };
   struct Seen {
     uint32_t qpn;
@@ -53,6 +55,8 @@ class DoorbellTracker {
     return Seen{d.qpn, pi, uint32_t(uint16_t(pi - before)), s};
   }
 
+  // The QP's slot, made if it has none yet (null: more QPs than slots).
+  Slot* slot_of(uint32_t qpn, uintptr_t device_context = 0) { return slot(qpn, device_context); }
   uint64_t untracked_qps() const { return untracked_; }
   // The QPs seen so far (for draining and reporting their recoveries).
   template <typename F>
@@ -67,7 +71,7 @@ class DoorbellTracker {
     for (uint32_t probe = 0; probe < kMaxQps; ++probe, i = (i + 1) % kMaxQps) {
       if (slots_[i].qpn == qpn) return &slots_[i];
       if (slots_[i].qpn == 0) {
-        slots_[i] = Slot{qpn, 0, nullptr, false, {}};
+        slots_[i] = Slot{qpn, 0, nullptr, false, {}, 0, false};
         SendQueue q;
         slots_[i].known = find_send_queue(device_context, qpn, &q, &slots_[i].queue);
         return &slots_[i];

@@ -11,6 +11,7 @@
 #include "profiler/doorbell/poller.h"
 #include "profiler/doorbell/uar_registry.h"
 #include "profiler/doorbell/wqe_recovery.h"
+#include "profiler/providers/cuda/device_copy.h"
 #include "profiler/runtime/log.h"
 #include "profiler/runtime/recorder.h"
 
@@ -104,12 +105,13 @@ bool start_shadow(const DriverCalls& d, Shadow* s, const UarPage& uar, std::stri
   w.real = reinterpret_cast<volatile uint8_t*>(uar.base);
   w.page_id = uar.page_id;
   w.device_context = uar.context;
-  const uint32_t off = static_cast<uint32_t>(uar.reg - uar.base) & (kUarMappingBytes - 8);
-  w.offsets[0] = off;
-  w.offsets[1] = off ^ mlx5::kUarTwinOffset;  // the BlueFlame twin
-  w.last[0] = w.last[1] = 0;
+  set_registers(&w, static_cast<uint32_t>(uar.reg - uar.base) & (kUarMappingBytes - 8));
+  // Where the doorbell records of QPs sharing the page are copied to when they lie in GPU memory
+  // (allocated here, on the application's control path, never on the forwarding thread).
+  w.dbr_staging = static_cast<uint32_t*>(cuda::alloc_pinned(WatchedPage::kMaxSharers * sizeof(uint32_t)));
   w.state.store(page_watched);
   if (!watch(&w, why)) {
+    cuda::free_pinned(w.dbr_staging);
     d.host_unregister(page);
     munmap(page, kUarMappingBytes);
     return false;
@@ -125,7 +127,7 @@ void end_shadow(const DriverCalls& d, Shadow* s) {
   if (s->host) {
     g_live_shadows.fetch_sub(1, std::memory_order_release);
     if (!unwatch(&s->page)) return;  // a poller still reads it: leaked, not freed
-    if (driver_calls_allowed()) d.host_unregister(s->host);
+    if (driver_calls_allowed()) d.host_unregister(s->host), cuda::free_pinned(s->page.dbr_staging);
     munmap(s->host, kUarMappingBytes);
   }
   delete s;

@@ -202,38 +202,26 @@ bool read_blueflame(const uint64_t* src, uint64_t v, const uint64_t* last_body, 
   return changed;
 }
 
-// One register of a page changed to v: forwarded, then decoded and recorded — except with
-// SIGMATRACE_WQE_BATCH=sync, where the WQEs it announces are read first.
-void forward_register(Poller& p, WatchedPage& w, int i, uint64_t v) {
-  const uint32_t off = w.offsets[i];
-  auto* src = reinterpret_cast<uint64_t*>(w.shadow + off);
-  uint64_t tsc = read_tsc();
-  uint64_t body[8];
-  const bool blueflame = read_blueflame(src, v, w.last_body[i], body);
-  const auto kind = blueflame ? format::DoorbellKind::blueflame : format::DoorbellKind::doorbell;
-  const bool wqes = recovering_wqes() && recording();
-  const bool sync = wqes && recovering_sync();
-  DoorbellTracker::Seen s{};
-  if (sync) {
-    s = w.tracker.observe(v, w.device_context);
-    if (SqRecovery* r = recovery_for(p, w, s)) r->doorbell(tsc, s.pi, s.delta, kind);
-  }
+// One store (and a BlueFlame body before it) to the NIC's register.
+void store_real(WatchedPage& w, uint32_t off, uint64_t v, const uint64_t* body) {
   auto* dst = reinterpret_cast<volatile uint64_t*>(w.real + off);
-  if (blueflame)  // the whole block, its first word last
-    for (int k = 1; k < 8; ++k) dst[k] = body[k], w.last_body[i][k] = body[k];
+  if (body)  // the whole block, its first word last
+    for (int k = 1; k < 8; ++k) dst[k] = body[k];
   *dst = v;
 #if defined(__x86_64__)
   __builtin_ia32_sfence();  // out of a write-combining buffer now: a UAR is WC or UC memory
 #else
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
-  w.last[i] = v;
-  ++w.doorbells;
-  if (!sync) s = w.tracker.observe(v, w.device_context);
+}
+
+// What one doorbell value announced for its QP: counted, and recorded or handed to the QP's WQE
+// recovery (read: it already has it, in sync mode).
+void account(Poller& p, WatchedPage& w, DoorbellTracker::Seen& s, uint64_t tsc, format::DoorbellKind kind, bool read) {
   if (!recording()) return;
   if (g_settings.aggregate) aggregate_add(format::AggregateKey::gpu_doorbell_qp, s.qpn, w.page_id, s.delta);
-  if (wqes) {
-    if (sync) return;
+  if (recovering_wqes()) {
+    if (read) return;
     if (SqRecovery* r = recovery_for(p, w, s)) {
       r->doorbell(tsc, s.pi, s.delta, kind);
       return;
@@ -244,28 +232,159 @@ void forward_register(Poller& p, WatchedPage& w, int i, uint64_t v) {
                                        static_cast<uint64_t>(kind), static_cast<uint64_t>(format::DoorbellWqeClass::not_read), uint64_t{0});
 }
 
-// One look at both registers of a page (mlx5 alternates between the two halves of a BlueFlame
-// register pair); true if either changed. When both changed since the last look and name the
-// same QP, the one announcing the earlier index goes first, so the NIC sees them in the order
-// they were written.
-bool poll_page(Poller& p, WatchedPage& w) {
-  uint64_t v[2];
-  bool changed[2];
-  for (int i = 0; i < 2; ++i) {
-    v[i] = __atomic_load_n(reinterpret_cast<uint64_t*>(w.shadow + w.offsets[i]), __ATOMIC_ACQUIRE);
-    changed[i] = v[i] != w.last[i];
+// The tracker's view of a doorbell value rung through register i; false: it rings exactly what
+// was already forwarded from its QP's doorbell record (counted then, not again).
+bool observe_register(WatchedPage& w, int i, uint64_t v, DoorbellTracker::Seen* s) {
+  const mlx5::Doorbell d = mlx5::decode_doorbell(v);
+  DoorbellTracker::Slot* slot = w.tracker.slot_of(d.qpn, w.device_context);
+  if (slot && slot->from_record && slot->pi == mlx5::announced_index(d)) {
+    slot->from_record = false;
+    slot->reg = i;
+    return false;
   }
-  if (!changed[0] && !changed[1]) return false;
-  int first = 0;
-  if (changed[0] && changed[1]) {
-    const mlx5::Doorbell a = mlx5::decode_doorbell(v[0]), b = mlx5::decode_doorbell(v[1]);
-    if (a.qpn == b.qpn && uint16_t(mlx5::announced_index(a) - mlx5::announced_index(b)) < 0x8000) first = 1;  // b is earlier
-  }
-  for (int k = 0; k < 2; ++k) {
-    const int i = k == 0 ? first : 1 - first;
-    if (changed[i]) forward_register(p, w, i, v[i]);
-  }
+  *s = w.tracker.observe(v, w.device_context);
+  if (s->slot) s->slot->reg = i, s->slot->from_record = false;
   return true;
+}
+
+// Register i holds v (read when it had been forwarded `forwards_then` times): forwarded unless
+// a newer value already was (a forward-only look in between), then recorded — except with
+// SIGMATRACE_WQE_BATCH=sync, where the WQEs it announces are read first. forward_only: the
+// poller is waiting for a copy; recording waits for its next look.
+void handle_register(Poller& p, WatchedPage& w, int i, uint64_t v, uint64_t forwards_then, bool forward_only) {
+  DoorbellRegister& r = w.registers[i];
+  if (v != r.forwarded && r.forwards == forwards_then) {
+    const uint64_t tsc = read_tsc();
+    uint64_t body[8];
+    const bool blueflame = r.send && read_blueflame(reinterpret_cast<const uint64_t*>(w.shadow + r.offset), v, r.body, body);
+    const auto kind = blueflame ? format::DoorbellKind::blueflame : format::DoorbellKind::doorbell;
+    DoorbellTracker::Seen s{};
+    const bool sync = !forward_only && r.send && recovering_wqes() && recording() && recovering_sync();
+    const bool counted = sync && observe_register(w, i, v, &s);
+    if (counted)
+      if (SqRecovery* rec = recovery_for(p, w, s)) rec->doorbell(tsc, s.pi, s.delta, kind);
+    store_real(w, r.offset, v, blueflame ? body : nullptr);
+    if (blueflame)
+      for (int k = 1; k < 8; ++k) r.body[k] = body[k];
+    r.forwarded = v;
+    ++r.forwards;
+    r.forwarded_tsc = tsc;
+    r.forwarded_kind = kind;
+    w.doorbells += r.send;
+    w.last_written = i;
+    if (sync) {
+      r.recorded = v;
+      if (counted) account(p, w, s, tsc, kind, true);
+      return;
+    }
+  }
+  if (forward_only || r.recorded == r.forwarded) return;
+  r.recorded = r.forwarded;
+  DoorbellTracker::Seen s{};
+  if (r.send && observe_register(w, i, r.forwarded, &s)) account(p, w, s, r.forwarded_tsc, r.forwarded_kind, false);
+}
+
+// The SQ counter in a QP's doorbell record (the k-th QP of the page's UAR); false if it cannot be
+// read (memory the driver does not describe, no pinned staging, a failed copy).
+bool read_record(Poller& p, WatchedPage& w, const SendQueue& q, int k, uint16_t* pi) {
+  uint32_t be = 0;
+  if (q.dbr_memory == format::SqMemory::host) {
+    be = __atomic_load_n(reinterpret_cast<const uint32_t*>(q.dbr_addr) + mlx5::kDbrSendIndex, __ATOMIC_ACQUIRE);
+  } else if (q.dbr_memory == format::SqMemory::gpu && w.dbr_staging && driver_calls_allowed()) {
+    std::string why;
+    cuda::DeviceCopyStream* st = p.streams.for_context(q.dbr_cu_context, &why);
+    if (!st || !st->copy(w.dbr_staging + k, q.dbr_addr + 4 * mlx5::kDbrSendIndex, 4) || !st->wait(p.streams.while_waiting()))
+      return false;
+    be = __atomic_load_n(w.dbr_staging + k, __ATOMIC_ACQUIRE);
+  } else {
+    return false;
+  }
+  *pi = uint16_t(mlx5::be32(be));
+  return true;
+}
+
+// Several QPs on one UAR page share its registers: a doorbell one QP rang can be overwritten by
+// another QP's before the poller looks, and would never reach the NIC. Every writer updates its
+// QP's doorbell record before it rings, so after each change on such a page, a QP whose record
+// is ahead of what was forwarded for it gets a doorbell of its record's index, through the
+// register it rang last (recorded as kind from_record; its own store, if it comes, is then not
+// counted again).
+void recover_from_records(Poller& p, WatchedPage& w) {
+  const uint64_t version = send_queues_version();
+  if (version != w.sharers_version) {
+    w.sharer_count = send_queues_on_uar(w.device_context, w.page_id, w.sharers, WatchedPage::kMaxSharers);
+    w.sharers_version = version;
+  }
+  if (w.sharer_count < 2) return;
+  for (int k = 0; k < w.sharer_count; ++k) {
+    const SendQueue& q = w.sharers[k];
+    uint16_t pi = 0;
+    DoorbellTracker::Slot* slot = w.tracker.slot_of(q.qpn, w.device_context);
+    if (!slot || !read_record(p, w, q, k, &pi) || pi == slot->pi || uint16_t(pi - slot->pi) >= 0x8000) continue;
+    const uint64_t value = mlx5::doorbell_value(pi, q.qpn), tsc = read_tsc();
+    store_real(w, w.registers[slot->reg].offset, value, nullptr);
+    ++w.doorbells;
+    DoorbellTracker::Seen s = w.tracker.observe(value, w.device_context);
+    if (s.slot) s.slot->from_record = true;
+    account(p, w, s, tsc, format::DoorbellKind::from_record, false);
+  }
+}
+
+// One look at every register of a page; true if any changed. When both halves of a BlueFlame
+// pair changed since the last look and name the same QP, the one announcing the earlier index
+// goes first, so the NIC sees them in the order they were written.
+bool poll_page(Poller& p, WatchedPage& w, bool forward_only = false) {
+  uint64_t v[WatchedPage::kMaxRegisters], forwards[WatchedPage::kMaxRegisters];
+  uint32_t due = 0, sent = 0;
+  for (int i = 0; i < w.register_count; ++i) {
+    const DoorbellRegister& r = w.registers[i];
+    forwards[i] = r.forwards;
+    v[i] = __atomic_load_n(reinterpret_cast<uint64_t*>(w.shadow + r.offset), __ATOMIC_ACQUIRE);
+    if (v[i] != r.forwarded || (!forward_only && r.recorded != r.forwarded)) {
+      due |= 1u << i;
+      sent |= uint32_t(r.send) << i;
+    }
+  }
+  if (!due) return false;
+  for (int i = 0; i < w.register_count; ++i) {
+    if (!(due >> i & 1)) continue;
+    const int t = w.registers[i].twin;
+    int first = i;
+    if (t >= 0 && (due >> t & 1)) {
+      const mlx5::Doorbell a = mlx5::decode_doorbell(v[i]), b = mlx5::decode_doorbell(v[t]);
+      if (a.qpn == b.qpn && uint16_t(mlx5::announced_index(a) - mlx5::announced_index(b)) < 0x8000) first = t;  // b is earlier
+    }
+    handle_register(p, w, first, v[first], forwards[first], forward_only);
+    due &= ~(1u << first);
+    if (t >= 0 && (due >> t & 1)) {
+      const int second = first == i ? t : i;
+      handle_register(p, w, second, v[second], forwards[second], forward_only);
+      due &= ~(1u << second);
+    }
+  }
+  if (sent && !forward_only) recover_from_records(p, w);
+  return true;
+}
+
+// Whether no register of the page holds a value not yet forwarded.
+bool page_idle(void* arg) {
+  const auto* w = static_cast<const WatchedPage*>(arg);
+  for (int i = 0; i < w->register_count; ++i)
+    if (__atomic_load_n(reinterpret_cast<const uint64_t*>(w->shadow + w->registers[i].offset), __ATOMIC_ACQUIRE) !=
+        w->registers[i].forwarded)
+      return false;
+  return true;
+}
+
+// While the poller waits for a copy (a WQE batch, a doorbell record), its pages' doorbells are
+// still forwarded; they are recorded at its next look. Not in sync mode, whose point is that the
+// WQEs are read before their doorbell goes out.
+void forward_while_waiting(void* arg) {
+  auto* p = static_cast<Poller*>(arg);
+  if (!recovering_sync())
+    for (auto& slot : p->pages)
+      if (WatchedPage* w = slot.load(std::memory_order_acquire)) poll_page(*p, *w, true);
+  cpu_relax();
 }
 
 void record_poller(uint64_t event, uint32_t pages, uint64_t doorbells, uint64_t cpu_ns, uint64_t wall_ns, int cpu,
@@ -283,6 +402,7 @@ void* poller_main(void* arg) {
   // The poller's copies and event queries must never invalidate an application thread's
   // stream capture (CUDA graphs), which the default (global) capture mode would.
   cuda::relax_stream_capture_on_this_thread();
+  p->streams.set_while_waiting({&forward_while_waiting, p});
   const uint64_t cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID), wall0 = now_ns(CLOCK_MONOTONIC);
   record_poller(1, 0, 0, 0, 0, p->cpu, 0);
   uint64_t doorbells = 0, untracked = 0;
@@ -360,7 +480,9 @@ void* poller_main(void* arg) {
       continue;
     }
     if (seen == 1 && g_settings.wait != format::PollerWait::pause) {
-      wait_for_write(g_settings.wait, only->shadow + only->offsets[0], kMonitorCycles);
+      // On the line written last (the next store most likely goes there), every register looked
+      // at again once it is armed; the deadline bounds a store to another line.
+      wait_for_write(g_settings.wait, only->shadow + only->registers[only->last_written].offset, kMonitorCycles, &page_idle, only);
       continue;
     }
     if ((idle_rounds & 4095) == 0 && markers_due()) cuda::resolve_kernel_markers();
@@ -440,6 +562,27 @@ Poller* start_poller(std::string* why) {
 }
 
 }  // namespace
+
+void set_registers(WatchedPage* w, uint32_t reg_offset) {
+  auto add = [w](uint32_t off, bool send) {
+    for (int i = 0; i < w->register_count; ++i)
+      if (w->registers[i].offset == off) return i;
+    if (w->register_count == WatchedPage::kMaxRegisters) return -1;
+    w->registers[w->register_count] = DoorbellRegister{};
+    w->registers[w->register_count].offset = off;
+    w->registers[w->register_count].send = send;
+    return w->register_count++;
+  };
+  auto pair = [&](uint32_t off) {
+    const int a = add(off, true), b = add(off ^ mlx5::kUarTwinOffset, true);
+    if (a >= 0 && b >= 0) w->registers[a].twin = b, w->registers[b].twin = a;
+  };
+  w->register_count = 0;
+  pair(reg_offset & ~7u);  // the mapped register first: doorbells from records go there by default
+  for (uint32_t off : mlx5::kUarSendRegisters)
+    if (!(off & mlx5::kUarTwinOffset)) pair(off);
+  add(mlx5::kUarCqDoorbellOffset, false);
+}
 
 void configure_pollers(const Config& config, const std::atomic<bool>* active) {
   g_settings.active = active;

@@ -11,25 +11,49 @@
 #include <cstdint>
 #include <string>
 
+#include "format/event_types.h"
 #include "profiler/doorbell/doorbell_tracker.h"
 #include "profiler/runtime/config.h"
 
 namespace sigmatrace::profiler::doorbell {
+
+// One register of a doorbell page the GPU may store to, and what the poller did with it.
+struct DoorbellRegister {
+  uint32_t offset = 0;
+  int twin = -1;            // the other half of its BlueFlame pair (mlx5 alternates between them)
+  bool send = true;         // a send doorbell; false: the CQ doorbell (arm requests), only forwarded
+  uint64_t forwarded = 0;   // the newest value stored to the real register
+  uint64_t forwards = 0;    // how many were
+  uint64_t recorded = 0;    // the newest value recorded (behind forwarded after a forward-only look)
+  uint64_t forwarded_tsc = 0;
+  format::DoorbellKind forwarded_kind = format::DoorbellKind::doorbell;
+  uint64_t body[8] = {};    // the last BlueFlame body forwarded (words 1..7)
+};
 
 struct WatchedPage {
   uint8_t* shadow = nullptr;         // the page the GPU writes (pinned host memory of ours)
   volatile uint8_t* real = nullptr;  // the NIC's UAR page as the application mapped it
   uint32_t page_id = 0;
   uintptr_t device_context = 0;      // the ibv_context of its UAR: the device its QPs belong to
-  // The doorbell register and its BlueFlame twin (mlx5 alternates between the two halves of a
-  // 512-byte block): reg_addr's offset and that offset ^ 0x100.
-  uint32_t offsets[2] = {};
-  uint64_t last[2] = {};             // the newest value forwarded from each
-  uint64_t last_body[2][8] = {};     // the last BlueFlame body forwarded from each (words 1..7)
+  // Every register the GPU may write: the page's two BlueFlame registers and their twins, the
+  // register the application mapped (and its twin) where that is another, and the CQ doorbell.
+  static constexpr int kMaxRegisters = 8;
+  DoorbellRegister registers[kMaxRegisters];
+  int register_count = 0;
+  int last_written = 0;              // the register forwarded last (the line a monitor watches)
   DoorbellTracker tracker;
-  uint64_t doorbells = 0;            // changes seen (poller thread only)
+  uint64_t doorbells = 0;            // values forwarded (poller thread only)
+  // The QPs created on this UAR page (several share its registers: a doorbell one of them rang
+  // may be overwritten by another's before the poller looks), refreshed when the table changes.
+  static constexpr int kMaxSharers = 16;
+  SendQueue sharers[kMaxSharers];
+  int sharer_count = 0;
+  uint64_t sharers_version = ~0ull;
+  uint32_t* dbr_staging = nullptr;   // pinned: doorbell records in GPU memory are copied here
   std::atomic<int> state{0};         // PageState
 };
+// Fills page's registers for a doorbell register at offset reg_offset of the page.
+void set_registers(WatchedPage* page, uint32_t reg_offset);
 enum PageState : int { page_watched = 0, page_retiring = 1, page_retired = 2 };
 
 // Recording settings, once at provider init: recording while *active; aggregate mode counts.

@@ -17,6 +17,7 @@ struct Entry {
 
 std::mutex g_mutex;
 Entry g_entries[kMaxSendQueues];
+std::atomic<uint64_t> g_version{0};
 
 bool live(uint32_t generation) { return generation & 1; }
 
@@ -34,6 +35,7 @@ void add_send_queue(const SendQueue& sq) {
     if (live(g)) continue;
     e.sq = sq;
     e.generation.store(g + 1, std::memory_order_release);
+    g_version.fetch_add(1, std::memory_order_release);
     return;
   }
   // More live QPs than entries: the newest are not recovered (their doorbells say so: unread).
@@ -45,6 +47,7 @@ void remove_send_queue(uintptr_t device_context, uint32_t qpn) {
     uint32_t g = e.generation.load(std::memory_order_relaxed);
     if (live(g) && e.sq.qpn == qpn && e.sq.device_context == device_context) e.generation.store(g + 1, std::memory_order_release);
   }
+  g_version.fetch_add(1, std::memory_order_release);
 }
 
 bool find_send_queue(uintptr_t device_context, uint32_t qpn, SendQueue* out, SendQueueRef* ref) {
@@ -58,6 +61,18 @@ bool find_send_queue(uintptr_t device_context, uint32_t qpn, SendQueue* out, Sen
     }
   }
   return false;
+}
+
+uint64_t send_queues_version() { return g_version.load(std::memory_order_acquire); }
+
+int send_queues_on_uar(uintptr_t device_context, uint32_t uar_page, SendQueue* out, int max) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  int n = 0;
+  for (uint32_t i = 0; i < kMaxSendQueues && n < max; ++i)
+    if (live(g_entries[i].generation.load(std::memory_order_acquire)) && g_entries[i].sq.uar_page == uar_page &&
+        g_entries[i].sq.device_context == device_context)
+      out[n++] = g_entries[i].sq;
+  return n;
 }
 
 bool still_current(const SendQueueRef& ref) {

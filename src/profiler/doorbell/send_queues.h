@@ -20,6 +20,11 @@ struct SendQueue {
   format::SqMemory memory = format::SqMemory::unknown;
   int64_t gpu = -1;
   uintptr_t cu_context = 0;    // the CUDA context the device memory belongs to
+  uint32_t uar_page = 0;       // the UAR page it was created on (QPs of one page share its registers)
+  // Its doorbell record (the SQ counter the writer stores before it rings): where, in which memory.
+  uint64_t dbr_addr = 0;
+  format::SqMemory dbr_memory = format::SqMemory::unknown;
+  uintptr_t dbr_cu_context = 0;
 };
 
 // A looked-up queue: which table entry, and its generation then (see still_current).
@@ -34,5 +39,9 @@ void remove_send_queue(uintptr_t device_context, uint32_t qpn);
 bool find_send_queue(uintptr_t device_context, uint32_t qpn, SendQueue* out, SendQueueRef* ref);
 // Whether ref's queue is still live (not destroyed, its QPN not reused). Lock-free.
 bool still_current(const SendQueueRef& ref);
+// Bumped by every add and remove (lock-free): a poller refreshes what it derived from the table.
+uint64_t send_queues_version();
+// The live queues created on UAR page uar_page of the device, at most max of them; their number.
+int send_queues_on_uar(uintptr_t device_context, uint32_t uar_page, SendQueue* out, int max);
 
 }  // namespace sigmatrace::profiler::doorbell

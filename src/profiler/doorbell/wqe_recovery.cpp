@@ -100,6 +100,7 @@ SqRecovery* SqRecovery::create(uintptr_t device_context, uint32_t qpn, uint32_t 
   if (!r) return nullptr;
   r->page_id_ = page_id;
   r->sq_.qpn = qpn;
+  r->streams_ = streams;
   // not a QP created with devx CREATE_QP on this device here
   if (!find_send_queue(device_context, qpn, &r->sq_, &r->ref_)) return r;
   std::string why;
@@ -254,7 +255,7 @@ void SqRecovery::drain() {
   bool ok = !copy_failed_;
   if (ok && sq_.memory == SqMemory::gpu) {
     const uint64_t t0 = monotonic_ns();
-    ok = driver_calls_allowed() && stream_->wait();
+    ok = driver_calls_allowed() && stream_->wait(streams_->while_waiting());
     const uint64_t waited = monotonic_ns() - t0;
     wait_ns_ += waited;
     if (waited > max_wait_ns_) max_wait_ns_ = waited;

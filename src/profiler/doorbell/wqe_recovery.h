@@ -48,8 +48,12 @@ class CopyStreams {
  public:
   cuda::DeviceCopyStream* for_context(uintptr_t context, std::string* why);
   void close_all();
+  // What the poller does while it waits for a copy of these streams.
+  void set_while_waiting(const cuda::WhileWaiting& w) { while_waiting_ = w; }
+  const cuda::WhileWaiting& while_waiting() const { return while_waiting_; }
 
  private:
+  cuda::WhileWaiting while_waiting_;
   static constexpr int kMax = 32;
   cuda::DeviceCopyStream streams_[kMax];
   int count_ = 0;
@@ -61,6 +65,7 @@ class SqRecovery {
   // through page page_id: looks its send queue up (none known: every doorbell is recorded at
   // once and its WQEBBs counted unread). Null only when out of memory.
   static SqRecovery* create(uintptr_t device_context, uint32_t qpn, uint32_t page_id, CopyStreams* streams);
+  // (streams_ keeps the poller's streams: what to do while a copy is waited for.)
   ~SqRecovery();
 
   // A doorbell announcing WQEBBs up to pi (delta since the previous one). In sync mode, called
@@ -100,6 +105,7 @@ class SqRecovery {
   uint8_t* staging_ = nullptr;  // slots_ WQEBBs, slot i of the ring at i
   bool pinned_ = false;
   cuda::DeviceCopyStream* stream_ = nullptr;
+  CopyStreams* streams_ = nullptr;
   uint64_t announced_ = 0, copied_ = 0, parsed_ = 0;  // WQEBB counters (the 16-bit index extended)
   Pending pending_[kMaxPending];
   uint32_t npending_ = 0;

@@ -20,6 +20,7 @@ using CUdevice = int;
 constexpr CUresult kSuccess = 0;
 constexpr CUresult kErrorInvalidValue = 1;
 constexpr CUresult kErrorNotFound = 500;
+constexpr CUresult kErrorNotReady = 600;  // CUDA_ERROR_NOT_READY: a stream or event still has work
 
 // cuMemHostRegister flags.
 constexpr unsigned kHostRegisterPortable = 0x01;

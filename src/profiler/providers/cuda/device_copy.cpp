@@ -15,7 +15,7 @@ RealSymbol g_ctx_get_current{"cuCtxGetCurrent", "libcuda.so.1", {}, {}};
 RealSymbol g_ctx_set_current{"cuCtxSetCurrent", "libcuda.so.1", {}, {}};
 RealSymbol g_stream_create{"cuStreamCreate", "libcuda.so.1", {}, {}};
 RealSymbol g_stream_destroy{"cuStreamDestroy_v2", "libcuda.so.1", {}, {}};
-RealSymbol g_stream_synchronize{"cuStreamSynchronize", "libcuda.so.1", {}, {}};
+RealSymbol g_stream_query{"cuStreamQuery", "libcuda.so.1", {}, {}};
 RealSymbol g_memcpy_dtoh_async{"cuMemcpyDtoHAsync_v2", "libcuda.so.1", {}, {}};
 RealSymbol g_mem_alloc_host{"cuMemAllocHost_v2", "libcuda.so.1", {}, {}};
 RealSymbol g_mem_free_host{"cuMemFreeHost", "libcuda.so.1", {}, {}};
@@ -46,6 +46,7 @@ void relax_stream_capture_on_this_thread() {
 }
 
 void* alloc_pinned(size_t bytes) {
+  g_mem_alloc_host.logged.store(true, std::memory_order_relaxed);  // absent: no pinned memory, which callers handle
   auto fn = real_function<CUresult (*)(void**, size_t)>(g_mem_alloc_host);
   void* p = nullptr;
   if (!fn || fn(&p, bytes) != kSuccess) return nullptr;
@@ -53,6 +54,7 @@ void* alloc_pinned(size_t bytes) {
 }
 
 void free_pinned(void* p) {
+  g_mem_free_host.logged.store(true, std::memory_order_relaxed);
   auto fn = real_function<CUresult (*)(void*)>(g_mem_free_host);
   if (fn && p) fn(p);
 }
@@ -69,8 +71,8 @@ bool DeviceCopyStream::make_current() {
 bool DeviceCopyStream::open(uintptr_t context, std::string* why) {
   context_ = context;
   auto create = real_function<CUresult (*)(void**, unsigned)>(g_stream_create);
-  if (!create || !real_function<void*>(g_memcpy_dtoh_async) || !real_function<void*>(g_stream_synchronize)) {
-    *why = "the CUDA driver lacks cuStreamCreate, cuMemcpyDtoHAsync_v2 or cuStreamSynchronize";
+  if (!create || !real_function<void*>(g_memcpy_dtoh_async) || !real_function<void*>(g_stream_query)) {
+    *why = "the CUDA driver lacks cuStreamCreate, cuMemcpyDtoHAsync_v2 or cuStreamQuery";
     return false;
   }
   if (!make_current()) {
@@ -90,9 +92,14 @@ bool DeviceCopyStream::copy(void* dst, uint64_t src, size_t bytes) {
   return stream_ && make_current() && fn(dst, src, bytes, stream_) == kSuccess;
 }
 
-bool DeviceCopyStream::wait() {
-  auto fn = real_function<CUresult (*)(void*)>(g_stream_synchronize);
-  return stream_ && make_current() && fn(stream_) == kSuccess;
+bool DeviceCopyStream::wait(const WhileWaiting& while_waiting) {
+  auto query = real_function<CUresult (*)(void*)>(g_stream_query);
+  if (!stream_ || !query || !make_current()) return false;
+  for (;;) {
+    const CUresult r = query(stream_);
+    if (r != kErrorNotReady) return r == kSuccess;
+    if (while_waiting.fn) while_waiting.fn(while_waiting.arg);
+  }
 }
 
 void DeviceCopyStream::close() {

@@ -22,14 +22,21 @@ void relax_stream_capture_on_this_thread();
 void* alloc_pinned(size_t bytes);
 void free_pinned(void* p);
 
+// What a thread does while it waits for its copies (a doorbell poller forwards doorbells).
+struct WhileWaiting {
+  void (*fn)(void*) = nullptr;
+  void* arg = nullptr;
+};
+
 class DeviceCopyStream {
  public:
   // Creates the stream in context (made current on the calling thread). False with *why.
   bool open(uintptr_t context, std::string* why);
   // Enqueues a copy of bytes at device address src to dst (pinned). False if it could not be.
   bool copy(void* dst, uint64_t src, size_t bytes);
-  // Returns once every copy enqueued so far is done; false if the stream reported an error.
-  bool wait();
+  // Returns once every copy enqueued so far is done; false if the stream reported an error. It
+  // asks the stream without blocking in the driver, and calls while_waiting between the asks.
+  bool wait(const WhileWaiting& while_waiting = {});
   void close();
   uintptr_t context() const { return context_; }
 

@@ -15,7 +15,6 @@ namespace sigmatrace::profiler::cuda {
 
 namespace {
 
-constexpr CUresult kErrorNotReady = 600;     // CUDA_ERROR_NOT_READY
 constexpr unsigned kEventDefault = 0;        // CU_EVENT_DEFAULT: timing enabled
 constexpr unsigned kStreamNonBlocking = 1;
 const uintptr_t kLegacyStream = 1, kPerThreadStream = 2;  // CU_STREAM_LEGACY, CU_STREAM_PER_THREAD

@@ -129,6 +129,14 @@ void add_send_queue(ibv_context* ctx, const QpCreate& qp, const Umem& sq, uint64
   // Memory of CUDA's virtual memory API belongs to no context: the creating thread's reaches it.
   if (q.memory == format::SqMemory::gpu && !q.cu_context) q.cu_context = cuda::current_context();
   else if (sq.kind == format::MemoryKind::host) q.memory = format::SqMemory::host;
+  q.uar_page = qp.uar_page;
+  Umem dbr;
+  if (qp.dbr_in_umem && find_umem(qp.dbr_umem_id, &dbr) && dbr.addr) {
+    q.dbr_addr = dbr.addr + qp.dbr_offset;
+    if (dbr.kind == format::MemoryKind::host) q.dbr_memory = format::SqMemory::host;
+    else if (dbr.kind == format::MemoryKind::gpu) q.dbr_memory = format::SqMemory::gpu, q.dbr_cu_context = cuda::memory_context(q.dbr_addr);
+    if (q.dbr_memory == format::SqMemory::gpu && !q.dbr_cu_context) q.dbr_cu_context = cuda::current_context();
+  }
   doorbell::add_send_queue(q);
 }
 
