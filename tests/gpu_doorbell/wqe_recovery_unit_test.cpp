@@ -4,6 +4,8 @@
 // backwards, queues nobody described — read back from the trace the runtime wrote.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -306,6 +308,51 @@ TEST(WqeRecoveryUnit, OverwrittenDamagedAndBackwardsAreCountedNotParsed) {
   ASSERT_EQ(bells.size(), 5u) << "every doorbell is recorded, readable or not";
   EXPECT_EQ((*bells[0])[5], uint64_t(DoorbellWqeClass::not_read));
   EXPECT_EQ((*bells[3])[5], uint64_t(DoorbellWqeClass::not_read));
+}
+
+// A torn read: the GPU rewrites a WQE's first WQEBB after the copy read it and before the copy
+// reached its last. Made deterministic with a page fault: the WQE's last WQEBB lies on a page the
+// test protects, and the fault handler (the first copy reaching that page) rewrites the WQE's
+// remote address on the page before, then lets the copy go on. The WQE is damaged, not parsed.
+namespace torn {
+uint8_t* g_tail_page = nullptr;
+uint8_t* g_rewrite = nullptr;
+volatile sig_atomic_t g_faults = 0;
+void on_fault(int, siginfo_t* info, void*) {
+  auto* a = static_cast<uint8_t*>(info->si_addr);
+  if (a < g_tail_page || a >= g_tail_page + 4096) _exit(5);  // not ours
+  mprotect(g_tail_page, 4096, PROT_READ | PROT_WRITE);
+  for (int i = 0; i < 8; ++i) g_rewrite[i] ^= 0xff;  // the GPU's store, after the head was read
+  g_faults = g_faults + 1;
+}
+}  // namespace torn
+
+TEST(WqeRecoveryUnit, AWqeRewrittenWhileItWasCopiedIsDamagedNotParsed) {
+  ProcessEvents p = traced(128, [&](CopyStreams* streams) {
+    Ring ring(7);  // 128 WQEBBs: two 4 KiB pages, slot 64 starts the second
+    SqRecovery* r = recovery_of(ring, streams);
+    Bell bell;
+    for (int i = 0; i < 62; ++i) post(ring, Wqe(m5::kOpNop, 0, uint16_t(ring.prod), 0));
+    bell.ring(r, ring);
+    // A 3-WQEBB WRITE in slots 62-64, announced alone: its copy is one piece of 192 bytes.
+    post(ring, Wqe(m5::kOpRdmaWrite, 0, 62, m5::kCtrlCqUpdate).raddr(0x1000, 7).inline_data(100));
+    torn::g_tail_page = ring.buf + 4096;
+    torn::g_rewrite = ring.buf + 62 * 64 + 16;  // its remote address
+    struct sigaction sa {}, old {};
+    sa.sa_sigaction = &torn::on_fault;
+    sa.sa_flags = SA_SIGINFO;
+    ASSERT_EQ(sigaction(SIGSEGV, &sa, &old), 0);
+    ASSERT_EQ(mprotect(torn::g_tail_page, 4096, PROT_NONE), 0);
+    bell.ring(r, ring);  // copied at once (copy_at_doorbell)
+    sigaction(SIGSEGV, &old, nullptr);
+    EXPECT_EQ(torn::g_faults, 1) << "the copy did not reach the protected page once";
+    finish_queue(r);
+  }, /*copy_at_doorbell=*/true);
+  const TraceEvent* st = stats_of(p);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ((*st)[4], 62u) << "recovered: the NOPs";
+  EXPECT_EQ((*st)[7], 1u) << "damaged: the WRITE read torn";
+  for (const TraceEvent* w : p.of(EventType::gpu_wqe)) EXPECT_NE((*w)[1], 62u) << "the torn WRITE was parsed";
 }
 
 TEST(WqeRecoveryUnit, CopiesAreParsedInBatchesOfTheThresholdCappedAtTheRing) {

@@ -2,6 +2,9 @@
 
 #include <mutex>
 
+#include "profiler/doorbell/wqe_recovery.h"
+#include "profiler/providers/cuda/device_copy.h"
+
 namespace sigmatrace::profiler::doorbell {
 
 namespace {
@@ -13,41 +16,107 @@ constexpr uint32_t kMaxSendQueues = 4096;
 struct Entry {
   std::atomic<uint32_t> generation{0};
   SendQueue sq;
+  void* staging = nullptr;  // pinned, for its WQE recovery; until a poller takes it
+  size_t staging_bytes = 0;
 };
 
 std::mutex g_mutex;
 Entry g_entries[kMaxSendQueues];
 std::atomic<uint64_t> g_version{0};
 
+// Staging no queue holds now, kept for the next queue of its size (pinned memory is costly to
+// allocate, and the allocation may synchronize with running kernels). Under g_mutex.
+constexpr int kMaxPooled = 256;
+struct Pooled {
+  void* p;
+  size_t bytes;
+};
+Pooled g_pool[kMaxPooled];
+int g_pooled = 0;
+
 bool live(uint32_t generation) { return generation & 1; }
+
+void* pool_take(size_t bytes) {
+  for (int i = 0; i < g_pooled; ++i)
+    if (g_pool[i].bytes == bytes) {
+      void* p = g_pool[i].p;
+      g_pool[i] = g_pool[--g_pooled];
+      return p;
+    }
+  return nullptr;
+}
+// False: the pool is full (the caller frees it).
+bool pool_put(void* p, size_t bytes) {
+  if (!p) return true;
+  if (g_pooled == kMaxPooled) return false;
+  g_pool[g_pooled++] = Pooled{p, bytes};
+  return true;
+}
+void release_entry_staging(Entry& e) {
+  if (e.staging && !pool_put(e.staging, e.staging_bytes)) cuda::free_pinned(e.staging);
+  e.staging = nullptr;
+}
 
 }  // namespace
 
 void add_send_queue(const SendQueue& sq) {
+  const size_t bytes = staging_bytes_for(sq);
+  void* staging = nullptr;
+  if (bytes) {
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      staging = pool_take(bytes);
+    }
+    // Outside the lock: a poller looking a queue up must not wait for the driver.
+    if (!staging) staging = cuda::alloc_pinned(bytes);
+  }
   std::lock_guard<std::mutex> lock(g_mutex);
   for (Entry& e : g_entries) {
     uint32_t g = e.generation.load(std::memory_order_relaxed);
-    if (live(g) && e.sq.qpn == sq.qpn && e.sq.device_context == sq.device_context)
+    if (live(g) && e.sq.qpn == sq.qpn && e.sq.device_context == sq.device_context) {
       e.generation.store(g + 1, std::memory_order_release);  // a QPN the device reused
+      release_entry_staging(e);
+    }
   }
   for (Entry& e : g_entries) {
     uint32_t g = e.generation.load(std::memory_order_relaxed);
     if (live(g)) continue;
     e.sq = sq;
+    e.staging = staging;
+    e.staging_bytes = staging ? bytes : 0;
     e.generation.store(g + 1, std::memory_order_release);
     g_version.fetch_add(1, std::memory_order_release);
     return;
   }
   // More live QPs than entries: the newest are not recovered (their doorbells say so: unread).
+  if (staging && !pool_put(staging, bytes)) cuda::free_pinned(staging);
 }
 
 void remove_send_queue(uintptr_t device_context, uint32_t qpn) {
   std::lock_guard<std::mutex> lock(g_mutex);
   for (Entry& e : g_entries) {
     uint32_t g = e.generation.load(std::memory_order_relaxed);
-    if (live(g) && e.sq.qpn == qpn && e.sq.device_context == device_context) e.generation.store(g + 1, std::memory_order_release);
+    if (live(g) && e.sq.qpn == qpn && e.sq.device_context == device_context) {
+      e.generation.store(g + 1, std::memory_order_release);
+      release_entry_staging(e);
+    }
   }
   g_version.fetch_add(1, std::memory_order_release);
+}
+
+void* take_staging(const SendQueueRef& ref, size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (ref.entry >= kMaxSendQueues) return nullptr;
+  Entry& e = g_entries[ref.entry];
+  if (e.generation.load(std::memory_order_relaxed) != ref.generation || e.staging_bytes != bytes) return nullptr;
+  void* p = e.staging;
+  e.staging = nullptr;
+  return p;
+}
+
+void give_back_staging(void* staging, size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!pool_put(staging, bytes)) cuda::free_pinned(staging);  // the pool is full: rare
 }
 
 bool find_send_queue(uintptr_t device_context, uint32_t qpn, SendQueue* out, SendQueueRef* ref) {

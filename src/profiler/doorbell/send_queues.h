@@ -33,8 +33,15 @@ struct SendQueueRef {
   uint32_t generation = 0;
 };
 
+// On the control path (devx CREATE_QP, the application's thread): with WQE recovery of a queue
+// in GPU memory, the pinned staging its recovery will copy to is made ready here (reused from a
+// destroyed queue's, or allocated), never on a poller thread.
 void add_send_queue(const SendQueue& sq);
 void remove_send_queue(uintptr_t device_context, uint32_t qpn);
+// The staging made ready for ref's queue, handed over once (null: none; the caller then makes its
+// own). The taker gives it back with give_back_staging, for a later queue.
+void* take_staging(const SendQueueRef& ref, size_t bytes);
+void give_back_staging(void* staging, size_t bytes);
 // The live queue of qpn on the device; false if none is known.
 bool find_send_queue(uintptr_t device_context, uint32_t qpn, SendQueue* out, SendQueueRef* ref);
 // Whether ref's queue is still live (not destroyed, its QPN not reused). Lock-free.

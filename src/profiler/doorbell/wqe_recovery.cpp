@@ -79,6 +79,11 @@ bool driver_calls_allowed() { return g_driver_calls.load(std::memory_order_acqui
 void forbid_driver_calls() { g_driver_calls.store(false, std::memory_order_release); }
 bool recovering_sync() { return g_settings.wqe && g_settings.batch == kWqeBatchSync; }
 
+size_t staging_bytes_for(const SendQueue& sq) {
+  if (!g_settings.wqe || sq.memory != SqMemory::gpu || sq.log_wqebbs > 16) return 0;
+  return 2 * (size_t(m5::kWqeBbSize) << sq.log_wqebbs);
+}
+
 cuda::DeviceCopyStream* CopyStreams::for_context(uintptr_t context, std::string* why) {
   for (int i = 0; i < count_; ++i)
     if (streams_[i].context() == context) return &streams_[i];
@@ -105,12 +110,15 @@ SqRecovery* SqRecovery::create(uintptr_t device_context, uint32_t qpn, uint32_t 
   if (!find_send_queue(device_context, qpn, &r->sq_, &r->ref_)) return r;
   std::string why;
   const uint32_t slots = 1u << r->sq_.log_wqebbs;
-  const size_t bytes = size_t(slots) * m5::kWqeBbSize;
+  const size_t bytes = 2 * size_t(slots) * m5::kWqeBbSize;  // the first copy and its check
+  r->staging_bytes_ = bytes;
   if (r->sq_.memory == SqMemory::gpu && !driver_calls_allowed()) {
     why = "the process is exiting (or is a forked child): its GPU memory is not read";
   } else if (r->sq_.memory == SqMemory::gpu) {
     r->stream_ = streams->for_context(r->sq_.cu_context, &why);
-    if (r->stream_ && !(r->staging_ = static_cast<uint8_t*>(cuda::alloc_pinned(bytes))))
+    // Made ready when the QP was created; allocated here only if that could not be done then.
+    if (r->stream_ && !(r->staging_ = static_cast<uint8_t*>(take_staging(r->ref_, bytes))) &&
+        !(r->staging_ = static_cast<uint8_t*>(cuda::alloc_pinned(bytes))))
       why = "cannot allocate pinned memory for the WQE copies";
     r->pinned_ = true;
   } else if (r->sq_.memory == SqMemory::host) {
@@ -135,24 +143,29 @@ SqRecovery* SqRecovery::create(uintptr_t device_context, uint32_t qpn, uint32_t 
 
 SqRecovery::~SqRecovery() {
   if (pinned_ && !driver_calls_allowed()) return;  // pinned memory is the driver's: left to the process's end
-  if (pinned_) cuda::free_pinned(staging_);
+  if (pinned_) give_back_staging(staging_, staging_bytes_);  // for a later queue; no driver call here
   else free(staging_);
 }
 
 bool SqRecovery::copy_slots(uint64_t from, uint32_t count) {
-  // At most two pieces: up to the end of the ring, then from its start.
-  while (count) {
-    const uint32_t slot = uint32_t(from) & mask_;
-    const uint32_t n = count < slots_ - slot ? count : slots_ - slot;
-    const size_t off = size_t(slot) * m5::kWqeBbSize, len = size_t(n) * m5::kWqeBbSize;
-    if (sq_.memory == SqMemory::gpu) {
-      if (!driver_calls_allowed() || !stream_->copy(staging_ + off, sq_.addr + off, len)) return false;
-    } else {
-      memcpy(staging_ + off, reinterpret_cast<const uint8_t*>(sq_.addr) + off, len);
+  // The slots twice, the check after the first copy (in stream order for GPU memory); each time
+  // in at most two pieces: up to the end of the ring, then from its start.
+  const size_t check = size_t(slots_) * m5::kWqeBbSize;
+  for (size_t into : {size_t{0}, check}) {
+    uint64_t at = from;
+    for (uint32_t left = count; left;) {
+      const uint32_t slot = uint32_t(at) & mask_;
+      const uint32_t n = left < slots_ - slot ? left : slots_ - slot;
+      const size_t off = size_t(slot) * m5::kWqeBbSize, len = size_t(n) * m5::kWqeBbSize;
+      if (sq_.memory == SqMemory::gpu) {
+        if (!driver_calls_allowed() || !stream_->copy(staging_ + into + off, sq_.addr + off, len)) return false;
+      } else {
+        memcpy(staging_ + into + off, reinterpret_cast<const uint8_t*>(sq_.addr) + off, len);
+      }
+      copies_ += into == 0;  // a copy and its check count once
+      at += n;
+      left -= n;
     }
-    ++copies_;
-    from += n;
-    count -= n;
   }
   return true;
 }
@@ -192,12 +205,14 @@ void SqRecovery::copy_pending() {
   copied_ = announced_;
 }
 
-const uint8_t* SqRecovery::wqe_bytes(uint64_t counter, uint32_t wqebbs) {
+const uint8_t* SqRecovery::wqe_bytes(uint64_t counter, uint32_t wqebbs, bool check) {
+  const uint8_t* copy = staging_ + (check ? size_t(slots_) * m5::kWqeBbSize : 0);
   const uint32_t slot = uint32_t(counter) & mask_;
-  if (slot + wqebbs <= slots_) return staging_ + size_t(slot) * m5::kWqeBbSize;
+  if (slot + wqebbs <= slots_) return copy + size_t(slot) * m5::kWqeBbSize;
+  uint8_t* out = linear_[check];
   for (uint32_t i = 0; i < wqebbs; ++i)
-    memcpy(linear_ + i * m5::kWqeBbSize, staging_ + size_t((counter + i) & mask_) * m5::kWqeBbSize, m5::kWqeBbSize);
-  return linear_;
+    memcpy(out + i * m5::kWqeBbSize, copy + size_t((counter + i) & mask_) * m5::kWqeBbSize, m5::kWqeBbSize);
+  return out;
 }
 
 DoorbellWqeClass SqRecovery::walk(const Pending& d, bool record, uint32_t* wqes) {
@@ -220,8 +235,15 @@ DoorbellWqeClass SqRecovery::walk(const Pending& d, bool record, uint32_t* wqes)
       at = d.end;
       break;
     }
+    // Its two copies differ: the GPU wrote its slots while they were read (a torn read).
+    const uint8_t* bytes = wqe_bytes(at, wqebbs);
+    if (memcmp(bytes, wqe_bytes(at, wqebbs, true), size_t(wqebbs) * m5::kWqeBbSize) != 0) {
+      if (record) ++damaged_;
+      at += wqebbs;
+      continue;
+    }
     p = m5::ParsedWqe{};
-    if (m5::parse_wqe(wqe_bytes(at, wqebbs), wqebbs * m5::kWqeBbSize, &p, sq_.dc_initiator) != 0) {
+    if (m5::parse_wqe(bytes, wqebbs * m5::kWqeBbSize, &p, sq_.dc_initiator) != 0) {
       if (record) ++damaged_;
       at += wqebbs;
       continue;

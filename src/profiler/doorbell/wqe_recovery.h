@@ -16,7 +16,9 @@
 // the two modes shows is a race, not a parsing error.
 //
 // Integrity: a slot whose control segment names another WQE index or QP than its own was
-// overwritten before it was read (lost_wqebbs); a WQE that does not parse is damaged; WQEBBs
+// overwritten before it was read (lost_wqebbs); every copy is made twice, one after the other,
+// and a WQE whose two copies differ was being written while it was read (the GPU reusing its
+// slots): damaged, never parsed; a WQE that does not parse is damaged too; WQEBBs
 // announced but unreadable are unread; a producer index that moved by more than the ring holds
 // is an index error. All are reported per QP (gpu_wqe_stats).
 #pragma once
@@ -42,6 +44,9 @@ bool recovering_wqes();   // SIGMATRACE_DOORBELLS=wqe
 bool driver_calls_allowed();
 void forbid_driver_calls();
 bool recovering_sync();   // and SIGMATRACE_WQE_BATCH=sync
+// The pinned staging a queue's recovery copies to, in bytes (0: none needed: no WQE recovery, or
+// the queue is not in GPU memory): two copies of the ring (see SqRecovery::walk).
+size_t staging_bytes_for(const SendQueue& sq);
 
 // The copy streams of one poller thread, one per CUDA context it has read a queue of.
 class CopyStreams {
@@ -96,13 +101,15 @@ class SqRecovery {
   void record_unread(const Pending& d);
   // Parses [parsed_, d.end): classify only (nothing counted or recorded), or record.
   format::DoorbellWqeClass walk(const Pending& d, bool record, uint32_t* wqes);
-  const uint8_t* wqe_bytes(uint64_t counter, uint32_t wqebbs);
+  // The WQE at counter as the first copy (check: the second) holds it, contiguous.
+  const uint8_t* wqe_bytes(uint64_t counter, uint32_t wqebbs, bool check = false);
 
   SendQueue sq_;
   SendQueueRef ref_;
   bool known_ = false;
   uint32_t page_id_ = 0, slots_ = 0, mask_ = 0, batch_ = 0, copy_chunk_ = 1;
-  uint8_t* staging_ = nullptr;  // slots_ WQEBBs, slot i of the ring at i
+  uint8_t* staging_ = nullptr;  // 2 x slots_ WQEBBs: slot i of the ring at i, in the first copy and the check
+  size_t staging_bytes_ = 0;
   bool pinned_ = false;
   cuda::DeviceCopyStream* stream_ = nullptr;
   CopyStreams* streams_ = nullptr;
@@ -110,7 +117,7 @@ class SqRecovery {
   Pending pending_[kMaxPending];
   uint32_t npending_ = 0;
   bool copy_failed_ = false;             // a copy of the pending batch could not be enqueued
-  uint8_t linear_[64 * 16];              // a WQE that wraps, made contiguous (at most 16 WQEBBs)
+  uint8_t linear_[2][64 * 16];           // a WQE that wraps, made contiguous (at most 16 WQEBBs), per copy
   // Reported by gpu_wqe_stats:
   uint64_t recovered_ = 0, wqebbs_ = 0, lost_ = 0, damaged_ = 0, unread_ = 0, index_errors_ = 0;
   uint64_t copies_ = 0, batches_ = 0, wait_ns_ = 0, max_wait_ns_ = 0;
