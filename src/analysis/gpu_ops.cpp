@@ -53,6 +53,7 @@ void GpuAssociation::on_event(int64_t thread, int64_t ts, const format::DecodedE
     case EventType::gpu_uar_map: case EventType::gpu_poller: case EventType::devx_qp_create:
     case EventType::devx_qp_modify: case EventType::devx_obj_destroy: case EventType::devx_uar_alloc:
     case EventType::devx_umem_reg: case EventType::devx_cq_create: case EventType::cuda_kernel_markers:
+    case EventType::cuda_context_end:
       control(thread, ts, ev);
       return;
     default: return;  // cuda_kernel_end (kernel spans: read in the first pass), lookups, registrations
@@ -243,6 +244,12 @@ void GpuAssociation::control(int64_t thread, int64_t ts, const format::DecodedEv
     case EventType::cuda_kernel_markers:
       h.kernels_marked += v[0], h.kernel_ends += v[1], h.kernel_markers_dropped += v[2], h.kernel_markers_unresolved += v[3];
       break;
+    case EventType::cuda_context_end: {
+      static const char* const kHow[] = {"CUDA context ended", "cuCtxDestroy", "cuDevicePrimaryCtxReset",
+                                         "primary context released"};
+      call(thread, ts, kHow[v[1] <= 3 ? v[1] : 0], kNone, ev.as_i64(5));
+      break;
+    }
     default: break;
   }
 }

@@ -234,7 +234,13 @@ enum class FieldKind : uint8_t {
   /* At exit, when any launch was marked: markers recorded, ends reported, markers dropped (table */ \
   /* full, an event failed, the context went away) and still unresolved (kernel running). */       \
   X(512, cuda_kernel_markers, "cuda_kernel_markers",                                              \
-    F(u64, "marked") F(u64, "resolved") F(u64, "dropped") F(u64, "unresolved"))
+    F(u64, "marked") F(u64, "resolved") F(u64, "dropped") F(u64, "unresolved"))                  \
+  /* A CUDA context the application ended (how: CudaContextEnd): what the profiler held in it was */ \
+  /* let go first — pollers whose copy streams in it were closed, kernel markers dropped, send */   \
+  /* queues in its memory no longer read — then the real call ran with result. */                  \
+  X(513, cuda_context_end, "cuda_context_end",                                                    \
+    F(u64, "context") F(u64, "how") F(u64, "pollers") F(u64, "markers_dropped") F(u64, "queues") \
+    F(i64, "result"))
 
 enum class EventType : uint16_t {
 #define SIGMATRACE_ENUM_FIELD(kind, name)
@@ -301,6 +307,9 @@ enum class AggregateKey : uint64_t {
 
 // cuda_lookup.via: how the caller asked the driver for a function.
 enum class CudaLookupVia : uint64_t { dlsym = 1, get_proc_address = 2, get_proc_address_v2 = 3 };
+// destroy: cuCtxDestroy; reset: cuDevicePrimaryCtxReset (cudaDeviceReset); release: the last
+// cuDevicePrimaryCtxRelease of a primary context (seen after the fact).
+enum class CudaContextEnd : uint64_t { destroy = 1, reset = 2, release = 3 };
 
 // gpu_uar_map.outcome
 enum class UarMapOutcome : uint64_t {

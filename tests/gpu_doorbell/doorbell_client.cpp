@@ -7,7 +7,7 @@
 //
 //   doorbell_client [--resolve link|proc] [--qps N] [--ops K] [--gap-ms M] [--probe] [--plain-page]
 //                   [--mix] [--burst B] [--halves] [--blueflame] [--no-unregister] [--fork]
-//                   [--shared-uar [--lost-doorbells K]] [--second-bfreg]
+//                   [--shared-uar [--lost-doorbells K]] [--second-bfreg] [--end-context destroy|reset]
 //
 // --resolve link: the driver functions are called as linked (libcuda's exported symbols);
 //   proc: as the CUDA runtime does, through dlopen(libcuda) + dlsym(cuGetProcAddress_v2), then
@@ -32,6 +32,8 @@
 //   once (one register, several QPs: rdma-core's shared UAR, NCCL's QP groups).
 // --lost-doorbells K: first, K times, QP 0 posts a NOP and only updates its doorbell record (its
 //   store lost to QP 1's, which rings its own NOP right after), and both NOPs must complete.
+// --end-context: after the operations, with the pages still mapped, ends the CUDA context
+//   (cuCtxDestroy of the current one, or cuDevicePrimaryCtxReset of device 0, as cudaDeviceReset).
 // --second-bfreg: doorbells go to the page's second BlueFlame register (0xa00), not reg_addr.
 // The output names what was done and verified, and nothing that differs between runs.
 #include <dlfcn.h>
@@ -61,6 +63,9 @@ struct Driver {
   CUresult (*module_get_function)(void**, void*, const char*);
   CUresult (*launch)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**);
   CUresult (*export_table)(const void**, const void*);
+  CUresult (*ctx_get_current)(void**);
+  CUresult (*ctx_destroy)(void*);
+  CUresult (*primary_reset)(int);
 };
 
 extern "C" {
@@ -71,11 +76,14 @@ CUresult cuMemHostUnregister(void*);
 CUresult cuModuleGetFunction(void**, void*, const char*);
 CUresult cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**);
 CUresult cuGetExportTable(const void**, const void*);
+CUresult cuCtxGetCurrent(void**);
+CUresult cuCtxDestroy_v2(void*);
+CUresult cuDevicePrimaryCtxReset_v2(int);
 }
 
 Driver linked_driver() {
   return {&cuInit, &cuMemHostRegister_v2, &cuMemHostGetDevicePointer_v2, &cuMemHostUnregister, &cuModuleGetFunction, &cuLaunchKernel,
-          &cuGetExportTable};
+          &cuGetExportTable, &cuCtxGetCurrent, &cuCtxDestroy_v2, &cuDevicePrimaryCtxReset_v2};
 }
 
 Driver resolved_driver() {
@@ -98,6 +106,9 @@ Driver resolved_driver() {
   get("cuModuleGetFunction", 2000, 0, &d.module_get_function);
   get("cuLaunchKernel", 7000, 2, &d.launch);  // the per-thread default stream variant
   get("cuGetExportTable", 3000, 0, &d.export_table);
+  get("cuCtxGetCurrent", 4000, 0, &d.ctx_get_current);
+  get("cuCtxDestroy", 4000, 0, &d.ctx_destroy);
+  get("cuDevicePrimaryCtxReset", 11000, 0, &d.primary_reset);
   // An old-ABI lookup: the driver's legacy function, which nothing may wrap.
   void* legacy = nullptr;
   HOST_REQUIRE(gpa("cuMemHostGetDevicePointer", &legacy, 2020, 0, &status) == 0 && legacy);
@@ -181,6 +192,7 @@ int main(int argc, char** argv) {
   bool probe = false, plain_page = false, mix = false, halves = false, blueflame = false, no_unregister = false, fork_child = false;
   bool shared_uar = false, second_bfreg = false;
   int lost_doorbells = 0;
+  std::string end_context;
   int burst = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -199,6 +211,7 @@ int main(int argc, char** argv) {
     else if (a == "--shared-uar") shared_uar = true;
     else if (a == "--second-bfreg") second_bfreg = true;
     else if (a == "--lost-doorbells" && i + 1 < argc) lost_doorbells = atoi(argv[++i]);
+    else if (a == "--end-context" && i + 1 < argc) end_context = argv[++i];
     else {
       fprintf(stderr, "doorbell_client: unknown option %s\n", a.c_str());
       return 2;
@@ -206,7 +219,7 @@ int main(int argc, char** argv) {
   }
   if (qps < 1 || qps > 8 || ops < 1 || ops > 60000 || gap_ms < 0 || gap_ms > 1000 || (resolve != "link" && resolve != "proc") ||
       burst < 1 || burst > 16 || ops % burst || lost_doorbells < 0 || lost_doorbells > 1000 ||
-      (lost_doorbells && (!shared_uar || qps < 2))) {
+      (lost_doorbells && (!shared_uar || qps < 2)) || (!end_context.empty() && end_context != "destroy" && end_context != "reset")) {
     fprintf(stderr, "doorbell_client: bad arguments\n");
     return 2;
   }
@@ -348,6 +361,15 @@ int main(int argc, char** argv) {
     }
     printf("qp %d: %d writes, one doorbell each, %s\n", q, ops, ok ? "verified" : "WRONG DATA");
     bad += !ok;
+  }
+
+  if (end_context == "destroy") {
+    void* ctx = nullptr;
+    HOST_REQUIRE(d.ctx_get_current(&ctx) == 0 && d.ctx_destroy(ctx) == 0);
+    printf("context: destroyed\n");
+  } else if (end_context == "reset") {
+    HOST_REQUIRE(d.primary_reset(0) == 0);
+    printf("context: the primary context reset\n");
   }
 
   if (no_unregister) {  // the pages stay mapped, every object alive: exit() has to cope

@@ -325,6 +325,44 @@ INSTANTIATE_TEST_SUITE_P(Stacks, DoorbellRinging,
                                            RingingCase{"second_bfreg_halves", {"--second-bfreg", "--halves"}}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// A program that ends its CUDA context with doorbell pages still hijacked (cuCtxDestroy, or
+// cudaDeviceReset's cuDevicePrimaryCtxReset), through the linked driver and through
+// cuGetProcAddress: every poller lets go of what it held in the context before the real call,
+// which is recorded with what was released, and the program's output does not change.
+struct ContextCase {
+  const char* name;
+  const char* end;
+  const char* resolve;
+  sigmatrace::format::CudaContextEnd how;
+};
+class ContextEnd : public ::testing::TestWithParam<ContextCase> {};
+
+TEST_P(ContextEnd, EveryPollerLetsGoOfTheContextBeforeItEnds) {
+  TempDir t;
+  const ContextCase c = GetParam();
+  ClientRun r = run_client({"--qps", "2", "--ops", "50", "--resolve", c.resolve, "--end-context", c.end}, "simple", t / "exp");
+  expect_same_output(r);
+  const ProcessEvents* p = r.client();
+  ASSERT_NE(p, nullptr);
+  auto ends = p->of(EventType::cuda_context_end);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_NE((*ends[0])[0], 0u) << "the context";
+  EXPECT_EQ((*ends[0])[1], uint64_t(c.how));
+  uint64_t pollers = 0;
+  for (const TraceEvent* e : p->of(EventType::gpu_poller)) pollers += (*e)[0] == 1;
+  EXPECT_GE(pollers, 1u);
+  EXPECT_EQ((*ends[0])[2], pollers) << "every poller let go of it";
+  EXPECT_EQ((*ends[0])[5], 0u) << "the real call's result";
+  expect_one_doorbell_per_operation(*p, 2, 50);
+}
+
+INSTANTIATE_TEST_SUITE_P(Calls, ContextEnd,
+                         ::testing::Values(ContextCase{"destroy_linked", "destroy", "link", sigmatrace::format::CudaContextEnd::destroy},
+                                           ContextCase{"destroy_resolved", "destroy", "proc", sigmatrace::format::CudaContextEnd::destroy},
+                                           ContextCase{"reset_linked", "reset", "link", sigmatrace::format::CudaContextEnd::reset},
+                                           ContextCase{"reset_resolved", "reset", "proc", sigmatrace::format::CudaContextEnd::reset}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
 // Several QPs on one UAR page, ringing one register at once (rdma-core's shared UAR, NCCL's QP
 // groups): a doorbell overwritten by another QP's store before the poller looked still reaches
 // the NIC, from its QP's doorbell record. The client first makes `lost` such losses for sure (QP

@@ -80,6 +80,32 @@ FAKE_EXPORT CUresult cuMemHostUnregister(void* p) {
     }
   return kNotRegistered;
 }
+// Contexts: the one context can be destroyed or (as the primary context) reset and released;
+// nothing else changes (there is nothing in it).
+bool g_primary_active = true;
+FAKE_EXPORT CUresult cuCtxDestroy_v2(void* ctx) { return ctx == &g_context_dummy ? kSuccess : kInvalidValue; }
+FAKE_EXPORT CUresult cuDevicePrimaryCtxGetState_v2(int dev, unsigned* flags, int* active) {
+  if (dev != 0) return kInvalidValue;
+  *flags = 0;
+  *active = g_primary_active;
+  return kSuccess;
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxGetState(int dev, unsigned* flags, int* active) {
+  return cuDevicePrimaryCtxGetState_v2(dev, flags, active);
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(void** ctx, int dev) {
+  if (dev != 0) return kInvalidValue;
+  *ctx = &g_context_dummy;
+  g_primary_active = true;
+  return kSuccess;
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int dev) { return dev == 0 ? kSuccess : kInvalidValue; }
+FAKE_EXPORT CUresult cuDevicePrimaryCtxReset_v2(int dev) {
+  if (dev != 0) return kInvalidValue;
+  g_primary_active = false;
+  return kSuccess;
+}
+
 // Host memory only: every pointer is "not a CUDA allocation", as the driver answers for
 // unregistered host memory.
 FAKE_EXPORT CUresult cuPointerGetAttribute(void*, int, CUdeviceptr) { return kInvalidValue; }
@@ -138,6 +164,9 @@ FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int ver
       {"cuLaunchKernel", 7000, 1, reinterpret_cast<void*>(&cuLaunchKernel_ptsz)},
       {"cuLaunchKernel", 4000, 0, reinterpret_cast<void*>(&cuLaunchKernel)},
       {"cuGetExportTable", 3000, -1, reinterpret_cast<void*>(&cuGetExportTable)},
+      {"cuCtxDestroy", 4000, -1, reinterpret_cast<void*>(&cuCtxDestroy_v2)},
+      {"cuDevicePrimaryCtxReset", 11000, -1, reinterpret_cast<void*>(&cuDevicePrimaryCtxReset_v2)},
+      {"cuDevicePrimaryCtxRelease", 11000, -1, reinterpret_cast<void*>(&cuDevicePrimaryCtxRelease_v2)},
       {"cuGetProcAddress", 12000, -1, reinterpret_cast<void*>(&cuGetProcAddress_v2)},
       {"cuGetProcAddress", 11030, -1, reinterpret_cast<void*>(&cuGetProcAddress)},
   };

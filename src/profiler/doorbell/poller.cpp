@@ -64,6 +64,7 @@ struct Poller {
   // It did not let go of a page being unwatched (stuck in a driver call): it gets no new page and
   // none of its pages is freed (g_mutex).
   bool stuck = false;
+  std::atomic<uint64_t> context_epoch_done{0};  // the last context ending it let go of
 };
 
 std::mutex g_mutex;
@@ -76,6 +77,11 @@ long g_local_rank = 0;  // spreads the pollers of a node's processes over the CP
 // a driver call (the exit handlers still to run, CUDA's teardown among them, may ring doorbells:
 // those are forwarded, their WQEs counted unread). The pollers stay until the process ends.
 std::atomic<bool> g_exiting{false};
+
+// A context the application is ending, and the epoch that asks every poller to let go of it.
+std::atomic<uint64_t> g_context_epoch{0};
+std::atomic<uintptr_t> g_ending_context{0};
+std::atomic<bool> g_ending_alive{false};
 void before_exit() {
   g_exiting.store(true, std::memory_order_release);
   quiesce_pollers();
@@ -394,6 +400,21 @@ void record_poller(uint64_t event, uint32_t pages, uint64_t doorbells, uint64_t 
                                 int64_t{cpu}, untracked);
 }
 
+// On the poller thread: what it holds in the context being ended, let go of.
+void let_go_of_context(Poller& p) {
+  const uint64_t epoch = g_context_epoch.load(std::memory_order_acquire);
+  if (epoch == p.context_epoch_done.load(std::memory_order_relaxed)) return;
+  const uintptr_t context = g_ending_context.load(std::memory_order_acquire);
+  const bool alive = g_ending_alive.load(std::memory_order_acquire);
+  for (auto& slot : p.pages)
+    if (WatchedPage* w = slot.load(std::memory_order_acquire))
+      w->tracker.for_each([&](DoorbellTracker::Slot& s) {
+        if (s.recovery) s.recovery->context_gone(context, alive);
+      });
+  p.streams.forget(context, alive);
+  p.context_epoch_done.store(epoch, std::memory_order_release);
+}
+
 void* poller_main(void* arg) {
   auto* p = static_cast<Poller*>(arg);
   char name[16];
@@ -450,6 +471,7 @@ void* poller_main(void* arg) {
       if (markers_due()) cuda::resolve_kernel_markers();
       p->reports_done.store(asked, std::memory_order_release);
     }
+    let_go_of_context(*p);
     p->passes.fetch_add(1, std::memory_order_release);
     if (any) {
       idle_rounds = 0;
@@ -516,6 +538,7 @@ Poller* start_poller(std::string* why) {
     return nullptr;
   }
   p->index = g_next_index++;
+  p->context_epoch_done.store(g_context_epoch.load(std::memory_order_acquire), std::memory_order_relaxed);
   // SIGMATRACE_DOORBELL_CPUS is shared out among the node's processes by local rank; without it
   // a poller takes a CPU outside the application's affinity mask where there is one.
   const std::vector<int> outside = g_settings.cpus.empty() ? cpus_outside_the_application() : std::vector<int>{};
@@ -646,6 +669,24 @@ bool unwatch(WatchedPage* page) {
     return true;
   }
   return true;
+}
+
+uint32_t release_context(uintptr_t context, bool alive) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_ending_context.store(context, std::memory_order_release);
+  g_ending_alive.store(alive, std::memory_order_release);
+  const uint64_t epoch = g_context_epoch.fetch_add(1, std::memory_order_acq_rel) + 1;
+  const uint64_t deadline = now_ns(CLOCK_MONOTONIC) + 200000000ull;
+  uint32_t released = 0;
+  for (Poller* p : g_pollers) {
+    if (!p) continue;
+    while (p->context_epoch_done.load(std::memory_order_acquire) < epoch && now_ns(CLOCK_MONOTONIC) < deadline) {
+      timespec ts{0, 10000};
+      nanosleep(&ts, nullptr);
+    }
+    released += p->context_epoch_done.load(std::memory_order_acquire) >= epoch;
+  }
+  return released;
 }
 
 void quiesce_pollers() {

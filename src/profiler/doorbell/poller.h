@@ -70,5 +70,9 @@ bool unwatch(WatchedPage* page);
 // recovery (bounded: 50 ms, 1 s with WQE recovery): at shutdown, so that doorbells rung just
 // before, and the WQEs of a batch not yet full, are recorded.
 void quiesce_pollers();
+// The application is ending CUDA context (alive: before the call; false: it already ended):
+// every poller closes (or forgets) its copy streams in it and stops reading queues in its
+// memory, before this returns (bounded: 200 ms). Returns how many pollers did.
+uint32_t release_context(uintptr_t context, bool alive);
 
 }  // namespace sigmatrace::profiler::doorbell

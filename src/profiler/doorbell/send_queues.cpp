@@ -104,6 +104,18 @@ void remove_send_queue(uintptr_t device_context, uint32_t qpn) {
   g_version.fetch_add(1, std::memory_order_release);
 }
 
+uint32_t forget_queues_of_context(uintptr_t cu_context) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  uint32_t n = 0;
+  for (Entry& e : g_entries) {
+    if (!live(e.generation.load(std::memory_order_relaxed))) continue;
+    if (e.sq.memory == format::SqMemory::gpu && e.sq.cu_context == cu_context) e.sq.memory = format::SqMemory::unknown, ++n;
+    if (e.sq.dbr_memory == format::SqMemory::gpu && e.sq.dbr_cu_context == cu_context) e.sq.dbr_memory = format::SqMemory::unknown;
+  }
+  g_version.fetch_add(1, std::memory_order_release);
+  return n;
+}
+
 void* take_staging(const SendQueueRef& ref, size_t bytes) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (ref.entry >= kMaxSendQueues) return nullptr;

@@ -38,6 +38,9 @@ struct SendQueueRef {
 // destroyed queue's, or allocated), never on a poller thread.
 void add_send_queue(const SendQueue& sq);
 void remove_send_queue(uintptr_t device_context, uint32_t qpn);
+// The application ends a CUDA context: queues (and doorbell records) in its memory are not
+// read any more. Returns how many queues were in it.
+uint32_t forget_queues_of_context(uintptr_t cu_context);
 // The staging made ready for ref's queue, handed over once (null: none; the caller then makes its
 // own). The taker gives it back with give_back_staging, for a later queue.
 void* take_staging(const SendQueueRef& ref, size_t bytes);

@@ -95,6 +95,15 @@ cuda::DeviceCopyStream* CopyStreams::for_context(uintptr_t context, std::string*
   return &streams_[count_++];
 }
 
+void CopyStreams::forget(uintptr_t context, bool alive) {
+  for (int i = 0; i < count_; ++i)
+    if (streams_[i].context() == context) {
+      if (alive && driver_calls_allowed()) streams_[i].close();
+      streams_[i].abandon();  // the slot stays (queues point at it); a new context takes a new one
+    }
+  if (alive && driver_calls_allowed()) cuda::leave_context(context);
+}
+
 void CopyStreams::close_all() {
   for (int i = 0; i < count_; ++i) streams_[i].close();
   count_ = 0;
@@ -301,6 +310,15 @@ void SqRecovery::drain() {
   if (!ok && driver_calls_allowed()) log_failure_once(sq_.qpn, "a copy of its send queue failed");
   npending_ = 0;
   copy_failed_ = false;
+}
+
+void SqRecovery::context_gone(uintptr_t context, bool alive) {
+  if (!known_ || sq_.memory != SqMemory::gpu || sq_.cu_context != context) return;
+  if (alive) drain();
+  else npending_ = 0;
+  stream_ = nullptr;
+  known_ = false;
+  sq_.memory = SqMemory::unknown;
 }
 
 void SqRecovery::report() {

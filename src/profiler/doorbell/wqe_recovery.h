@@ -53,6 +53,8 @@ class CopyStreams {
  public:
   cuda::DeviceCopyStream* for_context(uintptr_t context, std::string* why);
   void close_all();
+  // The application ends context (alive: not yet): its streams are closed (or forgotten).
+  void forget(uintptr_t context, bool alive);
   // What the poller does while it waits for a copy of these streams.
   void set_while_waiting(const cuda::WhileWaiting& w) { while_waiting_ = w; }
   const cuda::WhileWaiting& while_waiting() const { return while_waiting_; }
@@ -83,6 +85,9 @@ class SqRecovery {
   void drain();
   // Drains and records this QP's gpu_wqe_stats (counters restart from zero).
   void report();
+  // The application ends context (alive: not yet): a queue in its memory is drained while it
+  // can be, and not read any more (its doorbells count their WQEBBs unread).
+  void context_gone(uintptr_t context, bool alive);
   // False once the QP was destroyed or its number reused: the poller then reports and replaces it.
   bool current() const { return !known_ || still_current(ref_); }
 

@@ -27,8 +27,11 @@ constexpr CUresult kErrorNotInitialized = 3;
 #define SIGMATRACE_CUDA_LAUNCH_SYMBOLS(X)                                                             \
   X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz)               \
   X(cuLaunchCooperativeKernel) X(cuLaunchCooperativeKernel_ptsz) X(cuGraphLaunch) X(cuGraphLaunch_ptsz)
-#define SIGMATRACE_CUDA_SYMBOLS(X) \
-  SIGMATRACE_CUDA_MEMORY_SYMBOLS(X) SIGMATRACE_CUDA_RESOLVER_SYMBOLS(X) SIGMATRACE_CUDA_LAUNCH_SYMBOLS(X)
+// Where a context ends: what the profiler holds in it is let go first (cuda_contexts.cpp).
+#define SIGMATRACE_CUDA_CONTEXT_SYMBOLS(X) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxReset_v2) X(cuDevicePrimaryCtxRelease_v2)
+#define SIGMATRACE_CUDA_SYMBOLS(X)                                                                 \
+  SIGMATRACE_CUDA_MEMORY_SYMBOLS(X) SIGMATRACE_CUDA_RESOLVER_SYMBOLS(X) SIGMATRACE_CUDA_LAUNCH_SYMBOLS(X) \
+  SIGMATRACE_CUDA_CONTEXT_SYMBOLS(X)
 // The shared runtime's launch functions (libcudart.so.13, cudart_launch_symbols.cpp).
 #define SIGMATRACE_CUDART_LAUNCH_SYMBOLS(X)                                                                   \
   X(__cudaLaunchKernel) X(__cudaLaunchKernel_ptsz) X(cudaLaunchKernel) X(cudaLaunchKernel_ptsz)               \
@@ -53,6 +56,9 @@ CUresult cuMemHostUnregister(void* p);
 CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, uint64_t flags);
 CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, uint64_t flags, int* status);
 CUresult cuGetExportTable(const void** table, const Uuid* id);
+CUresult cuCtxDestroy_v2(CUcontext ctx);
+CUresult cuDevicePrimaryCtxReset_v2(int device);
+CUresult cuDevicePrimaryCtxRelease_v2(int device);
 CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**, void**);
 CUresult cuLaunchKernel_ptsz(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**,
                              void**);

@@ -45,6 +45,13 @@ void relax_stream_capture_on_this_thread() {
   if (fn) fn(&mode);
 }
 
+void leave_context(uintptr_t context) {
+  auto get = real_function<CUresult (*)(CUcontext*)>(g_ctx_get_current);
+  auto set = real_function<CUresult (*)(CUcontext)>(g_ctx_set_current);
+  CUcontext c = nullptr;
+  if (get && set && get(&c) == kSuccess && reinterpret_cast<uintptr_t>(c) == context) set(nullptr);
+}
+
 void* alloc_pinned(size_t bytes) {
   g_mem_alloc_host.logged.store(true, std::memory_order_relaxed);  // absent: no pinned memory, which callers handle
   auto fn = real_function<CUresult (*)(void**, size_t)>(g_mem_alloc_host);

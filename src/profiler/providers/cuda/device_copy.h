@@ -18,6 +18,9 @@ uintptr_t current_context();
 // (cuThreadExchangeStreamCaptureMode RELAXED): for the profiler's own threads.
 void relax_stream_capture_on_this_thread();
 
+// Makes no context current on the calling thread if context is (it is about to end).
+void leave_context(uintptr_t context);
+
 // Pinned host memory the copy engines can write to (null on failure).
 void* alloc_pinned(size_t bytes);
 void free_pinned(void* p);
@@ -38,6 +41,8 @@ class DeviceCopyStream {
   // asks the stream without blocking in the driver, and calls while_waiting between the asks.
   bool wait(const WhileWaiting& while_waiting = {});
   void close();
+  // Its context is gone: the stream went with it; nothing is asked of the driver.
+  void abandon() { stream_ = nullptr, context_ = 0; }
   uintptr_t context() const { return context_; }
 
  private:

@@ -32,6 +32,7 @@ RealSymbol g_event_query{"cuEventQuery", "libcuda.so.1", {}, {}};
 RealSymbol g_event_synchronize{"cuEventSynchronize", "libcuda.so.1", {}, {}};
 RealSymbol g_event_elapsed{"cuEventElapsedTime", "libcuda.so.1", {}, {}};
 RealSymbol g_event_destroy{"cuEventDestroy_v2", "libcuda.so.1", {}, {}};
+RealSymbol g_stream_destroy{"cuStreamDestroy_v2", "libcuda.so.1", {}, {}};
 
 struct Marker {
   CUevent event;
@@ -183,6 +184,39 @@ void resolve_kernel_markers() {
   g_count = kept;
   g_pending.store(g_count, std::memory_order_release);
   g_resolving.store(false, std::memory_order_release);
+}
+
+uint64_t forget_context_markers(uintptr_t context, bool alive) {
+  const auto c = reinterpret_cast<CUcontext>(context);
+  auto destroy_event = fn<CUresult (*)(CUevent)>(g_event_destroy);
+  auto destroy_stream = fn<CUresult (*)(CUstream)>(g_stream_destroy);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  uint64_t dropped = 0;
+  size_t kept = 0;
+  for (size_t i = 0; i < g_count; ++i) {
+    if (g_markers[i].context != c) {
+      g_markers[kept++] = g_markers[i];
+      continue;
+    }
+    if (alive && destroy_event) destroy_event(g_markers[i].event);
+    ++dropped;
+  }
+  g_count = kept;
+  g_pending.store(g_count, std::memory_order_release);
+  g_dropped.fetch_add(dropped, std::memory_order_relaxed);
+  for (size_t i = 0; i < g_ncontexts; ++i) {
+    ContextState& s = g_contexts[i];
+    if (s.context != c) continue;
+    if (alive) {
+      for (int k = 0; k < s.nfree && destroy_event; ++k) destroy_event(s.free_events[k]);
+      if (s.ref && destroy_event) destroy_event(s.ref);
+      if (s.stream && destroy_stream) destroy_stream(s.stream);
+    }
+    g_contexts[i] = g_contexts[--g_ncontexts];  // its slot for another context (a handle reused is a new one)
+    g_contexts[g_ncontexts] = ContextState{};
+    break;
+  }
+  return dropped;
 }
 
 void report_kernel_markers() {

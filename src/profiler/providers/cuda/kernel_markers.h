@@ -27,6 +27,10 @@ void resolve_kernel_markers();
 // Whether any marker waits to be resolved (lock-free).
 bool kernel_markers_pending();
 
+// The application ends context (alive: not yet; its events and the profiler's stream in it are
+// destroyed first, otherwise only forgotten): its markers are dropped and counted. Returns how many.
+uint64_t forget_context_markers(uintptr_t context, bool alive);
+
 // At exit (after the pollers' last reports): records cuda_kernel_markers if any launch was
 // marked, so that markers lost or unresolved are accounted.
 void report_kernel_markers();
