@@ -278,13 +278,16 @@ void handle_register(Poller& p, WatchedPage& w, int i, uint64_t v, uint64_t forw
     r.forwarded_kind = kind;
     w.doorbells += r.send;
     w.last_written = i;
+    if (forward_only && r.send && w.backlog_tail - w.backlog_head < WatchedPage::kBacklog)
+      w.backlog[w.backlog_tail++ % WatchedPage::kBacklog] = WatchedPage::Forwarded{v, tsc, i, kind};
     if (sync) {
       r.recorded = v;
       if (counted) account(p, w, s, tsc, kind, true);
       return;
     }
   }
-  if (forward_only || r.recorded == r.forwarded) return;
+  // Values forwarded during a wait are recorded first, in their order (record_backlog).
+  if (forward_only || r.recorded == r.forwarded || w.backlog_head != w.backlog_tail) return;
   r.recorded = r.forwarded;
   DoorbellTracker::Seen s{};
   if (r.send && observe_register(w, i, r.forwarded, &s)) account(p, w, s, r.forwarded_tsc, r.forwarded_kind, false);
@@ -339,7 +342,20 @@ void recover_from_records(Poller& p, WatchedPage& w) {
 // One look at every register of a page; true if any changed. When both halves of a BlueFlame
 // pair changed since the last look and name the same QP, the one announcing the earlier index
 // goes first, so the NIC sees them in the order they were written.
+// The doorbells forwarded while the poller waited, recorded in the order they went out (a wait
+// within, for a copy, may add more: they are taken too).
+void record_backlog(Poller& p, WatchedPage& w) {
+  while (w.backlog_head != w.backlog_tail) {
+    const WatchedPage::Forwarded f = w.backlog[w.backlog_head++ % WatchedPage::kBacklog];
+    DoorbellRegister& r = w.registers[f.reg];
+    r.recorded = f.value;
+    DoorbellTracker::Seen s{};
+    if (observe_register(w, f.reg, f.value, &s)) account(p, w, s, f.tsc, f.kind, false);
+  }
+}
+
 bool poll_page(Poller& p, WatchedPage& w, bool forward_only = false) {
+  if (!forward_only) record_backlog(p, w);
   uint64_t v[WatchedPage::kMaxRegisters], forwards[WatchedPage::kMaxRegisters];
   uint32_t due = 0, sent = 0;
   for (int i = 0; i < w.register_count; ++i) {

@@ -50,6 +50,16 @@ struct WatchedPage {
   int sharer_count = 0;
   uint64_t sharers_version = ~0ull;
   uint32_t* dbr_staging = nullptr;   // pinned: doorbell records in GPU memory are copied here
+  // Values forwarded while the poller waited for a copy, in order, recorded at its next look
+  // (when it overflows, the later ones are recorded merged: their delta still counts every WQEBB).
+  struct Forwarded {
+    uint64_t value, tsc;
+    int reg;
+    format::DoorbellKind kind;
+  };
+  static constexpr uint32_t kBacklog = 256;
+  Forwarded backlog[kBacklog];
+  uint32_t backlog_head = 0, backlog_tail = 0;  // poller thread only
   std::atomic<int> state{0};         // PageState
 };
 // Fills page's registers for a doorbell register at offset reg_offset of the page.
