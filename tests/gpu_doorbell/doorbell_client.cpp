@@ -108,7 +108,7 @@ Driver resolved_driver() {
   get("cuGetExportTable", 3000, 0, &d.export_table);
   get("cuCtxGetCurrent", 4000, 0, &d.ctx_get_current);
   get("cuCtxDestroy", 4000, 0, &d.ctx_destroy);
-  get("cuDevicePrimaryCtxReset", 11000, 0, &d.primary_reset);
+  get("cuDevicePrimaryCtxReset", 7000, 0, &d.primary_reset);  // as the CUDA runtime asks for it
   // An old-ABI lookup: the driver's legacy function, which nothing may wrap.
   void* legacy = nullptr;
   HOST_REQUIRE(gpa("cuMemHostGetDevicePointer", &legacy, 2020, 0, &status) == 0 && legacy);

@@ -6,7 +6,7 @@
 // traced process (its peer), its doorbell page hijacked, and a kernel launch must precede its
 // first doorbell (the kernel's name is printed when the driver gave one). Used by the GPU tests (testbed/gda); prints one
 // line per QP and exits 1 on any mismatch.
-//   doorbell_trace_check [--lookups] [--wqes] EXPERIMENT_DIR LOG...
+//   doorbell_trace_check [--lookups] [--wqes] [--context-reset] EXPERIMENT_DIR LOG...
 // --lookups also lists the driver functions the programs looked up by name that the profiler
 // instruments, and what they were handed (for finding a path the wrappers do not catch).
 // --wqes (a run with SIGMATRACE_DOORBELLS=wqe): for every line
@@ -18,6 +18,8 @@
 // must be attributed by the analysis to a gda kernel that posts its opcode (FETCH_ADD: k_fadd;
 // READ: k_get, or k_put's verification; WRITE: k_put, k_ping, k_pong, k_barrier), with exactly
 // one barrier WRITE per k_barrier launch of the process (two PEs: one peer each).
+// --context-reset (a run with GDA_RESET_AT_EXIT=1): every process that rang doorbells recorded
+// the reset of its primary context once, successful, after every one of its pollers let go.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -117,14 +119,15 @@ using sigmatrace::format::EventType;
 using sigmatrace::format::UarMapOutcome;
 
 int main(int argc, char** argv) {
-  bool lookups = false, wqes = false;
+  bool lookups = false, wqes = false, context_reset = false;
   for (; argc > 1 && argv[1][0] == '-' && argv[1][1] == '-'; --argc, ++argv) {
     if (std::string(argv[1]) == "--lookups") lookups = true;
     else if (std::string(argv[1]) == "--wqes") wqes = true;
+    else if (std::string(argv[1]) == "--context-reset") context_reset = true;
     else break;
   }
   if (argc < 3) {
-    fprintf(stderr, "usage: doorbell_trace_check [--lookups] [--wqes] EXPERIMENT_DIR LOG...\n");
+    fprintf(stderr, "usage: doorbell_trace_check [--lookups] [--wqes] [--context-reset] EXPERIMENT_DIR LOG...\n");
     return 2;
   }
   std::map<uint64_t, uint64_t> expected;  // qpn -> WQEBBs posted
@@ -246,6 +249,20 @@ int main(int argc, char** argv) {
       }
     }
   }
+  if (context_reset)
+    for (const ProcessEvents& p : procs) {
+      if (p.of(EventType::gpu_doorbell).empty()) continue;
+      uint64_t pollers = 0;
+      for (const TraceEvent* e : p.of(EventType::gpu_poller)) pollers += (*e)[0] == 1;
+      const auto ends = p.of(EventType::cuda_context_end);
+      const bool ok = ends.size() == 1 && (*ends[0])[1] == uint64_t(sigmatrace::format::CudaContextEnd::reset) &&
+                      (*ends[0])[5] == 0 && (*ends[0])[2] == pollers && pollers >= 1;
+      printf("context reset (%s): %zu recorded, %" PRIu64 " of %" PRIu64 " pollers let go, %" PRIu64 " markers dropped, %" PRIu64
+             " queues in it: %s\n",
+             p.path.substr(p.path.rfind('/') + 1).c_str(), ends.size(), ends.empty() ? 0 : (*ends[0])[2], pollers,
+             ends.empty() ? 0 : (*ends[0])[3], ends.empty() ? 0 : (*ends[0])[4], ok ? "ok" : "MISMATCH");
+      bad += !ok;
+    }
   // What the pollers cost: CPU time over their lifetime, per doorbell page (one page each here).
   for (const ProcessEvents& p : procs)
     for (const TraceEvent* e : p.of(EventType::gpu_poller))

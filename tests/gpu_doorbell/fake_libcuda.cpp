@@ -99,12 +99,19 @@ FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(void** ctx, int dev) {
   g_primary_active = true;
   return kSuccess;
 }
-FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int dev) { return dev == 0 ? kSuccess : kInvalidValue; }
-FAKE_EXPORT CUresult cuDevicePrimaryCtxReset_v2(int dev) {
+// (Internal functions: a call from one exported function to another would reach a preloaded
+// wrapper of the second, which a real driver's internal calls never do.)
+static CUresult primary_release(int dev) { return dev == 0 ? kSuccess : kInvalidValue; }
+static CUresult primary_reset(int dev) {
   if (dev != 0) return kInvalidValue;
   g_primary_active = false;
   return kSuccess;
 }
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int dev) { return primary_release(dev); }
+FAKE_EXPORT CUresult cuDevicePrimaryCtxReset_v2(int dev) { return primary_reset(dev); }
+// The first ABI of both, which the CUDA runtime asks cuGetProcAddress for (version 7000).
+FAKE_EXPORT CUresult cuDevicePrimaryCtxReset(int dev) { return primary_reset(dev); }
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease(int dev) { return primary_release(dev); }
 
 // Host memory only: every pointer is "not a CUDA allocation", as the driver answers for
 // unregistered host memory.
@@ -166,7 +173,9 @@ FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int ver
       {"cuGetExportTable", 3000, -1, reinterpret_cast<void*>(&cuGetExportTable)},
       {"cuCtxDestroy", 4000, -1, reinterpret_cast<void*>(&cuCtxDestroy_v2)},
       {"cuDevicePrimaryCtxReset", 11000, -1, reinterpret_cast<void*>(&cuDevicePrimaryCtxReset_v2)},
+      {"cuDevicePrimaryCtxReset", 7000, -1, reinterpret_cast<void*>(&cuDevicePrimaryCtxReset)},
       {"cuDevicePrimaryCtxRelease", 11000, -1, reinterpret_cast<void*>(&cuDevicePrimaryCtxRelease_v2)},
+      {"cuDevicePrimaryCtxRelease", 7000, -1, reinterpret_cast<void*>(&cuDevicePrimaryCtxRelease)},
       {"cuGetProcAddress", 12000, -1, reinterpret_cast<void*>(&cuGetProcAddress_v2)},
       {"cuGetProcAddress", 11030, -1, reinterpret_cast<void*>(&cuGetProcAddress)},
   };

@@ -18,6 +18,7 @@ struct Entry {
   SendQueue sq;
   void* staging = nullptr;  // pinned, for its WQE recovery; until a poller takes it
   size_t staging_bytes = 0;
+  uintptr_t staging_context = 0;  // the CUDA context it was allocated in
 };
 
 std::mutex g_mutex;
@@ -30,15 +31,16 @@ constexpr int kMaxPooled = 256;
 struct Pooled {
   void* p;
   size_t bytes;
+  uintptr_t context;
 };
 Pooled g_pool[kMaxPooled];
 int g_pooled = 0;
 
 bool live(uint32_t generation) { return generation & 1; }
 
-void* pool_take(size_t bytes) {
+void* pool_take(size_t bytes, uintptr_t context) {
   for (int i = 0; i < g_pooled; ++i)
-    if (g_pool[i].bytes == bytes) {
+    if (g_pool[i].bytes == bytes && g_pool[i].context == context) {
       void* p = g_pool[i].p;
       g_pool[i] = g_pool[--g_pooled];
       return p;
@@ -46,14 +48,14 @@ void* pool_take(size_t bytes) {
   return nullptr;
 }
 // False: the pool is full (the caller frees it).
-bool pool_put(void* p, size_t bytes) {
+bool pool_put(void* p, size_t bytes, uintptr_t context) {
   if (!p) return true;
   if (g_pooled == kMaxPooled) return false;
-  g_pool[g_pooled++] = Pooled{p, bytes};
+  g_pool[g_pooled++] = Pooled{p, bytes, context};
   return true;
 }
 void release_entry_staging(Entry& e) {
-  if (e.staging && !pool_put(e.staging, e.staging_bytes)) cuda::free_pinned(e.staging);
+  if (e.staging && !pool_put(e.staging, e.staging_bytes, e.staging_context)) cuda::free_pinned(e.staging);
   e.staging = nullptr;
 }
 
@@ -62,10 +64,11 @@ void release_entry_staging(Entry& e) {
 void add_send_queue(const SendQueue& sq) {
   const size_t bytes = staging_bytes_for(sq);
   void* staging = nullptr;
+  const uintptr_t context = bytes ? cuda::current_context() : 0;  // where cuMemAllocHost puts it
   if (bytes) {
     {
       std::lock_guard<std::mutex> lock(g_mutex);
-      staging = pool_take(bytes);
+      staging = pool_take(bytes, context);
     }
     // Outside the lock: a poller looking a queue up must not wait for the driver.
     if (!staging) staging = cuda::alloc_pinned(bytes);
@@ -84,12 +87,13 @@ void add_send_queue(const SendQueue& sq) {
     e.sq = sq;
     e.staging = staging;
     e.staging_bytes = staging ? bytes : 0;
+    e.staging_context = context;
     e.generation.store(g + 1, std::memory_order_release);
     g_version.fetch_add(1, std::memory_order_release);
     return;
   }
   // More live QPs than entries: the newest are not recovered (their doorbells say so: unread).
-  if (staging && !pool_put(staging, bytes)) cuda::free_pinned(staging);
+  if (staging && !pool_put(staging, bytes, context)) cuda::free_pinned(staging);
 }
 
 void remove_send_queue(uintptr_t device_context, uint32_t qpn) {
@@ -104,10 +108,21 @@ void remove_send_queue(uintptr_t device_context, uint32_t qpn) {
   g_version.fetch_add(1, std::memory_order_release);
 }
 
-uint32_t forget_queues_of_context(uintptr_t cu_context) {
+uint32_t forget_queues_of_context(uintptr_t cu_context, bool alive) {
   std::lock_guard<std::mutex> lock(g_mutex);
+  for (int i = 0; i < g_pooled;)
+    if (g_pool[i].context == cu_context) {
+      if (alive) cuda::free_pinned(g_pool[i].p);
+      g_pool[i] = g_pool[--g_pooled];
+    } else {
+      ++i;
+    }
   uint32_t n = 0;
   for (Entry& e : g_entries) {
+    if (e.staging && e.staging_context == cu_context) {
+      if (alive) cuda::free_pinned(e.staging);
+      e.staging = nullptr;
+    }
     if (!live(e.generation.load(std::memory_order_relaxed))) continue;
     if (e.sq.memory == format::SqMemory::gpu && e.sq.cu_context == cu_context) e.sq.memory = format::SqMemory::unknown, ++n;
     if (e.sq.dbr_memory == format::SqMemory::gpu && e.sq.dbr_cu_context == cu_context) e.sq.dbr_memory = format::SqMemory::unknown;
@@ -116,19 +131,20 @@ uint32_t forget_queues_of_context(uintptr_t cu_context) {
   return n;
 }
 
-void* take_staging(const SendQueueRef& ref, size_t bytes) {
+void* take_staging(const SendQueueRef& ref, size_t bytes, uintptr_t* context) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (ref.entry >= kMaxSendQueues) return nullptr;
   Entry& e = g_entries[ref.entry];
   if (e.generation.load(std::memory_order_relaxed) != ref.generation || e.staging_bytes != bytes) return nullptr;
   void* p = e.staging;
+  *context = e.staging_context;
   e.staging = nullptr;
   return p;
 }
 
-void give_back_staging(void* staging, size_t bytes) {
+void give_back_staging(void* staging, size_t bytes, uintptr_t context) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (!pool_put(staging, bytes)) cuda::free_pinned(staging);  // the pool is full: rare
+  if (!pool_put(staging, bytes, context)) cuda::free_pinned(staging);  // the pool is full: rare
 }
 
 bool find_send_queue(uintptr_t device_context, uint32_t qpn, SendQueue* out, SendQueueRef* ref) {

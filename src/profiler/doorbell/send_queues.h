@@ -40,11 +40,13 @@ void add_send_queue(const SendQueue& sq);
 void remove_send_queue(uintptr_t device_context, uint32_t qpn);
 // The application ends a CUDA context: queues (and doorbell records) in its memory are not
 // read any more. Returns how many queues were in it.
-uint32_t forget_queues_of_context(uintptr_t cu_context);
+// Pinned staging allocated in it goes with it: freed first when alive, otherwise only forgotten.
+uint32_t forget_queues_of_context(uintptr_t cu_context, bool alive);
 // The staging made ready for ref's queue, handed over once (null: none; the caller then makes its
-// own). The taker gives it back with give_back_staging, for a later queue.
-void* take_staging(const SendQueueRef& ref, size_t bytes);
-void give_back_staging(void* staging, size_t bytes);
+// own), with the CUDA context it was allocated in (pinned memory goes when its context does).
+// The taker gives it back with give_back_staging, for a later queue.
+void* take_staging(const SendQueueRef& ref, size_t bytes, uintptr_t* context);
+void give_back_staging(void* staging, size_t bytes, uintptr_t context);
 // The live queue of qpn on the device; false if none is known.
 bool find_send_queue(uintptr_t device_context, uint32_t qpn, SendQueue* out, SendQueueRef* ref);
 // Whether ref's queue is still live (not destroyed, its QPN not reused). Lock-free.

@@ -126,9 +126,10 @@ SqRecovery* SqRecovery::create(uintptr_t device_context, uint32_t qpn, uint32_t 
   } else if (r->sq_.memory == SqMemory::gpu) {
     r->stream_ = streams->for_context(r->sq_.cu_context, &why);
     // Made ready when the QP was created; allocated here only if that could not be done then.
-    if (r->stream_ && !(r->staging_ = static_cast<uint8_t*>(take_staging(r->ref_, bytes))) &&
-        !(r->staging_ = static_cast<uint8_t*>(cuda::alloc_pinned(bytes))))
-      why = "cannot allocate pinned memory for the WQE copies";
+    if (r->stream_ && !(r->staging_ = static_cast<uint8_t*>(take_staging(r->ref_, bytes, &r->staging_context_)))) {
+      r->staging_context_ = r->sq_.cu_context;  // the stream's, current on this thread now
+      if (!(r->staging_ = static_cast<uint8_t*>(cuda::alloc_pinned(bytes)))) why = "cannot allocate pinned memory for the WQE copies";
+    }
     r->pinned_ = true;
   } else if (r->sq_.memory == SqMemory::host) {
     if (!(r->staging_ = static_cast<uint8_t*>(malloc(bytes)))) why = "out of memory";
@@ -152,7 +153,7 @@ SqRecovery* SqRecovery::create(uintptr_t device_context, uint32_t qpn, uint32_t 
 
 SqRecovery::~SqRecovery() {
   if (pinned_ && !driver_calls_allowed()) return;  // pinned memory is the driver's: left to the process's end
-  if (pinned_) give_back_staging(staging_, staging_bytes_);  // for a later queue; no driver call here
+  if (pinned_) give_back_staging(staging_, staging_bytes_, staging_context_);  // for a later queue; no driver call here
   else free(staging_);
 }
 
@@ -313,6 +314,14 @@ void SqRecovery::drain() {
 }
 
 void SqRecovery::context_gone(uintptr_t context, bool alive) {
+  if (pinned_ && staging_context_ == context) {  // its staging goes with the context
+    if (alive) drain();
+    else npending_ = 0;
+    if (alive && driver_calls_allowed()) cuda::free_pinned(staging_);
+    staging_ = nullptr;
+    pinned_ = false;
+    known_ = false;
+  }
   if (!known_ || sq_.memory != SqMemory::gpu || sq_.cu_context != context) return;
   if (alive) drain();
   else npending_ = 0;

@@ -115,6 +115,7 @@ class SqRecovery {
   uint32_t page_id_ = 0, slots_ = 0, mask_ = 0, batch_ = 0, copy_chunk_ = 1;
   uint8_t* staging_ = nullptr;  // 2 x slots_ WQEBBs: slot i of the ring at i, in the first copy and the check
   size_t staging_bytes_ = 0;
+  uintptr_t staging_context_ = 0;  // the CUDA context its pinned staging belongs to
   bool pinned_ = false;
   cuda::DeviceCopyStream* stream_ = nullptr;
   CopyStreams* streams_ = nullptr;

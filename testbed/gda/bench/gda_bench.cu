@@ -8,6 +8,7 @@
 // values match). Usage: gda_bench --pe N --npes 2 --dir DIR [--test all|put|get|fadd|pingpong]
 //   [--warmup 1000] [--iters 5000] [--json FILE] [--device-timeout 10] [--verbose]
 #include <cuda_runtime.h>
+#include <execinfo.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -144,7 +145,27 @@ static void usage() {
     }                                                                                   \
   } while (0)
 
+// A crash prints where it happened (there is no debugger on the GPU machine), then goes on to
+// whatever handled the signal before (a profiler's, or the default action).
+struct sigaction g_crash_before[NSIG];
+void on_crash(int sig) {
+  void* frames[64];
+  const int n = backtrace(frames, 64);
+  dprintf(STDERR_FILENO, "gda_bench: signal %d; backtrace (hidden functions: addr2line -f -C -e LIB OFFSET):\n", sig);
+  backtrace_symbols_fd(frames, n, STDERR_FILENO);
+  sigaction(sig, &g_crash_before[sig], nullptr);
+  raise(sig);
+}
+
 int main(int argc, char** argv) {
+  void* warm_up[1];
+  backtrace(warm_up, 1);  // loads the unwinder now, not inside the handler
+  for (int sig : {SIGSEGV, SIGBUS, SIGABRT}) {
+    struct sigaction sa {};
+    sa.sa_handler = &on_crash;
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(sig, &sa, &g_crash_before[sig]);
+  }
   int pe = -1, npes = 2, warm = 1000, iters = 5000;
   std::string dir, test = "all", json;
   bool verbose = false;
@@ -335,7 +356,11 @@ int main(int argc, char** argv) {
   cudaFree(d_t);
   cudaFree(d_r);
   cudaStreamDestroy(st);
-  ctx.finalize();
+  // GDA_RESET_AT_EXIT=1: end with cudaDeviceReset instead of the clean-up, the doorbell pages
+  // still mapped (as many programs end): a profiler holding streams or events in the primary
+  // context must let go of them before it goes.
+  if (const char* reset = getenv("GDA_RESET_AT_EXIT"); reset && strcmp(reset, "1") == 0) CK(cudaDeviceReset());
+  else ctx.finalize();
   printf("pe %d: %s\n", pe, failures ? "FAILED" : "all benchmarks verified");
   return failures ? 1 : 0;
 }

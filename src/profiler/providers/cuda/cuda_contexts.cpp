@@ -31,7 +31,7 @@ Released let_go(uintptr_t context, bool alive) {
   if (!context) return r;
   r.pollers = doorbell::release_context(context, alive);
   r.markers = forget_context_markers(context, alive);
-  r.queues = doorbell::forget_queues_of_context(context);
+  r.queues = doorbell::forget_queues_of_context(context, alive);
   return r;
 }
 
@@ -49,17 +49,40 @@ bool primary_active(int device) {
   return state && state(device, &flags, &on) == kSuccess && on;
 }
 
-// The device's primary context while it is active (0 if not): retained and released at once,
-// which leaves its reference count as it was.
-uintptr_t primary_context(int device) {
+// The device's primary context while it is active (0 if not): retained and released at once
+// (release: the real release of the caller's generation), which leaves its reference count as
+// it was.
+uintptr_t primary_context(int device, CUresult (*release)(int)) {
   if (!primary_active(device)) return 0;
   g_primary_retain.logged.store(true, std::memory_order_relaxed);
   auto retain = real_function<CUresult (*)(CUcontext*, int)>(g_primary_retain);
-  auto release = real_function<CUresult (*)(int)>(real::cuDevicePrimaryCtxRelease_v2);
   CUcontext c = nullptr;
   if (!retain || !release || retain(&c, device) != kSuccess) return 0;
   release(device);
   return reinterpret_cast<uintptr_t>(c);
+}
+
+using DeviceFn = CUresult (*)(int);
+
+CUresult primary_reset(RealSymbol& real_reset, RealSymbol& real_release, int device) {
+  auto fn = real_function<DeviceFn>(real_reset);
+  if (!fn) return kErrorNotInitialized;
+  kit::ErrnoKeeper keep;
+  const uintptr_t ctx = primary_context(device, real_function<DeviceFn>(real_release));
+  const Released r = let_go(ctx, true);
+  const CUresult result = fn(device);
+  if (ctx) record_end(ctx, CudaContextEnd::reset, r, result);
+  return result;
+}
+
+CUresult primary_release(RealSymbol& real_release, int device) {
+  auto fn = real_function<DeviceFn>(real_release);
+  if (!fn) return kErrorNotInitialized;
+  kit::ErrnoKeeper keep;
+  const uintptr_t ctx = primary_context(device, fn);
+  const CUresult result = fn(device);
+  if (ctx && result == kSuccess && !primary_active(device)) record_end(ctx, CudaContextEnd::release, let_go(ctx, false), result);
+  return result;
 }
 
 }  // namespace
@@ -80,22 +103,10 @@ SIGMATRACE_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
 }
 
 SIGMATRACE_EXPORT CUresult cuDevicePrimaryCtxReset_v2(int device) {
-  auto fn = real_function<CUresult (*)(int)>(real::cuDevicePrimaryCtxReset_v2);
-  if (!fn) return kErrorNotInitialized;
-  kit::ErrnoKeeper keep;
-  const uintptr_t ctx = primary_context(device);
-  const Released r = let_go(ctx, true);
-  const CUresult result = fn(device);
-  if (ctx) record_end(ctx, CudaContextEnd::reset, r, result);
-  return result;
+  return primary_reset(real::cuDevicePrimaryCtxReset_v2, real::cuDevicePrimaryCtxRelease_v2, device);
 }
-
-SIGMATRACE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int device) {
-  auto fn = real_function<CUresult (*)(int)>(real::cuDevicePrimaryCtxRelease_v2);
-  if (!fn) return kErrorNotInitialized;
-  kit::ErrnoKeeper keep;
-  const uintptr_t ctx = primary_context(device);
-  const CUresult result = fn(device);
-  if (ctx && result == kSuccess && !primary_active(device)) record_end(ctx, CudaContextEnd::release, let_go(ctx, false), result);
-  return result;
+SIGMATRACE_EXPORT CUresult cuDevicePrimaryCtxReset(int device) {
+  return primary_reset(real::cuDevicePrimaryCtxReset, real::cuDevicePrimaryCtxRelease, device);
 }
+SIGMATRACE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int device) { return primary_release(real::cuDevicePrimaryCtxRelease_v2, device); }
+SIGMATRACE_EXPORT CUresult cuDevicePrimaryCtxRelease(int device) { return primary_release(real::cuDevicePrimaryCtxRelease, device); }

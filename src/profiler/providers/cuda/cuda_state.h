@@ -28,7 +28,11 @@ constexpr CUresult kErrorNotInitialized = 3;
   X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz)               \
   X(cuLaunchCooperativeKernel) X(cuLaunchCooperativeKernel_ptsz) X(cuGraphLaunch) X(cuGraphLaunch_ptsz)
 // Where a context ends: what the profiler holds in it is let go first (cuda_contexts.cpp).
-#define SIGMATRACE_CUDA_CONTEXT_SYMBOLS(X) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxReset_v2) X(cuDevicePrimaryCtxRelease_v2)
+// The CUDA runtime asks cuGetProcAddress for the primary-context calls at version 7000 (their
+// first ABI, the same signature), so both generations are wrapped.
+#define SIGMATRACE_CUDA_CONTEXT_SYMBOLS(X)                                                         \
+  X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxReset_v2) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset) \
+  X(cuDevicePrimaryCtxRelease)
 #define SIGMATRACE_CUDA_SYMBOLS(X)                                                                 \
   SIGMATRACE_CUDA_MEMORY_SYMBOLS(X) SIGMATRACE_CUDA_RESOLVER_SYMBOLS(X) SIGMATRACE_CUDA_LAUNCH_SYMBOLS(X) \
   SIGMATRACE_CUDA_CONTEXT_SYMBOLS(X)
@@ -59,6 +63,8 @@ CUresult cuGetExportTable(const void** table, const Uuid* id);
 CUresult cuCtxDestroy_v2(CUcontext ctx);
 CUresult cuDevicePrimaryCtxReset_v2(int device);
 CUresult cuDevicePrimaryCtxRelease_v2(int device);
+CUresult cuDevicePrimaryCtxReset(int device);
+CUresult cuDevicePrimaryCtxRelease(int device);
 CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**, void**);
 CUresult cuLaunchKernel_ptsz(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**,
                              void**);
