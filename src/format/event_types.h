@@ -237,8 +237,9 @@ enum class FieldKind : uint8_t {
     F(u64, "marked") F(u64, "resolved") F(u64, "dropped") F(u64, "unresolved"))                  \
   /* A CUDA context the application ended (how: CudaContextEnd): what the profiler held in it was */ \
   /* let go first — pollers whose copy streams in it were closed, kernel markers dropped, send */   \
-  /* queues in its memory no longer read — then the real call ran with result. */                  \
-  X(513, cuda_context_end, "cuda_context_end",                                                    \
+  /* queues in its memory no longer read — then the real call ran with result. (513-523 would */  \
+  /* share a field-delta slot with ids 1-11.) */                                                    \
+  X(524, cuda_context_end, "cuda_context_end",                                                    \
     F(u64, "context") F(u64, "how") F(u64, "pollers") F(u64, "markers_dropped") F(u64, "queues") \
     F(i64, "result"))
 
