@@ -106,9 +106,15 @@ bool start_shadow(const DriverCalls& d, Shadow* s, const UarPage& uar, std::stri
   w.page_id = uar.page_id;
   w.device_context = uar.context;
   set_registers(&w, static_cast<uint32_t>(uar.reg - uar.base) & (kUarMappingBytes - 8));
-  // Where the doorbell records of QPs sharing the page are copied to when they lie in GPU memory
-  // (allocated here, on the application's control path, never on the forwarding thread).
-  w.dbr_staging = static_cast<uint32_t*>(cuda::alloc_pinned(WatchedPage::kMaxSharers * sizeof(uint32_t)));
+  // Where the doorbell records of QPs sharing the page are copied to when they lie in GPU memory:
+  // allocated here, on the application's control path, when the page already has such QPs (the
+  // stacks create their QPs before they map the page); a poller allocates it only for a page
+  // that QPs come to share later.
+  SendQueue on_page[WatchedPage::kMaxSharers];
+  const int sharing = send_queues_on_uar(uar.context, uar.page_id, on_page, WatchedPage::kMaxSharers);
+  bool gpu_records = false;
+  for (int k = 0; k < sharing; ++k) gpu_records |= on_page[k].dbr_memory == format::SqMemory::gpu;
+  if (sharing >= 2 && gpu_records) w.dbr_staging = static_cast<uint32_t*>(cuda::alloc_pinned(WatchedPage::kMaxSharers * sizeof(uint32_t)));
   w.state.store(page_watched);
   if (!watch(&w, why)) {
     cuda::free_pinned(w.dbr_staging);

@@ -311,7 +311,9 @@ bool read_record(Poller& p, WatchedPage& w, const SendQueue& q, int k, uint16_t*
   uint32_t be = 0;
   if (q.dbr_memory == format::SqMemory::host) {
     be = __atomic_load_n(reinterpret_cast<const uint32_t*>(q.dbr_addr) + mlx5::kDbrSendIndex, __ATOMIC_ACQUIRE);
-  } else if (q.dbr_memory == format::SqMemory::gpu && w.dbr_staging && driver_calls_allowed()) {
+  } else if (q.dbr_memory == format::SqMemory::gpu && driver_calls_allowed()) {
+    if (!w.dbr_staging) w.dbr_staging = static_cast<uint32_t*>(cuda::alloc_pinned(WatchedPage::kMaxSharers * sizeof(uint32_t)));
+    if (!w.dbr_staging) return false;
     std::string why;
     cuda::DeviceCopyStream* st = p.streams.for_context(q.dbr_cu_context, &why);
     if (!st || !st->copy(w.dbr_staging + k, q.dbr_addr + 4 * mlx5::kDbrSendIndex, 4) || !st->wait(p.streams.while_waiting()))
@@ -351,9 +353,6 @@ void recover_from_records(Poller& p, WatchedPage& w) {
   }
 }
 
-// One look at every register of a page; true if any changed. When both halves of a BlueFlame
-// pair changed since the last look and name the same QP, the one announcing the earlier index
-// goes first, so the NIC sees them in the order they were written.
 // The doorbells forwarded while the poller waited, recorded in the order they went out (a wait
 // within, for a copy, may add more: they are taken too).
 void record_backlog(Poller& p, WatchedPage& w) {
@@ -366,6 +365,10 @@ void record_backlog(Poller& p, WatchedPage& w) {
   }
 }
 
+// One look at every register of a page; true if any changed. When both halves of a BlueFlame
+// pair changed since the last look and name the same QP, the one announcing the earlier index
+// goes first, so the NIC sees them in the order they were written. forward_only: the poller is
+// waiting for a copy; what it forwards now is recorded at its next full look.
 bool poll_page(Poller& p, WatchedPage& w, bool forward_only = false) {
   if (!forward_only) record_backlog(p, w);
   uint64_t v[WatchedPage::kMaxRegisters], forwards[WatchedPage::kMaxRegisters];
