@@ -1,10 +1,8 @@
 #include "profiler/doorbell/poller.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
-#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,6 +13,7 @@
 
 #include "format/event_types.h"
 #include "profiler/doorbell/cpu_wait.h"
+#include "profiler/doorbell/poller_cpus.h"
 #include "profiler/doorbell/wqe_recovery.h"
 #include "profiler/providers/cuda/device_copy.h"
 #include "profiler/providers/cuda/kernel_markers.h"
@@ -49,7 +48,6 @@ Settings g_settings;
 struct Poller {
   pthread_t thread{};
   int index = 0;
-  int cpu = -1;
   std::atomic<WatchedPage*> pages[kMaxPagesPerPoller] = {};
   uint32_t page_count = 0;           // under g_mutex
   std::atomic<bool> stop{false};
@@ -57,10 +55,7 @@ struct Poller {
   // quiesce_pollers asks for a report of every QP's WQE recovery; the poller answers.
   std::atomic<uint64_t> reports_asked{0}, reports_done{0};
   CopyStreams streams;               // WQE recovery's copy streams (poller thread only)
-  // Its CPU is one the application (or another process's poller) may run on too: it yields
-  // instead of spinning when idle.
-  bool shares_cpu = true;
-  int cpu_claim = -1;  // the lock file that holds its CPU for it against the node's other pollers
+  PollerCpu placement;  // where it runs (poller_cpus.h)
   // It did not let go of a page being unwatched (stuck in a driver call): it gets no new page and
   // none of its pages is freed (g_mutex).
   bool stuck = false;
@@ -77,16 +72,16 @@ long g_local_rank = 0;  // spreads the pollers of a node's processes over the CP
 // a driver call (the exit handlers still to run, CUDA's teardown among them, may ring doorbells:
 // those are forwarded, their WQEs counted unread). The pollers stay until the process ends.
 std::atomic<bool> g_exiting{false};
-
-// A context the application is ending, and the epoch that asks every poller to let go of it.
-std::atomic<uint64_t> g_context_epoch{0};
-std::atomic<uintptr_t> g_ending_context{0};
-std::atomic<bool> g_ending_alive{false};
 void before_exit() {
   g_exiting.store(true, std::memory_order_release);
   quiesce_pollers();
   forbid_driver_calls();
 }
+
+// A context the application is ending, and the epoch that asks every poller to let go of it.
+std::atomic<uint64_t> g_context_epoch{0};
+std::atomic<uintptr_t> g_ending_context{0};
+std::atomic<bool> g_ending_alive{false};
 
 // A forked child has none of its parent's poller threads: it forgets them (never joins or frees
 // them) and makes no driver call (CUDA is not usable in a forked child).
@@ -106,40 +101,6 @@ void on_first_watch() {
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   g_local_rank = local_rank_from_environment();
   if (g_local_rank < 0) g_local_rank = 0;
-}
-
-// A CPU held for one poller against the pollers of the node's other processes (two spinning
-// pollers on one core stall each other: measured, docs/gpu-doorbells.md): an flock on a file per
-// CPU in /dev/shm, released when the poller stops or the process ends.
-bool claim_cpu(int cpu, int* fd) {
-  char path[96];
-  snprintf(path, sizeof path, "/dev/shm/sigmatrace-poller-cpu-%u-%d.lock", unsigned(getuid()), cpu);
-  const int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (f < 0) return false;
-  if (flock(f, LOCK_EX | LOCK_NB) != 0) {
-    close(f);
-    return false;
-  }
-  *fd = f;
-  return true;
-}
-void release_cpu(int* fd) {
-  if (*fd >= 0) close(*fd);
-  *fd = -1;
-}
-
-// The CPUs a poller may take when SIGMATRACE_DOORBELL_CPUS names none: those outside the
-// calling (application) thread's affinity mask, so that a core-bound rank never shares its core
-// with a spinning poller. Empty when the application may run everywhere.
-std::vector<int> cpus_outside_the_application() {
-  std::vector<int> out;
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
-  if (sched_getaffinity(0, sizeof mine, &mine) != 0) return out;
-  const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  for (int c = 0; c < online && c < CPU_SETSIZE; ++c)
-    if (!CPU_ISSET(c, &mine)) out.push_back(c);
-  return out;
 }
 
 uint64_t now_ns(clockid_t clock) {
@@ -196,43 +157,6 @@ void for_each_recovery(WatchedPage& w, RecoveryStep step, bool retire = false) {
   });
 }
 
-// A BlueFlame write is a whole 64-byte WQE copied into the register block, its control segment
-// (opcode or size not 0: GPU stacks' 8-byte doorbells carry neither) in the first word. Its body
-// is read until it holds still (the writer may still be storing it), with the first word checked
-// again after it, so that a new header never goes out with an old body; a body equal to the last
-// one forwarded is no BlueFlame (an 8-byte doorbell whose register kept an older copy).
-constexpr int kSettleLooks = 64;
-bool read_blueflame(const uint64_t* src, uint64_t v, const uint64_t* last_body, uint64_t* body) {
-  const mlx5::Doorbell d = mlx5::decode_doorbell(v);
-  if (d.opcode == 0 && d.ds == 0) return false;
-  for (int k = 1; k < 8; ++k) body[k] = __atomic_load_n(src + k, __ATOMIC_ACQUIRE);
-  for (int look = 0; look < kSettleLooks; ++look) {
-    bool same = __atomic_load_n(src, __ATOMIC_ACQUIRE) == v;
-    for (int k = 1; k < 8; ++k) {
-      const uint64_t again = __atomic_load_n(src + k, __ATOMIC_ACQUIRE);
-      same &= again == body[k];
-      body[k] = again;
-    }
-    if (same) break;
-  }
-  bool changed = false;
-  for (int k = 1; k < 8; ++k) changed |= body[k] != last_body[k];
-  return changed;
-}
-
-// One store (and a BlueFlame body before it) to the NIC's register.
-void store_real(WatchedPage& w, uint32_t off, uint64_t v, const uint64_t* body) {
-  auto* dst = reinterpret_cast<volatile uint64_t*>(w.real + off);
-  if (body)  // the whole block, its first word last
-    for (int k = 1; k < 8; ++k) dst[k] = body[k];
-  *dst = v;
-#if defined(__x86_64__)
-  __builtin_ia32_sfence();  // out of a write-combining buffer now: a UAR is WC or UC memory
-#else
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-}
-
 // What one doorbell value announced for its QP: counted, and recorded or handed to the QP's WQE
 // recovery (read: it already has it, in sync mode).
 void account(Poller& p, WatchedPage& w, DoorbellTracker::Seen& s, uint64_t tsc, format::DoorbellKind kind, bool read) {
@@ -253,16 +177,12 @@ void account(Poller& p, WatchedPage& w, DoorbellTracker::Seen& s, uint64_t tsc, 
 // The tracker's view of a doorbell value rung through register i; false: it rings exactly what
 // was already forwarded from its QP's doorbell record (counted then, not again).
 bool observe_register(WatchedPage& w, int i, uint64_t v, DoorbellTracker::Seen* s) {
-  const mlx5::Doorbell d = mlx5::decode_doorbell(v);
-  DoorbellTracker::Slot* slot = w.tracker.slot_of(d.qpn, w.device_context);
-  if (slot && slot->from_record && slot->pi == mlx5::announced_index(d)) {
-    slot->from_record = false;
-    slot->reg = i;
-    return false;
-  }
   *s = w.tracker.observe(v, w.device_context);
-  if (s->slot) s->slot->reg = i, s->slot->from_record = false;
-  return true;
+  if (!s->slot) return true;
+  const bool again = s->slot->from_record && s->delta == 0;  // the index its record announced
+  s->slot->reg = i;
+  s->slot->from_record = false;
+  return !again;
 }
 
 // Register i holds v (read when it had been forwarded `forwards_then` times): forwarded unless
@@ -403,16 +323,6 @@ bool poll_page(Poller& p, WatchedPage& w, bool forward_only = false) {
   return true;
 }
 
-// Whether no register of the page holds a value not yet forwarded.
-bool page_idle(void* arg) {
-  const auto* w = static_cast<const WatchedPage*>(arg);
-  for (int i = 0; i < w->register_count; ++i)
-    if (__atomic_load_n(reinterpret_cast<const uint64_t*>(w->shadow + w->registers[i].offset), __ATOMIC_ACQUIRE) !=
-        w->registers[i].forwarded)
-      return false;
-  return true;
-}
-
 // While the poller waits for a copy (a WQE batch, a doorbell record), its pages' doorbells are
 // still forwarded; they are recorded at its next look. Not in sync mode, whose point is that the
 // WQEs are read before their doorbell goes out.
@@ -456,7 +366,7 @@ void* poller_main(void* arg) {
   cuda::relax_stream_capture_on_this_thread();
   p->streams.set_while_waiting({&forward_while_waiting, p});
   const uint64_t cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID), wall0 = now_ns(CLOCK_MONOTONIC);
-  record_poller(1, 0, 0, 0, 0, p->cpu, 0);
+  record_poller(1, 0, 0, 0, 0, p->placement.cpu, 0);
   uint64_t doorbells = 0, untracked = 0;
   uint32_t pages_served = 0, pauses = 1;
   uint64_t idle_rounds = 0;
@@ -497,7 +407,7 @@ void* poller_main(void* arg) {
       // The process is exiting with pages still mapped: this poller goes on forwarding until the
       // end, and its totals are recorded now, while the profiler still records.
       if (g_exiting.load(std::memory_order_acquire) && !totals_recorded) {
-        record_poller(2, served, db, now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0, now_ns(CLOCK_MONOTONIC) - wall0, p->cpu, untracked);
+        record_poller(2, served, db, now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0, now_ns(CLOCK_MONOTONIC) - wall0, p->placement.cpu, untracked);
         totals_recorded = true;
       }
       if (markers_due()) cuda::resolve_kernel_markers();
@@ -540,7 +450,7 @@ void* poller_main(void* arg) {
       continue;
     }
     if ((idle_rounds & 4095) == 0 && markers_due()) cuda::resolve_kernel_markers();
-    if (p->shares_cpu && pauses == kMaxBackoffPauses) {
+    if (p->placement.shared && pauses == kMaxBackoffPauses) {
       sched_yield();  // an application thread that wants this CPU gets it
       continue;
     }
@@ -549,7 +459,7 @@ void* poller_main(void* arg) {
   }
   if (driver_calls_allowed()) p->streams.close_all();
   if (!totals_recorded)
-    record_poller(2, pages_served, doorbells, now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0, now_ns(CLOCK_MONOTONIC) - wall0, p->cpu, untracked);
+    record_poller(2, pages_served, doorbells, now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0, now_ns(CLOCK_MONOTONIC) - wall0, p->placement.cpu, untracked);
   return nullptr;
 }
 
@@ -573,42 +483,26 @@ Poller* start_poller(std::string* why) {
   p->context_epoch_done.store(g_context_epoch.load(std::memory_order_acquire), std::memory_order_relaxed);
   // SIGMATRACE_DOORBELL_CPUS is shared out among the node's processes by local rank; without it
   // a poller takes a CPU outside the application's affinity mask where there is one.
-  const std::vector<int> outside = g_settings.cpus.empty() ? cpus_outside_the_application() : std::vector<int>{};
-  const std::vector<int>& choice = g_settings.cpus.empty() ? outside : g_settings.cpus;
-  p->shares_cpu = choice.empty();
-  if (!choice.empty()) {
-    // Starting at the local rank's share, the first CPU no other poller of this node holds;
-    // when every one is held, the share itself, and the poller yields instead of spinning.
-    const size_t start = size_t(g_local_rank + p->index) % choice.size();
-    p->cpu = choice[start];
-    p->shares_cpu = true;
-    for (size_t k = 0; k < choice.size(); ++k)
-      if (claim_cpu(choice[(start + k) % choice.size()], &p->cpu_claim)) {
-        p->cpu = choice[(start + k) % choice.size()];
-        p->shares_cpu = false;
-        break;
-      }
-  }
+  p->placement = choose_poller_cpu(g_settings.cpus, size_t(g_local_rank + p->index));
   int rc = EAGAIN;
   for (int attempt = 0; attempt < 2 && rc != 0; ++attempt) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
-    if (p->cpu >= 0) {
+    if (p->placement.cpu >= 0) {
       cpu_set_t set;
       CPU_ZERO(&set);
-      CPU_SET(p->cpu, &set);
+      CPU_SET(p->placement.cpu, &set);
       pthread_attr_setaffinity_np(&attr, sizeof set, &set);
     }
     rc = pthread_create(&p->thread, &attr, &poller_main, p);
     pthread_attr_destroy(&attr);
     // A CPU outside this cgroup's cpuset is refused: the poller then takes the application's.
-    if (rc != EINVAL || p->cpu < 0 || !g_settings.cpus.empty()) break;
-    p->cpu = -1, p->shares_cpu = true;
-    release_cpu(&p->cpu_claim);
+    if (rc != EINVAL || p->placement.cpu < 0 || !g_settings.cpus.empty()) break;
+    release_poller_cpu(&p->placement);
   }
   if (rc != 0) {
     *why = std::string("cannot start a poller thread: ") + strerror(rc);
-    release_cpu(&p->cpu_claim);
+    release_poller_cpu(&p->placement);
     delete p;
     return nullptr;
   }
@@ -617,27 +511,6 @@ Poller* start_poller(std::string* why) {
 }
 
 }  // namespace
-
-void set_registers(WatchedPage* w, uint32_t reg_offset) {
-  auto add = [w](uint32_t off, bool send) {
-    for (int i = 0; i < w->register_count; ++i)
-      if (w->registers[i].offset == off) return i;
-    if (w->register_count == WatchedPage::kMaxRegisters) return -1;
-    w->registers[w->register_count] = DoorbellRegister{};
-    w->registers[w->register_count].offset = off;
-    w->registers[w->register_count].send = send;
-    return w->register_count++;
-  };
-  auto pair = [&](uint32_t off) {
-    const int a = add(off, true), b = add(off ^ mlx5::kUarTwinOffset, true);
-    if (a >= 0 && b >= 0) w->registers[a].twin = b, w->registers[b].twin = a;
-  };
-  w->register_count = 0;
-  pair(reg_offset & ~7u);  // the mapped register first: doorbells from records go there by default
-  for (uint32_t off : mlx5::kUarSendRegisters)
-    if (!(off & mlx5::kUarTwinOffset)) pair(off);
-  add(mlx5::kUarCqDoorbellOffset, false);
-}
 
 void configure_pollers(const Config& config, const std::atomic<bool>* active) {
   g_settings.active = active;
@@ -694,7 +567,7 @@ bool unwatch(WatchedPage* page) {
     if (--p->page_count == 0) {
       p->stop.store(true, std::memory_order_release);
       pthread_join(p->thread, nullptr);
-      release_cpu(&p->cpu_claim);
+      release_poller_cpu(&p->placement);
       delete p;
       p = nullptr;
     }

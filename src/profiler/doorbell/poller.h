@@ -11,60 +11,11 @@
 #include <cstdint>
 #include <string>
 
-#include "format/event_types.h"
-#include "profiler/doorbell/doorbell_tracker.h"
+#include "profiler/doorbell/watched_page.h"
 #include "profiler/runtime/config.h"
 
 namespace sigmatrace::profiler::doorbell {
 
-// One register of a doorbell page the GPU may store to, and what the poller did with it.
-struct DoorbellRegister {
-  uint32_t offset = 0;
-  int twin = -1;            // the other half of its BlueFlame pair (mlx5 alternates between them)
-  bool send = true;         // a send doorbell; false: the CQ doorbell (arm requests), only forwarded
-  uint64_t forwarded = 0;   // the newest value stored to the real register
-  uint64_t forwards = 0;    // how many were
-  uint64_t recorded = 0;    // the newest value recorded (behind forwarded after a forward-only look)
-  uint64_t forwarded_tsc = 0;
-  format::DoorbellKind forwarded_kind = format::DoorbellKind::doorbell;
-  uint64_t body[8] = {};    // the last BlueFlame body forwarded (words 1..7)
-};
-
-struct WatchedPage {
-  uint8_t* shadow = nullptr;         // the page the GPU writes (pinned host memory of ours)
-  volatile uint8_t* real = nullptr;  // the NIC's UAR page as the application mapped it
-  uint32_t page_id = 0;
-  uintptr_t device_context = 0;      // the ibv_context of its UAR: the device its QPs belong to
-  // Every register the GPU may write: the page's two BlueFlame registers and their twins, the
-  // register the application mapped (and its twin) where that is another, and the CQ doorbell.
-  static constexpr int kMaxRegisters = 8;
-  DoorbellRegister registers[kMaxRegisters];
-  int register_count = 0;
-  int last_written = 0;              // the register forwarded last (the line a monitor watches)
-  DoorbellTracker tracker;
-  uint64_t doorbells = 0;            // values forwarded (poller thread only)
-  // The QPs created on this UAR page (several share its registers: a doorbell one of them rang
-  // may be overwritten by another's before the poller looks), refreshed when the table changes.
-  static constexpr int kMaxSharers = 16;
-  SendQueue sharers[kMaxSharers];
-  int sharer_count = 0;
-  uint64_t sharers_version = ~0ull;
-  uint32_t* dbr_staging = nullptr;   // pinned: doorbell records in GPU memory are copied here
-  // Values forwarded while the poller waited for a copy, in order, recorded at its next look
-  // (when it overflows, the later ones are recorded merged: their delta still counts every WQEBB).
-  struct Forwarded {
-    uint64_t value, tsc;
-    int reg;
-    format::DoorbellKind kind;
-  };
-  static constexpr uint32_t kBacklog = 256;
-  Forwarded backlog[kBacklog];
-  uint32_t backlog_head = 0, backlog_tail = 0;  // poller thread only
-  std::atomic<int> state{0};         // PageState
-};
-// Fills page's registers for a doorbell register at offset reg_offset of the page.
-void set_registers(WatchedPage* page, uint32_t reg_offset);
-enum PageState : int { page_watched = 0, page_retiring = 1, page_retired = 2 };
 
 // Recording settings, once at provider init: recording while *active; aggregate mode counts.
 void configure_pollers(const Config& config, const std::atomic<bool>* active);
