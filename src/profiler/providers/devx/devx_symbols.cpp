@@ -115,6 +115,17 @@ void after_umem_reg(ibv_context* ctx, mlx5dv_devx_umem* umem, void* addr, size_t
                                    int64_t{umem ? 0 : saved_errno});
 }
 
+// Which memory addr of umem u lies in, and for GPU memory the CUDA context that owns it (memory
+// of CUDA's virtual memory API belongs to none: the creating thread's reaches it). Unknown stays
+// unknown (a dma-buf umem).
+void locate(const Umem& u, uint64_t addr, format::SqMemory* memory, uintptr_t* cu_context) {
+  if (u.kind == format::MemoryKind::host) *memory = format::SqMemory::host;
+  if (u.kind != format::MemoryKind::gpu) return;
+  *memory = format::SqMemory::gpu;
+  *cu_context = cuda::memory_context(addr);
+  if (!*cu_context) *cu_context = cuda::current_context();
+}
+
 // Where WQE recovery finds the queue (profiler/doorbell/send_queues.h).
 void add_send_queue(ibv_context* ctx, const QpCreate& qp, const Umem& sq, uint64_t sq_addr) {
   doorbell::SendQueue q;
@@ -124,18 +135,12 @@ void add_send_queue(ibv_context* ctx, const QpCreate& qp, const Umem& sq, uint64
   q.log_wqebbs = qp.log_sq_size;
   q.addr = sq_addr;
   q.gpu = sq.gpu;
-  if (!sq_addr || qp.log_sq_size > 16) q.memory = format::SqMemory::unknown;
-  else if (sq.kind == format::MemoryKind::gpu) q.memory = format::SqMemory::gpu, q.cu_context = cuda::memory_context(sq_addr);
-  // Memory of CUDA's virtual memory API belongs to no context: the creating thread's reaches it.
-  if (q.memory == format::SqMemory::gpu && !q.cu_context) q.cu_context = cuda::current_context();
-  else if (sq.kind == format::MemoryKind::host) q.memory = format::SqMemory::host;
+  if (sq_addr && qp.log_sq_size <= 16) locate(sq, sq_addr, &q.memory, &q.cu_context);
   q.uar_page = qp.uar_page;
   Umem dbr;
   if (qp.dbr_in_umem && find_umem(qp.dbr_umem_id, &dbr) && dbr.addr) {
     q.dbr_addr = dbr.addr + qp.dbr_offset;
-    if (dbr.kind == format::MemoryKind::host) q.dbr_memory = format::SqMemory::host;
-    else if (dbr.kind == format::MemoryKind::gpu) q.dbr_memory = format::SqMemory::gpu, q.dbr_cu_context = cuda::memory_context(q.dbr_addr);
-    if (q.dbr_memory == format::SqMemory::gpu && !q.dbr_cu_context) q.dbr_cu_context = cuda::current_context();
+    locate(dbr, q.dbr_addr, &q.dbr_memory, &q.dbr_cu_context);
   }
   doorbell::add_send_queue(q);
 }
