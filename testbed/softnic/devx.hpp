@@ -35,7 +35,7 @@ struct Uar {
   ibv_context* ctx;
   void* page;
   uint64_t last[4] = {};  // last doorbell value seen in each send register (m5::kUarSendRegisters)
-  int refs = 0;
+  int refs = 0;           // QPs created on it
 };
 
 // Count, sum and maximum of one stage's duration (SOFTNIC_DEVX_STATS=1 prints them).

@@ -397,9 +397,7 @@ void advance(Qp* q, uint16_t pi) {
 // convention every stack follows), so when a register of a page shared by several QPs changes,
 // each of its QPs whose record is ahead of the index it has is moved on to its record.
 bool recover_shared_doorbells(Uar* u) {
-  int sharing = 0;
-  for (Qp* q : qps()) sharing += q->uar == u;
-  if (sharing < 2) return false;
+  if (u->refs < 2) return false;
   bool moved = false;
   for (Qp* q : qps()) {
     if (q->uar != u || !q->dbr) continue;
