@@ -79,9 +79,14 @@ bool driver_calls_allowed() { return g_driver_calls.load(std::memory_order_acqui
 void forbid_driver_calls() { g_driver_calls.store(false, std::memory_order_release); }
 bool recovering_sync() { return g_settings.wqe && g_settings.batch == kWqeBatchSync; }
 
+namespace {
+// A ring of 2^log_wqebbs WQEBBs twice: the first copy and its check.
+size_t two_rings(uint32_t log_wqebbs) { return 2 * (size_t(m5::kWqeBbSize) << log_wqebbs); }
+}  // namespace
+
 size_t staging_bytes_for(const SendQueue& sq) {
   if (!g_settings.wqe || sq.memory != SqMemory::gpu || sq.log_wqebbs > 16) return 0;
-  return 2 * (size_t(m5::kWqeBbSize) << sq.log_wqebbs);
+  return two_rings(sq.log_wqebbs);
 }
 
 cuda::DeviceCopyStream* CopyStreams::for_context(uintptr_t context, std::string* why) {
@@ -119,7 +124,7 @@ SqRecovery* SqRecovery::create(uintptr_t device_context, uint32_t qpn, uint32_t 
   if (!find_send_queue(device_context, qpn, &r->sq_, &r->ref_)) return r;
   std::string why;
   const uint32_t slots = 1u << r->sq_.log_wqebbs;
-  const size_t bytes = 2 * size_t(slots) * m5::kWqeBbSize;  // the first copy and its check
+  const size_t bytes = two_rings(r->sq_.log_wqebbs);
   r->staging_bytes_ = bytes;
   if (r->sq_.memory == SqMemory::gpu && !driver_calls_allowed()) {
     why = "the process is exiting (or is a forked child): its GPU memory is not read";
@@ -314,17 +319,16 @@ void SqRecovery::drain() {
 }
 
 void SqRecovery::context_gone(uintptr_t context, bool alive) {
-  if (pinned_ && staging_context_ == context) {  // its staging goes with the context
-    if (alive) drain();
-    else npending_ = 0;
+  const bool staging_gone = pinned_ && staging_context_ == context;
+  const bool queue_gone = known_ && sq_.memory == SqMemory::gpu && sq_.cu_context == context;
+  if (!staging_gone && !queue_gone) return;
+  if (alive) drain();
+  else npending_ = 0;
+  if (staging_gone) {  // pinned memory goes with its context
     if (alive && driver_calls_allowed()) cuda::free_pinned(staging_);
     staging_ = nullptr;
     pinned_ = false;
-    known_ = false;
   }
-  if (!known_ || sq_.memory != SqMemory::gpu || sq_.cu_context != context) return;
-  if (alive) drain();
-  else npending_ = 0;
   stream_ = nullptr;
   known_ = false;
   sq_.memory = SqMemory::unknown;
