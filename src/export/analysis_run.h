@@ -41,8 +41,8 @@ struct AnalysisRun {
   double first_pass_s = 0, second_pass_s = 0, outputs_s = 0;
   TimelineSelection timeline;                  // as resolved
   uint64_t timeline_left_out = 0, timeline_summarised = 0;
-  uint64_t sqlite_late_rows = 0;
-  bool sqlite_left_out = false;  // trace.sqlite was asked for, and this build has no SQLite  // op/completion rows SQLite inserted after the leaf pages (sqlite_btree.h)
+  uint64_t sqlite_late_rows = 0;  // op/completion rows SQLite inserted after the leaf pages (sqlite_btree.h)
+  bool sqlite_left_out = false;   // trace.sqlite was asked for, and this build has no SQLite
   std::string output_dir;         // where the outputs went: the experiment's, or the shard's
   std::vector<std::string> outputs;  // the files written there, by name
   std::vector<std::string> shard_hosts;

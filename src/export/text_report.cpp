@@ -80,7 +80,7 @@ std::string render_text_report(const json& a, size_t top) {
   const json& hm = a["matrices"]["host"];
   size_t n = hm["labels"].size();
   bool unknown_used = false;
-  for (size_t i = 0; n && i < n; ++i)
+  for (size_t i = 0; i < n; ++i)
     unknown_used |= hm["bytes"][n - 1][i].get<uint64_t>() != 0 || hm["bytes"][i][n - 1].get<uint64_t>() != 0;
   if (n && !unknown_used) --n;
   add(&out, "\nhost matrix (bytes, row: source, column: destination):\n  %-16s", "");
