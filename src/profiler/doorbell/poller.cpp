@@ -67,6 +67,10 @@ Poller* g_pollers[kMaxPollers] = {};
 int g_next_index = 0;
 long g_local_rank = 0;  // spreads the pollers of a node's processes over the CPUs they may take
 
+bool recording() { return g_settings.active && g_settings.active->load(std::memory_order_relaxed); }
+// Kernel markers are CUDA events the driver is asked about.
+bool markers_due() { return recording() && driver_calls_allowed() && cuda::kernel_markers_pending(); }
+
 // At exit (an atexit handler registered after CUDA's own, so it runs first): what was rung is
 // reported while the driver is still there, and from then on the pollers only forward, without
 // a driver call (the exit handlers still to run, CUDA's teardown among them, may ring doorbells:
@@ -75,6 +79,9 @@ std::atomic<bool> g_exiting{false};
 void before_exit() {
   g_exiting.store(true, std::memory_order_release);
   quiesce_pollers();
+  // The last kernels' ends: a poller asks about markers only now and then, and none asks once
+  // the program's QPs (and so its pollers) are gone.
+  if (markers_due()) cuda::resolve_kernel_markers();
   forbid_driver_calls();
 }
 
@@ -109,9 +116,6 @@ uint64_t now_ns(clockid_t clock) {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-bool recording() { return g_settings.active && g_settings.active->load(std::memory_order_relaxed); }
-// Kernel markers are CUDA events the driver is asked about.
-bool markers_due() { return recording() && driver_calls_allowed() && cuda::kernel_markers_pending(); }
 // Between doorbells (the poller's first idle moment after each), markers are asked about at most
 // once a millisecond: each ask is two driver calls per pending kernel, made after every doorbell
 // before. (On the H200, forwarding in aggregate mode, which has no markers, came within 0.6 us

@@ -111,6 +111,54 @@ void give_back(ContextState* s, CUevent ev) {
   else if (destroy) destroy(ev);
 }
 
+// A marker whose kernel finished gets its cuda_kernel_end recorded (or is dropped when it cannot
+// be timed) and its event given back: true. False while the kernel runs, or when the driver calls
+// are missing. Makes the marker's context current on the calling thread. Under g_mutex.
+bool settle(const Marker& m) {
+  auto query = fn<CUresult (*)(CUevent)>(g_event_query);
+  auto elapsed = fn<CUresult (*)(float*, CUevent, CUevent)>(g_event_elapsed);
+  auto set_current = fn<CUresult (*)(CUcontext)>(g_ctx_set_current);
+  ContextState* s = state_of(m.context);
+  if (!query || !elapsed || !set_current || !s) return false;
+  if (set_current(m.context) != kSuccess) {  // the context is gone, and its events with it
+    g_dropped.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  const CUresult q = query(m.event);
+  if (q == kErrorNotReady) return false;
+  float ms = 0;
+  const bool fresh = s->ref && monotonic_ns() - s->ref_at_ns < kRecalibrateNs;
+  const bool timed = q == kSuccess && (fresh || calibrate(s)) && elapsed(&ms, s->ref, m.event) == kSuccess;
+  if (timed) {
+    record<format::EventType::cuda_kernel_end>(uint64_t{m.function}, reinterpret_cast<uint64_t>(m.stream), m.device, m.launch_tsc,
+                                               s->ref_tsc, static_cast<int64_t>(double(ms) * 1e6));
+    g_resolved.fetch_add(1, std::memory_order_relaxed);
+  } else
+    g_dropped.fetch_add(1, std::memory_order_relaxed);
+  give_back(s, m.event);
+  return true;
+}
+
+// Settling makes each marker's context current on the calling thread; on an application's
+// thread (a context's end, the exit) the context it had is put back.
+class CurrentContextKept {
+ public:
+  CurrentContextKept() {
+    auto get = fn<CUresult (*)(CUcontext*)>(g_ctx_get_current);
+    set_ = fn<CUresult (*)(CUcontext)>(g_ctx_set_current);
+    kept_ = get && set_ && get(&context_) == kSuccess;
+  }
+  ~CurrentContextKept() {
+    if (kept_) set_(context_);
+  }
+  bool kept() const { return kept_; }
+
+ private:
+  CUresult (*set_)(CUcontext) = nullptr;
+  CUcontext context_ = nullptr;
+  bool kept_ = false;
+};
+
 }  // namespace
 
 bool mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, int64_t device) {
@@ -149,38 +197,11 @@ bool kernel_markers_pending() { return g_pending.load(std::memory_order_acquire)
 
 void resolve_kernel_markers() {
   if (g_resolving.exchange(true, std::memory_order_acquire)) return;
-  auto query = fn<CUresult (*)(CUevent)>(g_event_query);
-  auto elapsed = fn<CUresult (*)(float*, CUevent, CUevent)>(g_event_elapsed);
-  auto set_current = fn<CUresult (*)(CUcontext)>(g_ctx_set_current);
   std::lock_guard<std::mutex> lock(g_mutex);
+  const CurrentContextKept current;
   size_t kept = 0;
-  for (size_t i = 0; i < g_count; ++i) {
-    Marker& m = g_markers[i];
-    ContextState* s = state_of(m.context);
-    if (!query || !elapsed || !set_current || !s) {
-      g_markers[kept++] = m;
-      continue;
-    }
-    if (set_current(m.context) != kSuccess) {  // the context is gone, and its events with it
-      g_dropped.fetch_add(1, std::memory_order_relaxed);
-      continue;
-    }
-    const CUresult q = query(m.event);
-    if (q == kErrorNotReady) {
-      g_markers[kept++] = m;
-      continue;
-    }
-    float ms = 0;
-    const bool fresh = s->ref && monotonic_ns() - s->ref_at_ns < kRecalibrateNs;
-    const bool timed = q == kSuccess && (fresh || calibrate(s)) && elapsed(&ms, s->ref, m.event) == kSuccess;
-    if (timed) {
-      record<format::EventType::cuda_kernel_end>(uint64_t{m.function}, reinterpret_cast<uint64_t>(m.stream), m.device, m.launch_tsc,
-                                                 s->ref_tsc, static_cast<int64_t>(double(ms) * 1e6));
-      g_resolved.fetch_add(1, std::memory_order_relaxed);
-    } else
-      g_dropped.fetch_add(1, std::memory_order_relaxed);
-    give_back(s, m.event);
-  }
+  for (size_t i = 0; i < g_count; ++i)
+    if (!settle(g_markers[i])) g_markers[kept++] = g_markers[i];
   g_count = kept;
   g_pending.store(g_count, std::memory_order_release);
   g_resolving.store(false, std::memory_order_release);
@@ -191,6 +212,10 @@ uint64_t forget_context_markers(uintptr_t context, bool alive) {
   auto destroy_event = fn<CUresult (*)(CUevent)>(g_event_destroy);
   auto destroy_stream = fn<CUresult (*)(CUstream)>(g_stream_destroy);
   std::lock_guard<std::mutex> lock(g_mutex);
+  // A live context's finished kernels still get their ends: pollers ask about markers only now
+  // and then, and a program's last kernels usually finish just before it ends its context.
+  const CurrentContextKept current;
+  const bool settling = alive && current.kept();
   uint64_t dropped = 0;
   size_t kept = 0;
   for (size_t i = 0; i < g_count; ++i) {
@@ -198,6 +223,7 @@ uint64_t forget_context_markers(uintptr_t context, bool alive) {
       g_markers[kept++] = g_markers[i];
       continue;
     }
+    if (settling && settle(g_markers[i])) continue;
     if (alive && destroy_event) destroy_event(g_markers[i].event);
     ++dropped;
   }

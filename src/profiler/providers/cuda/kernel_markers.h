@@ -21,14 +21,16 @@ namespace sigmatrace::profiler::cuda {
 // recorded (its cuda_kernel_end will follow once the kernel finished and a poller looked).
 bool mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, int64_t device);
 
-// On a doorbell poller thread: records cuda_kernel_end for every marker whose kernel finished,
-// and gives its event back. Returns at once when another thread is resolving.
+// Records cuda_kernel_end for every marker whose kernel finished, and gives its event back: on a
+// doorbell poller thread, and once at exit on the exiting thread (the calling thread's current
+// context is left as it was). Returns at once when another thread is resolving.
 void resolve_kernel_markers();
 // Whether any marker waits to be resolved (lock-free).
 bool kernel_markers_pending();
 
 // The application ends context (alive: not yet; its events and the profiler's stream in it are
-// destroyed first, otherwise only forgotten): its markers are dropped and counted. Returns how many.
+// destroyed first, otherwise only forgotten): its markers of finished kernels are resolved while
+// it is alive, the others dropped and counted. Returns how many were dropped.
 uint64_t forget_context_markers(uintptr_t context, bool alive);
 
 // At exit (after the pollers' last reports): records cuda_kernel_markers if any launch was
