@@ -125,6 +125,10 @@ int run_profile(ProfileOptions& o) {
   }
 
   env["LD_PRELOAD"] = prepend_path("LD_PRELOAD", lib);
+  // NVTX loads the library this names at its first call: the profiler, unless the program runs
+  // under another tool that took the place (then the nvtx provider says so in the trace).
+  const char* nvtx = getenv("NVTX_INJECTION64_PATH");
+  if (!nvtx || !*nvtx) env["NVTX_INJECTION64_PATH"] = lib;
   if (o.softnic) {
     std::string softnic = self_dir() + "/../softnic";
     if (!exists(softnic + "/libibverbs.so.1")) {

@@ -241,7 +241,27 @@ enum class FieldKind : uint8_t {
   /* share a field-delta slot with ids 1-11.) */                                                    \
   X(524, cuda_context_end, "cuda_context_end",                                                    \
     F(u64, "context") F(u64, "how") F(u64, "pollers") F(u64, "markers_dropped") F(u64, "queues") \
-    F(i64, "result"))
+    F(i64, "result"))                                                                             \
+  /* NVTX, as its injection library (thread stream of the calling thread). Domains, registered */ \
+  /* strings and payload schemas are named by their handle or id; domain 0 is NVTX's default. */  \
+  X(600, nvtx_domain, "nvtx_domain", F(u64, "domain") F(bytes, "name"))                          \
+  X(601, nvtx_string, "nvtx_string", F(u64, "domain") F(u64, "handle") F(bytes, "text"))         \
+  X(602, nvtx_category, "nvtx_category", F(u64, "domain") F(u64, "category") F(bytes, "name"))   \
+  X(603, nvtx_thread_name, "nvtx_thread_name", F(u64, "os_tid") F(bytes, "name"))                \
+  /* A range pushed or started, or a mark (kind: NvtxKind). range_id: a start/end range's id */   \
+  /* (0 for push and mark); message: the text (message_handle 0), or a registered string's */     \
+  /* handle. A payload of the extended kind follows as nvtx_payload events, on the same thread. */ \
+  X(604, nvtx_begin, "nvtx_begin",                                                                \
+    F(u64, "domain") F(u64, "kind") F(u64, "range_id") F(u64, "category") F(u64, "color")         \
+    F(u64, "payload_type") F(u64, "payload") F(u64, "message_handle") F(bytes, "message"))       \
+  /* A range popped (kind push; range_id 0) or ended (kind start, its id, maybe another thread). */ \
+  X(605, nvtx_end, "nvtx_end", F(u64, "domain") F(u64, "kind") F(u64, "range_id"))                \
+  /* A payload schema or enum registered (kind: 1 schema, 2 enum). layout, one line per entry: */ \
+  /* schema "name\ttype\tflags\toffset\tarray_detail", enum "name\tvalue". */                     \
+  X(606, nvtx_schema, "nvtx_schema",                                                              \
+    F(u64, "domain") F(u64, "schema_id") F(u64, "kind") F(u64, "size") F(bytes, "layout"))        \
+  /* The bytes of one extended payload (at most kNvtxPayloadBytes; size: its real size). */        \
+  X(607, nvtx_payload, "nvtx_payload", F(u64, "schema_id") F(u64, "size") F(bytes, "data"))
 
 enum class EventType : uint16_t {
 #define SIGMATRACE_ENUM_FIELD(kind, name)
@@ -311,6 +331,12 @@ enum class CudaLookupVia : uint64_t { dlsym = 1, get_proc_address = 2, get_proc_
 // destroy: cuCtxDestroy; reset: cuDevicePrimaryCtxReset (cudaDeviceReset); release: the last
 // cuDevicePrimaryCtxRelease of a primary context (seen after the fact).
 enum class CudaContextEnd : uint64_t { destroy = 1, reset = 2, release = 3 };
+
+// nvtx_begin.kind / nvtx_end.kind
+enum class NvtxKind : uint64_t { push = 1, start = 2, mark = 3 };
+// The most of one NVTX message, and of one extended payload, a trace keeps (longer: cut).
+inline constexpr uint32_t kNvtxMessageBytes = 1024;
+inline constexpr uint32_t kNvtxPayloadBytes = 512;
 
 // gpu_uar_map.outcome
 enum class UarMapOutcome : uint64_t {

@@ -5,6 +5,7 @@
 
 #define SIGMATRACE_PROVIDER_LIST(X) \
   X("user", kUserMarksProvider)     \
+  X("nvtx", kNvtxProvider)          \
   X("ibverbs", kIbverbsProvider)    \
   X("mlx5", kMlx5Provider)          \
   X("devx", kDevxProvider)          \
