@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/experiment_model.h"
+#include "analysis/range_tagging.h"
 #include "analysis/ibv_names.h"
 
 namespace sigmatrace::analysis {
@@ -93,6 +94,7 @@ struct ProcessCounters {
   DoorbellCounters doorbells_without_qp;  // doorbells naming a QP number no devx CREATE_QP created
   HijackCounters hijack;
   std::vector<LayerTraffic> layer_traffic;  // its UCX/libfabric traffic (reads: from their source)
+  std::vector<RangeTraffic> range_traffic;  // per NVTX range of the process (ProcessRow::ranges)
 };
 
 // One GPU of one process that rang doorbells (GPU-initiated QPs whose send queue is in its memory;

@@ -22,8 +22,10 @@ class FilePass {
       : process_(m.processes[pid]),
         counters_(agg->process[pid]),
         qp_of_(m, process_, &counters_.unknown_qp),
-        calls_(sink, process_.clock),
-        file_{m, process_, sink, *agg, counters_, qp_of_, calls_} {
+        tagger_(process_, sink, &counters_.range_traffic),
+        routed_(process_.ranges.rows().empty() ? sink : &tagger_),
+        calls_(routed_, process_.clock),
+        file_{m, process_, routed_, *agg, counters_, qp_of_, calls_} {
     for (const AssociatorRegistration* r : kAssociators) {
       associators_.push_back({r, r->make(file_)});
       for (format::AggregateKey k : r->aggregate_keys)
@@ -50,6 +52,8 @@ class FilePass {
   const ProcessRow& process_;
   ProcessCounters& counters_;
   QpLookup qp_of_;
+  RangeTagger tagger_;  // with NVTX ranges, every record passes through it on its way to the sink
+  FileSink* routed_;
   CallSpans calls_;
   FileContext file_;
   std::vector<Registered> associators_;

@@ -43,17 +43,13 @@ std::string gid_text(uint64_t prefix, uint64_t iface) {
   return buf;
 }
 
-const std::string* ProcessRow::kernel_at(uint64_t tsc, int64_t gpu) const {
-  auto name_of = [this](uint64_t function) -> const std::string* {
-    auto n = kernel_names.find(function);
-    return n == kernel_names.end() ? nullptr : &n->second;
-  };
+ProcessRow::KernelHit ProcessRow::kernel_hit_at(uint64_t tsc, int64_t gpu) const {
   if (auto sp = spans_on.find(gpu); sp != spans_on.end()) {
     const std::vector<Span>& v = sp->second;
     auto it = std::upper_bound(v.begin(), v.end(), tsc, [](uint64_t t, const Span& s) { return t < s.start_tsc; });
     for (int steps = 0; it != v.begin() && steps < 64; ++steps) {
       --it;
-      if (tsc <= it->end_tsc + span_slack_ticks) return name_of(it->function);
+      if (tsc <= it->end_tsc + span_slack_ticks) return {true, it->function, it->launch_tsc, it->tid};
     }
   }
   auto last_before = [tsc](const std::vector<Launch>& v) -> const Launch* {
@@ -63,7 +59,22 @@ const std::string* ProcessRow::kernel_at(uint64_t tsc, int64_t gpu) const {
   const Launch* l = nullptr;
   if (auto on = launches_on.find(gpu); gpu >= 0 && on != launches_on.end()) l = last_before(on->second);
   if (!l) l = last_before(launches);
-  return l ? name_of(l->function) : nullptr;
+  return l ? KernelHit{true, l->function, l->tsc, l->tid} : KernelHit{};
+}
+
+const std::string* ProcessRow::kernel_at(uint64_t tsc, int64_t gpu) const {
+  const KernelHit hit = kernel_hit_at(tsc, gpu);
+  if (!hit.found) return nullptr;
+  auto n = kernel_names.find(hit.function);
+  return n == kernel_names.end() ? nullptr : &n->second;
+}
+
+int64_t ProcessRow::launch_range_at(uint64_t tsc, int64_t gpu) const {
+  if (ranges.rows().empty()) return -1;
+  const KernelHit hit = kernel_hit_at(tsc, gpu);
+  auto t = thread_of_tid.find(hit.tid);
+  if (!hit.found || t == thread_of_tid.end()) return -1;
+  return ranges.at(t->second, clock.to_ns(hit.launch_tsc));
 }
 
 namespace {
@@ -74,6 +85,7 @@ struct SpanBuilder {
     uint64_t tsc, function;
     int64_t device;
     bool end_marked;
+    uint32_t tid;
   };
   std::map<uint64_t, std::vector<Launched>> by_stream;             // stream -> launches in time order
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> end_of;        // (stream, launch tsc) -> end tsc
@@ -86,11 +98,11 @@ struct SpanBuilder {
         if (e == end_of.end()) {
           // Marked but its end not reported: still running when the trace ended (a persistent
           // kernel, or the process exited first). Unmarked: nothing is known of when it ran.
-          if (l.end_marked) p->spans_on[l.device].push_back({start, ~uint64_t{0} - p->span_slack_ticks, l.function});
+          if (l.end_marked) p->spans_on[l.device].push_back({start, ~uint64_t{0} - p->span_slack_ticks, l.function, l.tsc, l.tid});
           prev_end = l.end_marked ? ~uint64_t{0} : 0;
           continue;
         }
-        if (e->second >= start) p->spans_on[l.device].push_back({start, e->second, l.function});
+        if (e->second >= start) p->spans_on[l.device].push_back({start, e->second, l.function, l.tsc, l.tid});
         prev_end = e->second;
       }
     }
@@ -117,6 +129,7 @@ namespace {
 struct ControlEvent {
   uint64_t tsc;
   uint16_t type;
+  uint32_t tid;
   uint64_t v[format::kMaxEventFields];
   std::string name;
 };
@@ -140,8 +153,11 @@ bool layout_ok(const format::DecodedEvent& ev) {
   return spec && ev.field_count >= spec->field_count;
 }
 
+bool is_nvtx(uint16_t type) { return type >= static_cast<uint16_t>(EventType::nvtx_domain) && type <= static_cast<uint16_t>(EventType::nvtx_payload); }
+
 struct FileControl {
   std::vector<ControlEvent> events;
+  NvtxCollector nvtx;  // ranges are many: folded as they come, not kept as events
   std::vector<LayerControlEvent> layer_events;  // for the UCX/libfabric layer model
 };
 
@@ -167,7 +183,7 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
   // Only the control-plane events are decoded in this pass; the data path is skipped over.
   std::vector<bool> wanted(1024, false);
   for (size_t t = 0; t < wanted.size(); ++t)
-    wanted[t] = is_control(static_cast<uint16_t>(t)) || is_layer_control(static_cast<uint16_t>(t));
+    wanted[t] = is_control(static_cast<uint16_t>(t)) || is_layer_control(static_cast<uint16_t>(t)) || is_nvtx(static_cast<uint16_t>(t));
   std::atomic<size_t> next{0};
   std::vector<std::thread> pool;
   for (unsigned i = 0; i < threads; ++i)
@@ -177,7 +193,11 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
         ScanHooks hooks;
         hooks.bytes_done = bytes_done;
         hooks.thread_types_wanted = &wanted;
-        hooks.on_thread_event = [&fc](uint32_t, const format::DecodedEvent& ev) {
+        hooks.on_thread_event = [&fc](uint32_t tid, const format::DecodedEvent& ev) {
+          if (is_nvtx(ev.type)) {
+            if (layout_ok(ev)) fc.nvtx.on_event(tid, ev);
+            return;
+          }
           if (is_layer_control(ev.type)) {
             LayerControlEvent le;
             le.type = ev.type;
@@ -189,7 +209,7 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
             return;
           }
           if (!is_control(ev.type) || !layout_ok(ev)) return;
-          ControlEvent ce{ev.tsc, ev.type, {}, {}};
+          ControlEvent ce{ev.tsc, ev.type, tid, {}, {}};
           for (int f = 0; f < ev.field_count && f < int(format::kMaxEventFields); ++f) ce.v[f] = ev.values[f];
           if (ev.type == static_cast<uint16_t>(EventType::ibv_device_open)) ce.name = std::string(ev.bytes[2]);
           if (ev.type == static_cast<uint16_t>(EventType::cuda_function)) ce.name = std::string(ev.bytes[1]);
@@ -235,7 +255,9 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
       auto it = f.events_by_type.find(t);
       return it != f.events_by_type.end() && it->second > 0;
     };
-    p.full_mode = has("ibv_send_wr") || has("ibv_recv_wr") || has("ibv_completion");
+    // The mode the file says it was recorded in; files without it, by their events. Not by a
+    // completion alone: Simple mode records failed completions too.
+    p.full_mode = p.mode == "full" || (p.mode.empty() && (has("ibv_send_wr") || has("ibv_recv_wr") || has("ibv_completion")));
     p.clock = clocks[i];
     if (f.first_tsc) {
       p.first_ns = p.clock.to_ns(f.first_tsc);
@@ -376,9 +398,9 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
         case EventType::cuda_function: p.kernel_names[c.v[0]] = c.name; break;
         case EventType::cuda_launch:
           if (c.v[11] == 0) {
-            p.launches.push_back({c.tsc, c.v[0]});
-            p.launches_on[static_cast<int64_t>(c.v[2])].push_back({c.tsc, c.v[0]});
-            spans.by_stream[c.v[1]].push_back({c.tsc, c.v[0], static_cast<int64_t>(c.v[2]), c.v[12] != 0});
+            p.launches.push_back({c.tsc, c.v[0], c.tid});
+            p.launches_on[static_cast<int64_t>(c.v[2])].push_back({c.tsc, c.v[0], c.tid});
+            spans.by_stream[c.v[1]].push_back({c.tsc, c.v[0], static_cast<int64_t>(c.v[2]), c.v[12] != 0, c.tid});
           }
           break;
         case EventType::cuda_kernel_end: {
@@ -430,6 +452,20 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
       q.remote_lid = remote >> 32;
       p.qps_by_num[qpn].push_back(q.qp_id);
       m.qps.push_back(q);
+    }
+    if (!control[order[i]].nvtx.empty()) {
+      RangeCounters counters;
+      std::vector<RangeRow> ranges = control[order[i]].nvtx.finish(f.last_tsc, &counters);
+      for (size_t r = 0; r < ranges.size(); ++r) {
+        RangeRow& row = ranges[r];
+        row.range_id = (uint64_t{p.process_id} << 40) | r;
+        row.process_id = p.process_id;
+        auto t = p.thread_of_tid.find(row.tid);
+        row.thread_id = t != p.thread_of_tid.end() ? int64_t{t->second} : kNone;
+        row.start_ns = p.clock.to_ns(row.start_tsc), row.end_ns = p.clock.to_ns(row.end_tsc);
+      }
+      p.ranges.set(std::move(ranges));
+      p.ranges.counters = counters;
     }
     m.processes.push_back(std::move(p));
   }

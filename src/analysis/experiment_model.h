@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/clock_normalization.h"
+#include "analysis/nvtx_ranges.h"
 #include "analysis/experiment_scan.h"
 
 namespace sigmatrace::analysis {
@@ -105,6 +106,7 @@ struct ProcessRow {
   struct Launch {
     uint64_t tsc;
     uint64_t function;
+    uint32_t tid = 0;  // the launching thread
   };
   std::vector<Launch> launches;                                   // on any GPU
   std::unordered_map<int64_t, std::vector<Launch>> launches_on;  // per GPU ordinal
@@ -112,13 +114,26 @@ struct ProcessRow {
   // runs from its launch, or its predecessor's end if later, to its end. Per GPU, by start.
   struct Span {
     uint64_t start_tsc, end_tsc, function;
+    uint64_t launch_tsc = 0;
+    uint32_t tid = 0;  // the launching thread
   };
   std::unordered_map<int64_t, std::vector<Span>> spans_on;
   // The kernel that rang a doorbell at tsc on gpu: the one running then by its span (the latest
   // started, when kernels of several streams overlap); else the one launched last before tsc
   // on gpu (on any GPU when gpu < 0 or none was launched there); null when unknown.
   const std::string* kernel_at(uint64_t tsc, int64_t gpu) const;
+  // The launch kernel_at answers with (found false: none).
+  struct KernelHit {
+    bool found = false;
+    uint64_t function = 0, launch_tsc = 0;
+    uint32_t tid = 0;
+  };
+  KernelHit kernel_hit_at(uint64_t tsc, int64_t gpu) const;
+  // The NVTX range (index in ranges.rows()) open on the launching thread when the kernel that
+  // rang at tsc was launched: GPU-initiated work belongs where its kernel was launched; -1: none.
+  int64_t launch_range_at(uint64_t tsc, int64_t gpu) const;
   uint64_t span_slack_ticks = 0;  // a doorbell is seen a little after the GPU wrote it
+  ProcessRanges ranges;           // NVTX
 };
 
 struct LayerModel;  // layer_ops.cpp: the UCX/libfabric peers and traffic of one experiment

@@ -19,6 +19,7 @@ class FanoutSink : public FileSink {
   void mark(const MarkRecord& r) override { for (auto& s : s_) s->mark(r); }
   void doorbell(const DoorbellRecord& r) override { for (auto& s : s_) s->doorbell(r); }
   void launch(const LaunchRecord& r) override { for (auto& s : s_) s->launch(r); }
+  void range(const RangeRow& r) override { for (auto& s : s_) s->range(r); }
   void gpu_op(const OpRecord& r, const GpuWqeRecord& w) override { for (auto& s : s_) s->gpu_op(r, w); }
   void finish() override { for (auto& s : s_) s->finish(); }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "analysis/nvtx_ranges.h"
+
 namespace sigmatrace::analysis {
 
 // One operation: a work request (Full mode) or a post call (Simple mode).
@@ -39,6 +41,9 @@ struct OpRecord {
   int64_t completion_id = -1;
   bool signaled = true;        // send WR with IBV_SEND_SIGNALED (false: completes with a later one)
   bool is_call = false;
+  // The NVTX range it belongs to (RangeRow::range_id; -1: none): the innermost one open on its
+  // thread when it was posted; a GPU-initiated operation's, when its kernel was launched.
+  int64_t range_id = -1;
 };
 
 
@@ -102,6 +107,7 @@ struct DoorbellRecord {
   // With WQE recovery (format::DoorbellWqeClass): 0 not read, 1 data (a WRITE, READ or SEND of
   // more than 8 bytes), 2 control (atomics, NOPs, small puts); and how many WQEs it announced.
   uint64_t wqe_class = 0, wqes = 0;
+  int64_t range_id = -1;       // the NVTX range its kernel was launched in
 };
 
 // What a GPU-initiated operation's WQE said, besides its OpRecord (layer "gpu": opcode class,
@@ -127,6 +133,7 @@ struct LaunchRecord {
   uint64_t grid[3] = {}, block[3] = {};
   int64_t result = 0;
   const std::string* name = nullptr;
+  int64_t range_id = -1;       // the NVTX range open on its thread
 };
 
 // One file's outputs. Called from the worker thread that analyses that file only.
@@ -141,6 +148,8 @@ class FileSink {
   virtual void mark(const MarkRecord&) {}
   virtual void doorbell(const DoorbellRecord&) {}
   virtual void launch(const LaunchRecord&) {}
+  // An NVTX range or mark of the file's process (all of them, before its events).
+  virtual void range(const RangeRow&) {}
   // A GPU-initiated operation (final: it has no completion of its own in the trace).
   virtual void gpu_op(const OpRecord& op, const GpuWqeRecord&) {
     work_request(op);

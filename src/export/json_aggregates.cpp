@@ -2,8 +2,11 @@
 #include "export/json_aggregates.h"
 #include "export/json_layers.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "analysis/ibv_names.h"
 
@@ -53,6 +56,42 @@ json imbalance_json(const Imbalance& im) {
   return {{"max_over_mean", im.max_over_mean}, {"max", im.max_label}, {"max_bytes", im.max_bytes}, {"mean_bytes", im.mean_bytes}};
 }
 
+}  // namespace
+
+// Ranges by (domain, name) over all processes, the longest in total first: how often, how long,
+// and the operations, bytes and kernel launches inside them (each counted in its innermost range).
+namespace {
+json nvtx_ranges_json(const ExperimentModel& m, const Aggregates& agg) {
+  struct Sum {
+    uint64_t count = 0, ops = 0, bytes = 0, launches = 0, marks = 0;
+    int64_t total_ns = 0, max_ns = 0;
+    std::set<uint32_t> processes;
+  };
+  std::map<std::pair<std::string, std::string>, Sum> by;
+  for (const ProcessRow& p : m.processes) {
+    const std::vector<RangeRow>& rows = p.ranges.rows();
+    const std::vector<RangeTraffic>& t = agg.process[p.process_id].range_traffic;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      Sum& s = by[{rows[i].domain, rows[i].name}];
+      if (rows[i].kind == static_cast<uint64_t>(format::NvtxKind::mark)) {
+        ++s.marks;
+        continue;
+      }
+      const int64_t d = rows[i].end_ns - rows[i].start_ns;
+      ++s.count, s.total_ns += d, s.max_ns = std::max(s.max_ns, d);
+      s.processes.insert(p.process_id);
+      if (i < t.size()) s.ops += t[i].ops, s.bytes += t[i].bytes, s.launches += t[i].launches;
+    }
+  }
+  std::vector<std::pair<std::pair<std::string, std::string>, Sum>> sorted(by.begin(), by.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.total_ns > b.second.total_ns; });
+  json out = json::array();
+  for (const auto& [key, s] : sorted)
+    out.push_back({{"domain", key.first}, {"name", key.second}, {"count", s.count}, {"marks", s.marks}, {"total_ns", s.total_ns},
+                   {"max_ns", s.max_ns}, {"ops", s.ops}, {"bytes", s.bytes}, {"kernel_launches", s.launches},
+                   {"processes", s.processes.size()}});
+  return out;
+}
 }  // namespace
 
 json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const SecondPassResult& pass) {
@@ -107,6 +146,9 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
     if (h.kernels_marked)
       o["gpu_doorbells"]["kernel_end_markers"] = {{"marked", h.kernels_marked}, {"ends_reported", h.kernel_ends},
                                                   {"dropped", h.kernel_markers_dropped}, {"unresolved", h.kernel_markers_unresolved}};
+    if (const RangeCounters& rc = p.ranges.counters; rc.ranges || rc.marks)
+      o["nvtx"] = {{"ranges", rc.ranges}, {"marks", rc.marks}, {"not_ended", rc.unended}, {"unmatched_ends", rc.unmatched_ends},
+                   {"undecoded_payloads", rc.undecoded_payloads}};
     o["clock"] = {{"source", clock_source_name(p.clock.source)},   {"samples", p.clock.samples},
                   {"ns_per_tick", p.clock.ns_per_tick},           {"max_residual_ns", p.clock.max_residual_ns},
                   {"rms_residual_ns", p.clock.rms_residual_ns}};
@@ -185,6 +227,8 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
     gpus.push_back(o);
   }
   j["gpus"] = gpus;
+
+  j["nvtx_ranges"] = nvtx_ranges_json(m, agg);
 
   json conns = json::array();
   for (const ConnectionRow& c : m.connections) {

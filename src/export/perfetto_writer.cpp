@@ -241,6 +241,30 @@ class PerfettoFileSink : public FileSink {
     return thread_id >= 0 ? track_uuid(TrackKind::thread, static_cast<uint64_t>(thread_id)) : track_uuid(TrackKind::process, pid_);
   }
 
+  // NVTX ranges under their thread, one lane per nesting level (start/end ranges that overlap
+  // take further lanes); marks as instants on the first lane. A range's operations name it
+  // (range_id), and its path is its annotation.
+  void range(const RangeRow& r) override {
+    if (r.thread_id < 0 || !keep(r.start_ns, kAllLayers)) return;
+    const uint64_t group = track_uuid(TrackKind::nvtx_lane, lane_index(static_cast<uint64_t>(r.thread_id), 0));
+    const bool mark = r.kind == static_cast<uint64_t>(format::NvtxKind::mark);
+    int64_t lane = mark ? 0 : lanes_[group].place(r.start_ns, r.end_ns);
+    if (mark) lanes_[group];
+    if (lane < 0) ++lanes_full_, lane = 0;
+    const uint64_t track = lane_track(group, static_cast<uint32_t>(lane));
+    const bool slice = !mark && lane >= 0 && r.end_ns > r.start_ns;
+    w_.begin_event(r.start_ns, slice ? kSliceBegin : kInstant, track);
+    w_.name(r.name.empty() ? std::string_view("(unnamed range)") : std::string_view(r.name));
+    w_.category(r.domain.empty() ? std::string_view("nvtx") : std::string_view(r.domain));
+    w_.annotation("range_id", r.range_id);
+    w_.annotation_text("path", r.path);
+    if (!r.payload.empty()) w_.annotation_text("payload", r.payload);
+    if (!r.category_name.empty()) w_.annotation_text("category", r.category_name);
+    if (!r.ended) w_.annotation("ended", uint64_t{0});
+    w_.end_event();
+    if (slice) slice_end(r.end_ns, track);
+  }
+
   // Kernels' run times on their GPU (where the profiler saw them end), as slices on lanes.
   void kernel_slices() {
     const ProcessRow& p = m_.processes[pid_];
@@ -296,6 +320,12 @@ class PerfettoFileSink : public FileSink {
           t.rank = 650000 + static_cast<int64_t>(g % 1024);
           break;
         }
+        case TrackKind::nvtx_lane:
+          t.parent = track_uuid(TrackKind::thread, g);
+          t.name = "NVTX ranges";
+          t.description = "this thread's NVTX ranges (one lane per nesting level) and marks";
+          t.rank = -1;
+          break;
         default: continue;
       }
       const uint32_t n = std::max<uint32_t>(1, lanes.count());

@@ -58,6 +58,7 @@ enum class TrackKind : uint64_t {
   kernel_lane = 15,   // index: lane_index(gpu_track_index(process, gpu), lane): kernels' run times
   host_bytes = 16,    // index: host
   process_ops = 17,   // index: process: operations/s, where the budget summarised the timeline
+  nvtx_lane = 18,     // index: lane_index(thread, lane): NVTX ranges of a thread (nested ones on lanes below)
 };
 constexpr uint32_t kTrackKindBits = 5;
 // One track per (process, GPU) (gpu -1: doorbells of QPs whose queues are in host memory).

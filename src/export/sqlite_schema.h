@@ -43,7 +43,7 @@ CREATE TABLE op_row(op_id INTEGER PRIMARY KEY, ts INTEGER, dur INTEGER, thread_i
   bytes INTEGER, peer_process_id INTEGER, wr_id INTEGER, flow_id INTEGER, c_delta INTEGER, status INTEGER,
   c_opcode INTEGER DEFAULT 0, c_byte_len INTEGER DEFAULT 0, c_src_qp INTEGER DEFAULT 0, c_flow INTEGER DEFAULT 0,
   c_cq INTEGER DEFAULT 0, c_imm INTEGER DEFAULT 0, layer INTEGER DEFAULT 0, wr_count INTEGER DEFAULT 1,
-  is_call INTEGER DEFAULT 0, c_vendor_err INTEGER DEFAULT 0, c_thread INTEGER);
+  is_call INTEGER DEFAULT 0, c_vendor_err INTEGER DEFAULT 0, c_thread INTEGER, range_id INTEGER);
 CREATE TABLE completion_row(completion_id INTEGER PRIMARY KEY, ts INTEGER, thread_id INTEGER, qp_id INTEGER, wr_id INTEGER,
   opcode INTEGER, status INTEGER, byte_len INTEGER, op_id INTEGER, flow_id INTEGER, cq INTEGER DEFAULT 0,
   src_qp INTEGER DEFAULT 0, imm_data INTEGER DEFAULT 0, vendor_err INTEGER DEFAULT 0);
@@ -61,7 +61,7 @@ CREATE TABLE skipped_file(reason TEXT);
 CREATE TABLE provider(process_id INTEGER, name TEXT, enabled INTEGER, detail TEXT);
 CREATE TABLE doorbell(doorbell_id INTEGER PRIMARY KEY, ts_ns INTEGER, process_id INTEGER, qp_id INTEGER, gpu INTEGER,
   qp_num INTEGER, producer_index INTEGER, delta INTEGER, uar_page INTEGER, blueflame INTEGER, kernel TEXT,
-  wqe_class TEXT, wqes INTEGER);
+  wqe_class TEXT, wqes INTEGER, range_id INTEGER);
 CREATE TABLE gpu_op(op_id INTEGER PRIMARY KEY, gpu INTEGER, kernel TEXT, doorbell_id INTEGER, wqe_index INTEGER,
   wqe_opcode INTEGER, opmod INTEGER, flags INTEGER, remote_addr INTEGER, rkey INTEGER, local_addr INTEGER, lkey INTEGER,
   sges INTEGER, inline INTEGER, imm INTEGER, swap_add INTEGER, compare INTEGER);
@@ -71,7 +71,10 @@ CREATE VIEW gpu_ops AS SELECT op.op_id, op.ts_ns, op.process_id, op.qp_id, op.op
   FROM op JOIN gpu_op USING (op_id);
 CREATE TABLE kernel_launch(launch_id INTEGER PRIMARY KEY, ts_ns INTEGER, process_id INTEGER, thread_id INTEGER,
   gpu INTEGER, function INTEGER, name TEXT, entry TEXT, grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
-  block_x INTEGER, block_y INTEGER, block_z INTEGER, stream INTEGER, result INTEGER);
+  block_x INTEGER, block_y INTEGER, block_z INTEGER, stream INTEGER, result INTEGER, range_id INTEGER);
+CREATE TABLE range(range_id INTEGER PRIMARY KEY, process_id INTEGER, thread_id INTEGER, kind TEXT, domain TEXT,
+  name TEXT, path TEXT, category INTEGER, category_name TEXT, color INTEGER, payload TEXT, start_ns INTEGER,
+  end_ns INTEGER, dur_ns INTEGER, ended INTEGER, depth INTEGER, parent_id INTEGER);
 CREATE TABLE gpu(process_id INTEGER, gpu INTEGER, qps INTEGER, doorbells INTEGER, wqebbs INTEGER, first_ts_ns INTEGER,
   last_ts_ns INTEGER, ops INTEGER, bytes_out INTEGER, bytes_read INTEGER, wqes_recovered INTEGER, lost_wqebbs INTEGER,
   damaged_wqes INTEGER, unread_wqebbs INTEGER);
@@ -98,7 +101,7 @@ inline std::string sqlite_views(int64_t start_ns) {
   return "CREATE VIEW op AS SELECT op_id, ts + " + start + " AS ts_ns, dur AS dur_ns, op_id >> 40 AS process_id, thread_id, "
          "(SELECT name FROM layer_name WHERE code = o.layer) AS layer, qp_id, "
          "(SELECT name FROM opcode_name WHERE code = o.opcode) AS opcode, bytes, peer_process_id, status, wr_id, wr_count, "
-         "flow_id, is_call FROM op_row o;\n"
+         "flow_id, is_call, range_id FROM op_row o;\n"
          "CREATE VIEW completion AS SELECT completion_id, ts + " + start + " AS ts_ns, completion_id >> 40 AS process_id, "
          "thread_id, qp_id, (SELECT handle FROM cq WHERE cq.process_id = c.completion_id >> 40 AND number = c.cq) AS cq, wr_id, "
          "CASE WHEN c.status = 0 THEN (SELECT name FROM wc_opcode_name WHERE code = c.opcode) ELSE 'UNDEFINED' END AS opcode, "

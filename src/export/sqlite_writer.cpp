@@ -22,7 +22,7 @@ const SqlRow& op_row_defaults() {
     SqlRow r;
     for (int c = 0; c < 12; ++c) r.null();  // op_id ... status: no default
     r.i(0).i(0).i(0).i(0).i(0).i(0);        // c_opcode, c_byte_len, c_src_qp, c_flow, c_cq, c_imm
-    r.i(0).i(1).i(0).i(0).null();           // layer, wr_count, is_call, c_vendor_err, c_thread
+    r.i(0).i(1).i(0).i(0).null().null();    // layer, wr_count, is_call, c_vendor_err, c_thread, range_id
     return r;
   }();
   return d;
@@ -121,6 +121,10 @@ class SqlFileSink : public FileSink {
     launches_.push_back(r);
     if (launches_.size() >= kBatchRows) flush();
   }
+  void range(const RangeRow& r) override {
+    ranges_.push_back(r);
+    if (ranges_.size() >= kBatchRows) flush();
+  }
   void gpu_op(const OpRecord& op, const GpuWqeRecord& w) override {
     gpu_ops_.emplace_back(op.op_id, w);
     this->op(op);
@@ -165,6 +169,7 @@ class SqlFileSink : public FileSink {
     }
     b.i(layer_index(r.layer)).i(r.wr_count).i(r.is_call).u(c ? c->vendor_err : 0);
     if (c && c->thread_id != r.thread_id) b.i(c->thread_id); else b.null();
+    b.id(r.range_id);
     return b;
   }
   SqlRow completion_row(const CompletionRecord& r) {
@@ -177,13 +182,14 @@ class SqlFileSink : public FileSink {
     return b;
   }
   void flush() {
-    if (errors_.empty() && doorbells_.empty() && launches_.empty() && gpu_ops_.empty()) return;
+    if (errors_.empty() && doorbells_.empty() && launches_.empty() && gpu_ops_.empty() && ranges_.empty()) return;
     std::lock_guard<std::mutex> g(db_->lock());
     db_->insert_gpu_ops(gpu_ops_);
     db_->insert_errors(errors_);
     db_->insert_doorbells(doorbells_);
     db_->insert_launches(launches_);
-    errors_.clear(), doorbells_.clear(), launches_.clear(), gpu_ops_.clear();
+    db_->insert_ranges(ranges_);
+    errors_.clear(), doorbells_.clear(), launches_.clear(), gpu_ops_.clear(), ranges_.clear();
   }
   SqliteExport* db_;
   uint32_t process_id_;
@@ -194,6 +200,7 @@ class SqlFileSink : public FileSink {
   std::map<uint64_t, int64_t> cqs_;  // CQ handle -> its number in this process
   std::vector<ErrorRecord> errors_;
   std::vector<DoorbellRecord> doorbells_;
+  std::vector<RangeRow> ranges_;
   std::vector<LaunchRecord> launches_;
   std::vector<std::pair<uint64_t, GpuWqeRecord>> gpu_ops_;
 };
@@ -242,7 +249,7 @@ bool shard_root_pages(const std::string& path, int64_t start_ns, uint32_t* op_ro
 }  // namespace
 
 SqliteExport::~SqliteExport() {
-  for (sqlite3_stmt* s : {error_, doorbell_, launch_, gpu_op_})
+  for (sqlite3_stmt* s : {error_, doorbell_, launch_, gpu_op_, range_})
     if (s) sqlite3_finalize(s);
   if (db_) sqlite3_close(db_);
   scratch_.remove();  // after a failure: neither half is kept
@@ -322,9 +329,10 @@ bool SqliteExport::open(const std::string& path, const ExperimentModel& m, std::
     return false;
   };
   if (!prepare("INSERT INTO error VALUES(?,?,?,?,?,?,?,?,?,?)", &error_) ||
-      !prepare("INSERT INTO doorbell VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", &doorbell_) ||
+      !prepare("INSERT INTO doorbell VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &doorbell_) ||
+      !prepare("INSERT INTO range VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &range_) ||
       !prepare("INSERT INTO gpu_op VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &gpu_op_) ||
-      !prepare("INSERT INTO kernel_launch VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &launch_))
+      !prepare("INSERT INTO kernel_launch VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &launch_))
     return false;
 
   sqlite3_stmt* s = nullptr;
@@ -470,7 +478,8 @@ bool SqliteExport::add_shard_tables(const std::string& shard_db, std::string* er
   sqlite3_finalize(s);
   if (!ok) return false;
   ok = exec("BEGIN; INSERT INTO main.error SELECT * FROM shard.error; INSERT INTO main.doorbell SELECT * FROM shard.doorbell;"
-            "INSERT INTO main.kernel_launch SELECT * FROM shard.kernel_launch; INSERT INTO main.gpu_op SELECT * FROM shard.gpu_op; COMMIT",
+            "INSERT INTO main.kernel_launch SELECT * FROM shard.kernel_launch; INSERT INTO main.gpu_op SELECT * FROM shard.gpu_op;"
+            "INSERT INTO main.range SELECT * FROM shard.range; COMMIT",
             error);
   auto each_row = [&](const char* sql, auto&& f) {
     sqlite3_stmt* q = nullptr;
@@ -506,7 +515,7 @@ void SqliteExport::insert_doorbells(const std::vector<DoorbellRecord>& rows) {
         .i(r.blueflame);
     if (r.kernel) b.t(*r.kernel); else b.null();
     if (const char* c = wqe_class_name(r.wqe_class)) b.t(c).u(r.wqes); else b.null().null();
-    b.step();
+    b.id(r.range_id).step();
   }
 }
 
@@ -527,7 +536,23 @@ void SqliteExport::insert_launches(const std::vector<LaunchRecord>& rows) {
     b.u(r.launch_id).i(r.ts_ns).i(r.process_id).id(r.thread_id).id(r.gpu).u(r.function);
     if (r.name) b.t(*r.name); else b.null();
     b.t(launch_entry_name(r.entry)).u(r.grid[0]).u(r.grid[1]).u(r.grid[2]).u(r.block[0]).u(r.block[1]).u(r.block[2]).u(r.stream)
-        .i(r.result).step();
+        .i(r.result).id(r.range_id).step();
+  }
+}
+
+void SqliteExport::insert_ranges(const std::vector<RangeRow>& rows) {
+  static constexpr const char* kKinds[] = {"", "push", "start", "mark"};
+  for (const RangeRow& r : rows) {
+    Binder b(range_);
+    b.u(r.range_id).i(r.process_id).id(r.thread_id).t(kKinds[r.kind < 4 ? r.kind : 0]);
+    if (r.domain.empty()) b.null(); else b.t(r.domain);
+    b.t(r.name).t(r.path).u(r.category);
+    if (r.category_name.empty()) b.null(); else b.t(r.category_name);
+    if (r.color) b.u(r.color); else b.null();
+    if (r.payload.empty()) b.null(); else b.t(r.payload);
+    b.i(r.start_ns).i(r.end_ns).i(r.end_ns - r.start_ns).i(r.ended).u(r.depth);
+    if (r.parent >= 0) b.u((uint64_t{r.process_id} << 40) | static_cast<uint64_t>(r.parent)); else b.null();
+    b.step();
   }
 }
 
@@ -578,7 +603,7 @@ bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::
       if (agg.qp[q.qp_id].ops[i] || agg.qp[q.qp_id].bytes[i])
         Binder(s).i(q.qp_id).t(op_class_name(i)).u(agg.qp[q.qp_id].ops[i]).u(agg.qp[q.qp_id].bytes[i]).step();
   sqlite3_finalize(s);
-  for (sqlite3_stmt** st : {&error_, &doorbell_, &launch_, &gpu_op_}) {
+  for (sqlite3_stmt** st : {&error_, &doorbell_, &launch_, &gpu_op_, &range_}) {
     sqlite3_finalize(*st);
     *st = nullptr;
   }

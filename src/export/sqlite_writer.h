@@ -72,6 +72,7 @@ class SqliteExport : public analysis::ExperimentSink {
   void insert_errors(const std::vector<analysis::ErrorRecord>& rows);
   void insert_doorbells(const std::vector<analysis::DoorbellRecord>& rows);
   void insert_launches(const std::vector<analysis::LaunchRecord>& rows);
+  void insert_ranges(const std::vector<analysis::RangeRow>& rows);
   void insert_gpu_ops(const std::vector<std::pair<uint64_t, analysis::GpuWqeRecord>>& rows);  // (op_id, WQE)
   std::mutex& lock() { return mu_; }
   LeafScratchFile* scratch() { return &scratch_; }
@@ -88,6 +89,7 @@ class SqliteExport : public analysis::ExperimentSink {
   sqlite3_stmt* doorbell_ = nullptr;
   sqlite3_stmt* launch_ = nullptr;
   sqlite3_stmt* gpu_op_ = nullptr;
+  sqlite3_stmt* range_ = nullptr;
   std::string path_, tmp_path_, tables_path_;
   std::mutex mu_;
   int64_t start_ns_ = 0;  // rows' times are relative to it
