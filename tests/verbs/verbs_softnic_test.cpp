@@ -5,6 +5,7 @@
 // Skipped, with the reason, while build/softnic or the programs are absent.
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -609,4 +610,97 @@ TEST_P(NcclNetIbPattern, EveryOperationOfBothRanksIsRecordedAndTheLoopbackFlushQ
 
 INSTANTIATE_TEST_SUITE_P(Modes, NcclNetIbPattern, ::testing::ValuesIn(kModes), [](const auto& info) { return info.param; });
 
+// ---- NVTX: verbs_probe inside known ranges (probe_ranges.h) -----------------------------------
+
+class NvtxRanges : public ::testing::TestWithParam<std::string> {};
+
+// Every operation lands in exactly the range the program posted it in, with the range's domain,
+// registered-string name, nesting, and its NCCL-like payload decoded; the program's own output is
+// unchanged by tracing.
+TEST_P(NvtxRanges, EveryOperationLandsInItsRange) {
+  const std::string exe = build_path("tests/bin/verbs_probe_nvtx");
+  if (!file_exists(exe)) GTEST_SKIP() << "verbs_probe_nvtx not built (no NVTX headers from a CUDA toolkit)";
+  REQUIRE_SOFTNIC_AND(exe);
+  const std::string mode = GetParam();
+  const std::vector<std::string> argv = {exe, "--writes", "25", "--size", "64"};
+  TempDir t;
+  PairRun plain = run_pair_once_more_on_timeout({}, argv, "", "");
+  ASSERT_EQ(plain.client.exit_code, 0) << plain.client.err;
+  PairRun traced = run_pair_once_more_on_timeout({}, argv, mode, t / "exp");
+  ASSERT_EQ(traced.client.exit_code, 0) << traced.client.err;
+  EXPECT_EQ(shape(traced.client.out), shape(plain.client.out));
+  EXPECT_EQ(traced.client.err, plain.client.err);
+  const std::string st = build_path("bin/sigmatrace"), dir = t / "exp";
+  ProcessResult analyzed = run_process({st, "analyze", "-q", dir});
+  if (analyzed.exit_code != 0 && analyzed.err.find("SQLite") != std::string::npos) GTEST_SKIP() << analyzed.err;
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  expect_valid_timeline(dir);
+  auto sql = [&](const std::string& q) {
+    ProcessResult r = run_process({st, "sql", dir, q, "--csv"});
+    EXPECT_EQ(r.exit_code, 0) << q << ": " << r.err;
+    std::vector<std::string> lines = split_lines(r.out);
+    std::string rows;
+    for (size_t i = 1; i < lines.size(); ++i) rows += lines[i] + "\n";
+    return rows;
+  };
+  EXPECT_EQ(sql("SELECT kind, COALESCE(domain, '-'), path, depth, ended FROM range ORDER BY range_id"),
+            "start,-,probe,0,1\n"
+            "push,-,probe / classic writes,1,1\n"
+            "push,verbs_probe,probe / classic writes / batch 0,2,1\n"
+            "push,verbs_probe,probe / classic writes / batch 1,2,1\n"
+            "push,verbs_probe,probe / classic writes / batch 2,2,1\n"
+            "push,verbs_probe,probe / wr api,1,1\n"
+            "push,-,probe / sends,1,1\n"
+            "mark,-,probe / bad rkey,1,1\n"
+            "push,-,probe / bad rkey write,1,1\n");
+  EXPECT_EQ(sql("SELECT payload FROM range WHERE name = 'wr api'"),
+            "Communicator=12648430 Message size [bytes]=3200 Reduction operation=ncclMax\n");
+  // What each range holds (each operation in its innermost range; receives in "sends").
+  EXPECT_EQ(sql("SELECT r.path, o.opcode, sum(o.wr_count), sum(o.bytes) FROM op o LEFT JOIN range r USING (range_id) "
+                "GROUP BY r.path, o.opcode ORDER BY r.path, o.opcode"),
+            "probe / bad rkey write,WRITE,1,16\n"
+            "probe / classic writes / batch 0,WRITE,10,640\n"
+            "probe / classic writes / batch 1,WRITE,10,640\n"
+            "probe / classic writes / batch 2,WRITE,5,320\n"
+            "probe / sends,RECV,20,1280\n"
+            "probe / sends,SEND,20,1280\n"
+            "probe / wr api,WRITE,50,3200\n");
+  EXPECT_EQ(sql("SELECT count(*) FROM op WHERE range_id IS NULL"), "0\n");
+  std::ifstream a(dir + "/aggregate.json");
+  const nlohmann::json j = nlohmann::json::parse(a);
+  EXPECT_EQ(j["processes"][0]["nvtx"].dump(), R"({"marks":1,"not_ended":0,"ranges":8,"undecoded_payloads":0,"unmatched_ends":0})");
+  bool saw_wr_api = false;
+  for (const auto& r : j["nvtx_ranges"])
+    if (r["name"] == "wr api") {
+      saw_wr_api = true;
+      EXPECT_EQ(r.dump(), R"({"bytes":3200,"count":1,"domain":"verbs_probe","kernel_launches":0,"marks":0,"max_ns":)" +
+                              r["max_ns"].dump() + R"(,"name":"wr api","ops":50,"processes":1,"total_ns":)" + r["total_ns"].dump() + "}");
+    }
+  EXPECT_TRUE(saw_wr_api);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, NvtxRanges, ::testing::Values("simple", "full"), [](const auto& info) { return info.param; });
+
+// 10^6 ranges, two deep, a pair per microsecond (8 M events/s at its peak: ranges around real
+// work come slower), recorded without a drop and every one of them found by the analysis.
+TEST(NvtxRanges, AMillionRangesWithoutDrops) {
+  const std::string exe = build_path("tests/bin/verbs_probe_nvtx");
+  if (!file_exists(exe)) GTEST_SKIP() << "verbs_probe_nvtx not built (no NVTX headers from a CUDA toolkit)";
+  REQUIRE_SOFTNIC_AND(exe);
+  TempDir t;
+  const std::string st = build_path("bin/sigmatrace"), dir = t / "exp";
+  ProcessOptions o;
+  o.unset_env = {"SIGMATRACE_MODE", "SIGMATRACE_PROVIDERS", "LD_PRELOAD", "NVTX_INJECTION64_PATH"};
+  o.set_env["SIGMATRACE_RUN_ID"] = "nvtx-million";
+  ProcessResult run = run_process({st, "profile", "--softnic", "-o", dir, "--", exe, "--only-ranges", "1000000", "--range-gap-ns", "1000"}, o);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "ranges=1000000\n");
+  ProcessResult info = run_process({st, "info", dir});
+  EXPECT_NE(info.out.find(" 0 dropped"), std::string::npos) << info.out;
+  ProcessResult analyzed = run_process({st, "analyze", "-q", "--no-perfetto", dir});
+  if (analyzed.exit_code != 0 && analyzed.err.find("SQLite") != std::string::npos) GTEST_SKIP() << analyzed.err;
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  ProcessResult r = run_process({st, "sql", dir, "SELECT name, depth, count(*), sum(ended) FROM range GROUP BY name, depth ORDER BY name", "--csv"});
+  EXPECT_EQ(r.out, "name,depth,count(*),sum(ended)\ninner,1,500000,500000\nouter,0,500000,500000\n");
+}
 }  // namespace

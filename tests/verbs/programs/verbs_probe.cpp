@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "probe_ranges.h"
+
 namespace {
 
 struct Api {
@@ -125,11 +127,19 @@ void connect(const Api& api, ibv_qp* qp, uint32_t remote_qpn, uint16_t lid) {
 int main(int argc, char** argv) {
   bool use_dlvsym = false;
   int writes = 100, sends = 20;
+  long only_ranges = -1, range_gap_ns = 0;
   unsigned size = 64;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--dlvsym")) use_dlvsym = true;
     else if (!std::strcmp(argv[i], "--writes") && i + 1 < argc) writes = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--size") && i + 1 < argc) size = static_cast<unsigned>(std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--only-ranges") && i + 1 < argc) only_ranges = std::atol(argv[++i]);  // verbs_probe_nvtx
+    else if (!std::strcmp(argv[i], "--range-gap-ns") && i + 1 < argc) range_gap_ns = std::atol(argv[++i]);
+  }
+  if (only_ranges >= 0) {
+    probe_ranges::many(only_ranges, range_gap_ns);
+    std::printf("ranges=%ld\n", only_ranges);
+    return 0;
   }
   Api api = load_api(use_dlvsym);
   Counters c;
@@ -175,7 +185,10 @@ int main(int argc, char** argv) {
   connect(api, qb, qa->qp_num, pa.lid);
 
   const uint64_t base = reinterpret_cast<uintptr_t>(buf);
+  const uint64_t probe = probe_ranges::begin_probe();
+  probe_ranges::push("classic writes");
   for (int i = 0; i < writes; ++i) {  // A -> B, classic
+    if (i % 10 == 0) probe_ranges::push_batch(i / 10);
     ibv_sge sge{base, size, mr->lkey};
     ibv_send_wr wr{}, *bad = nullptr;
     wr.wr_id = i;
@@ -189,7 +202,10 @@ int main(int argc, char** argv) {
     ++c.send_wrs;
     c.send_bytes += size;
     CHECK(wait_one(cq, c).status == IBV_WC_SUCCESS);
+    if (i % 10 == 9 || i == writes - 1) probe_ranges::pop_batch();
   }
+  probe_ranges::pop();
+  probe_ranges::push_collective(0xc0ffee, size_t{2} * writes * size, 2);
   for (int i = 0; i < writes; ++i) {  // B -> A, ibv_wr_* (two WRs per batch)
     ibv_wr_start(qbx);
     for (int k = 0; k < 2; ++k) {
@@ -204,6 +220,8 @@ int main(int argc, char** argv) {
     CHECK(wait_one(cq, c).status == IBV_WC_SUCCESS);
     CHECK(wait_one(cq, c).status == IBV_WC_SUCCESS);
   }
+  probe_ranges::pop_collective();
+  probe_ranges::push_wide();
   for (int i = 0; i < sends; ++i) {  // A sends to B's posted receives
     ibv_sge rsge{base + 8192, size, mr->lkey};
     ibv_recv_wr rwr{}, *rbad = nullptr;
@@ -225,6 +243,9 @@ int main(int argc, char** argv) {
     wait_one(cq, c);
     wait_one(cq, c);
   }
+  probe_ranges::pop();
+  probe_ranges::mark("bad rkey");
+  probe_ranges::push("bad rkey write");
   {  // a wrong rkey: IBV_WC_REM_ACCESS_ERR at the requester
     ibv_sge sge{base, 16, mr->lkey};
     ibv_send_wr wr{}, *bad = nullptr;
@@ -241,6 +262,8 @@ int main(int argc, char** argv) {
     ibv_wc wc = wait_one(cq, c);
     CHECK(wc.status == IBV_WC_REM_ACCESS_ERR && wc.wr_id == 9999);
   }
+  probe_ranges::pop();
+  probe_ranges::end_probe(probe);
 #ifndef VERBS_PROBE_DLOPEN
   {  // mlx5 direct verbs through the PLT: whatever it returns, errno must be the library's
     ibv_qp_init_attr_ex dx = ix;
