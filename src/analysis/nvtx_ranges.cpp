@@ -208,6 +208,22 @@ void ProcessRanges::set(std::vector<RangeRow> rows) {
 }
 
 int64_t ProcessRanges::at(int64_t thread_id, int64_t ts_ns) const {
+  if (int64_t own = on_thread(thread_id, ts_ns); own >= 0) return own;
+  // A thread with no range open works for one that has (PyTorch's autograd threads run the
+  // backward pass for the thread waiting in its "backward" range): when exactly one other thread
+  // of the process has a range open then, its innermost one. Two or more: nobody's.
+  int64_t found = -1;
+  for (const auto& [other, v] : by_thread_) {
+    if (other == thread_id) continue;
+    const int64_t r = on_thread(other, ts_ns);
+    if (r < 0) continue;
+    if (found >= 0) return -1;
+    found = r;
+  }
+  return found;
+}
+
+int64_t ProcessRanges::on_thread(int64_t thread_id, int64_t ts_ns) const {
   auto t = by_thread_.find(thread_id);
   if (t == by_thread_.end()) return -1;
   const std::vector<uint32_t>& v = t->second;

@@ -73,10 +73,13 @@ class ProcessRanges {
   void set(std::vector<RangeRow> rows);
   const std::vector<RangeRow>& rows() const { return rows_; }
   // The innermost range (not a mark) open on thread_id at ts_ns: its index in rows(), -1 if none.
+  // A thread with none open borrows the innermost range of the one other thread that has one open
+  // then (a worker thread doing the waiting thread's work), if exactly one has.
   int64_t at(int64_t thread_id, int64_t ts_ns) const;
   RangeCounters counters;
 
  private:
+  int64_t on_thread(int64_t thread_id, int64_t ts_ns) const;
   std::vector<RangeRow> rows_;
   std::unordered_map<int64_t, std::vector<uint32_t>> by_thread_;  // thread -> ranges by start
 };

@@ -34,8 +34,9 @@ void RangeTagger::op(const OpRecord& r) {
 }
 
 void RangeTagger::gpu_op(const OpRecord& op, const GpuWqeRecord& w) {
+  // Its range is its kernel's launch's, set by the GPU layer (its thread is the poller's).
   OpRecord t = op;
-  const int64_t index = tag(op.thread_id, op.ts_ns, op.range_id);
+  const int64_t index = op.range_id >= 0 ? tag(op.thread_id, op.ts_ns, op.range_id) : -1;
   t.range_id = id_of(index);
   if (index >= 0) {
     RangeTraffic& c = (*traffic_)[static_cast<size_t>(index)];

@@ -703,4 +703,30 @@ TEST(NvtxRanges, AMillionRangesWithoutDrops) {
   ProcessResult r = run_process({st, "sql", dir, "SELECT name, depth, count(*), sum(ended) FROM range GROUP BY name, depth ORDER BY name", "--csv"});
   EXPECT_EQ(r.out, "name,depth,count(*),sum(ended)\ninner,1,500000,500000\nouter,0,500000,500000\n");
 }
+// A program whose NVTX_INJECTION64_PATH names another tool's library (Nsight Systems' place) is
+// left to it: no NVTX event recorded, the nvtx provider off with the reason, the output unchanged.
+TEST(NvtxRanges, AnotherToolsInjectionIsLeftAlone) {
+  const std::string exe = build_path("tests/bin/verbs_probe_nvtx");
+  if (!file_exists(exe)) GTEST_SKIP() << "verbs_probe_nvtx not built (no NVTX headers from a CUDA toolkit)";
+  REQUIRE_SOFTNIC_AND(exe);
+  // A real library without NVTX's entry point: NVTX loads it, finds nothing and stays a no-op.
+  const std::map<std::string, std::string> env = {{"NVTX_INJECTION64_PATH", softnic_dir() + "/libibverbs.so.1"}};
+  const std::vector<std::string> argv = {exe, "--writes", "10"};
+  TempDir t;
+  PairRun plain = run_pair_once_more_on_timeout({}, argv, "", "", env);
+  PairRun traced = run_pair_once_more_on_timeout({}, argv, "simple", t / "exp", env);
+  ASSERT_EQ(traced.client.exit_code, 0) << traced.client.err;
+  EXPECT_EQ(shape(traced.client.out), shape(plain.client.out));
+  ASSERT_EQ(traced.procs.size(), 1u);
+  const ProcessEvents& p = traced.procs[0];
+  EXPECT_EQ(p.count(EventType::nvtx_begin) + p.count(EventType::nvtx_domain) + p.count(EventType::nvtx_end), 0u);
+  const std::string st = build_path("bin/sigmatrace"), dir = t / "exp";
+  ProcessResult analyzed = run_process({st, "analyze", "-q", "--no-perfetto", dir});
+  if (analyzed.exit_code != 0 && analyzed.err.find("SQLite") != std::string::npos) GTEST_SKIP() << analyzed.err;
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  ProcessResult r = run_process({st, "sql", dir, "SELECT enabled, detail FROM provider WHERE name = 'nvtx'", "--csv"});
+  EXPECT_EQ(r.out, "enabled,detail\n0,\"NVTX_INJECTION64_PATH names another tool's injection library (" + softnic_dir() +
+                       "/libibverbs.so.1): NVTX is left to it, no ranges recorded\"\n");
+}
+
 }  // namespace
