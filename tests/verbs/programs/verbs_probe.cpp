@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "probe_ranges.h"
 
@@ -128,6 +129,7 @@ int main(int argc, char** argv) {
   bool use_dlvsym = false;
   int writes = 100, sends = 20;
   long only_ranges = -1, range_gap_ns = 0;
+  bool time_ranges = false;
   unsigned size = 64;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--dlvsym")) use_dlvsym = true;
@@ -135,10 +137,17 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--size") && i + 1 < argc) size = static_cast<unsigned>(std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--only-ranges") && i + 1 < argc) only_ranges = std::atol(argv[++i]);  // verbs_probe_nvtx
     else if (!std::strcmp(argv[i], "--range-gap-ns") && i + 1 < argc) range_gap_ns = std::atol(argv[++i]);
+    else if (!std::strcmp(argv[i], "--time-ranges")) time_ranges = true;  // bench/nvtx: ns per range
   }
   if (only_ranges >= 0) {
+    timespec t0{}, t1{};
+    if (time_ranges) probe_ranges::many(only_ranges, range_gap_ns);  // untimed: the first touch of the trace buffer
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     probe_ranges::many(only_ranges, range_gap_ns);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     std::printf("ranges=%ld\n", only_ranges);
+    if (time_ranges && only_ranges > 0)
+      std::printf("ns_per_range=%.2f\n", (double(t1.tv_sec - t0.tv_sec) * 1e9 + double(t1.tv_nsec - t0.tv_nsec)) / double(only_ranges));
     return 0;
   }
   Api api = load_api(use_dlvsym);
