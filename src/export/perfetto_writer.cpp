@@ -108,6 +108,11 @@ class PerfettoFileSink : public FileSink {
     if (!receive && !r.is_call && !r.signaled) w_.annotation("signaled", uint64_t{0});
     if (r.status > 0 || (r.status < 0 && r.dur_ns >= 0)) w_.annotation_int("status", r.status);
     if (r.peer_process_id >= 0) w_.annotation_text("peer", peer_label(r.peer_process_id));
+    if (r.range_id >= 0) {  // its NVTX range, by path (interned: a range's operations share it)
+      const std::vector<RangeRow>& ranges = m_.processes[pid_].ranges.rows();
+      const size_t index = static_cast<uint64_t>(r.range_id) & ((uint64_t{1} << 40) - 1);
+      if (index < ranges.size()) w_.annotation_text("nvtx", ranges[index].path);
+    }
     if (r.flow_id && !receive) w_.flow(r.flow_id);
     if (r.completion_id >= 0 && r.dur_ns >= 0) w_.flow(completion_flow_id(r.op_id));
     w_.end_event();
