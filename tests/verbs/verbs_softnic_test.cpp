@@ -93,6 +93,19 @@ std::string shape(const std::string& text) {
   return std::regex_replace(s, trailing, "\n");
 }
 
+// The program untraced, then traced in mode into dir: the untraced run must succeed and the traced
+// one print the same (numbers aside) when it does; the caller asserts on its exit code.
+PairRun traced_like_plain(const std::vector<std::string>& argv, const std::string& mode, const std::string& dir) {
+  PairRun plain = run_pair_once_more_on_timeout({}, argv, "", "");
+  EXPECT_EQ(plain.client.exit_code, 0) << plain.client.err;
+  PairRun traced = run_pair_once_more_on_timeout({}, argv, mode, dir);
+  if (traced.client.exit_code == 0) {
+    EXPECT_EQ(shape(traced.client.out), shape(plain.client.out));
+    EXPECT_EQ(traced.client.err, plain.client.err);
+  }
+  return traced;
+}
+
 uint64_t sum_field(const ProcessEvents& p, EventType t, size_t field) {
   uint64_t s = 0;
   for (const TraceEvent* e : p.of(t)) s += (*e)[field];
@@ -123,6 +136,25 @@ uint64_t counter(const std::string& out, const std::string& name) {
 
 const std::vector<std::string> kModes = {"aggregate", "simple", "full"};
 
+// `sigmatrace analyze -q` on an experiment (extra: more options); skipped_for_sqlite: it said the
+// build has no SQLite (the caller skips).
+ProcessResult analyze_experiment(const std::string& dir, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> argv = {build_path("bin/sigmatrace"), "analyze", "-q"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.push_back(dir);
+  return run_process(argv);
+}
+bool skipped_for_sqlite(const ProcessResult& r) { return r.exit_code != 0 && r.err.find("SQLite") != std::string::npos; }
+// The rows of a query's answer (CSV, without its header), one string per row.
+std::vector<std::string> sql_rows(const std::string& dir, const std::string& q) {
+  ProcessResult r = run_process({build_path("bin/sigmatrace"), "sql", dir, q, "--csv"});
+  EXPECT_EQ(r.exit_code, 0) << q << ": " << r.err;
+  std::vector<std::string> lines = split_lines(r.out);
+  if (!lines.empty()) lines.erase(lines.begin());
+  return lines;
+}
+
+
 // ---- the probe: exact counts, every way of resolving the verbs functions ---------------------
 
 struct ProbeCase {
@@ -148,12 +180,8 @@ TEST_P(VerbsProbe, RecordsExactlyWhatTheProgramPostedAndPolled) {
   std::vector<std::string> argv = {exe, "--writes", "50", "--size", "100"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   TempDir t;
-  PairRun plain = run_pair_once_more_on_timeout({}, argv, "", "");
-  ASSERT_EQ(plain.client.exit_code, 0) << plain.client.err;
-  PairRun traced = run_pair_once_more_on_timeout({}, argv, mode, t / "exp");
+  PairRun traced = traced_like_plain(argv, mode, t / "exp");
   ASSERT_EQ(traced.client.exit_code, 0) << traced.client.err;
-  EXPECT_EQ(shape(traced.client.out), shape(plain.client.out));
-  EXPECT_EQ(traced.client.err, plain.client.err);
 
   const std::string& out = traced.client.out;
   const uint64_t send_wrs = counter(out, "send_wrs"), send_bytes = counter(out, "send_bytes"), recv_wrs = counter(out, "recv_wrs"),
@@ -582,16 +610,14 @@ TEST_P(NcclNetIbPattern, EveryOperationOfBothRanksIsRecordedAndTheLoopbackFlushQ
   // The analysis: two cross-rank connections and two loopback ones (in aggregate mode found from
   // the endpoint-pair counters alone); every WRITE_WITH_IMM finds its receive; every flush READ
   // stays in its own process.
-  const std::string st = build_path("bin/sigmatrace"), dir = t / "exp";
-  ProcessResult analyzed = run_process({st, "analyze", "-q", dir});
-  if (analyzed.exit_code != 0 && analyzed.err.find("SQLite") != std::string::npos) GTEST_SKIP() << analyzed.err;
+  const std::string dir = t / "exp";
+  ProcessResult analyzed = analyze_experiment(dir);
+  if (skipped_for_sqlite(analyzed)) GTEST_SKIP() << analyzed.err;
   ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
   expect_valid_timeline(dir);
   auto sql = [&](const std::string& q) {
-    ProcessResult r = run_process({st, "sql", dir, q, "--csv"});
-    EXPECT_EQ(r.exit_code, 0) << q << ": " << r.err;
-    std::vector<std::string> lines = split_lines(r.out);
-    return lines.size() >= 2 ? lines[1] : std::string("(no row) ") + r.out;
+    std::vector<std::string> rows = sql_rows(dir, q);
+    return rows.empty() ? std::string("(no row)") : rows[0];
   };
   EXPECT_EQ(sql("SELECT count(*) FROM connection"), "4");
   if (mode == "full") {  // the DMA-BUF probe of each rank, the only errors
@@ -624,24 +650,17 @@ TEST_P(NvtxRanges, EveryOperationLandsInItsRange) {
   const std::string mode = GetParam();
   const std::vector<std::string> argv = {exe, "--writes", "25", "--size", "64"};
   TempDir t;
-  PairRun plain = run_pair_once_more_on_timeout({}, argv, "", "");
-  ASSERT_EQ(plain.client.exit_code, 0) << plain.client.err;
-  PairRun traced = run_pair_once_more_on_timeout({}, argv, mode, t / "exp");
+  PairRun traced = traced_like_plain(argv, mode, t / "exp");
   ASSERT_EQ(traced.client.exit_code, 0) << traced.client.err;
-  EXPECT_EQ(shape(traced.client.out), shape(plain.client.out));
-  EXPECT_EQ(traced.client.err, plain.client.err);
-  const std::string st = build_path("bin/sigmatrace"), dir = t / "exp";
-  ProcessResult analyzed = run_process({st, "analyze", "-q", dir});
-  if (analyzed.exit_code != 0 && analyzed.err.find("SQLite") != std::string::npos) GTEST_SKIP() << analyzed.err;
+  const std::string dir = t / "exp";
+  ProcessResult analyzed = analyze_experiment(dir);
+  if (skipped_for_sqlite(analyzed)) GTEST_SKIP() << analyzed.err;
   ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
   expect_valid_timeline(dir);
   auto sql = [&](const std::string& q) {
-    ProcessResult r = run_process({st, "sql", dir, q, "--csv"});
-    EXPECT_EQ(r.exit_code, 0) << q << ": " << r.err;
-    std::vector<std::string> lines = split_lines(r.out);
-    std::string rows;
-    for (size_t i = 1; i < lines.size(); ++i) rows += lines[i] + "\n";
-    return rows;
+    std::string text;
+    for (const std::string& row : sql_rows(dir, q)) text += row + "\n";
+    return text;
   };
   EXPECT_EQ(sql("SELECT kind, COALESCE(domain, '-'), path, depth, ended FROM range ORDER BY range_id"),
             "start,-,probe,0,1\n"
@@ -697,11 +716,11 @@ TEST(NvtxRanges, AMillionRangesWithoutDrops) {
   EXPECT_EQ(run.out, "ranges=1000000\n");
   ProcessResult info = run_process({st, "info", dir});
   EXPECT_NE(info.out.find(" 0 dropped"), std::string::npos) << info.out;
-  ProcessResult analyzed = run_process({st, "analyze", "-q", "--no-perfetto", dir});
-  if (analyzed.exit_code != 0 && analyzed.err.find("SQLite") != std::string::npos) GTEST_SKIP() << analyzed.err;
+  ProcessResult analyzed = analyze_experiment(dir, {"--no-perfetto"});
+  if (skipped_for_sqlite(analyzed)) GTEST_SKIP() << analyzed.err;
   ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
-  ProcessResult r = run_process({st, "sql", dir, "SELECT name, depth, count(*), sum(ended) FROM range GROUP BY name, depth ORDER BY name", "--csv"});
-  EXPECT_EQ(r.out, "name,depth,count(*),sum(ended)\ninner,1,500000,500000\nouter,0,500000,500000\n");
+  EXPECT_EQ(sql_rows(dir, "SELECT name, depth, count(*), sum(ended) FROM range GROUP BY name, depth ORDER BY name"),
+            (std::vector<std::string>{"inner,1,500000,500000", "outer,0,500000,500000"}));
 }
 // A program whose NVTX_INJECTION64_PATH names another tool's library (Nsight Systems' place) is
 // left to it: no NVTX event recorded, the nvtx provider off with the reason, the output unchanged.
@@ -720,13 +739,13 @@ TEST(NvtxRanges, AnotherToolsInjectionIsLeftAlone) {
   ASSERT_EQ(traced.procs.size(), 1u);
   const ProcessEvents& p = traced.procs[0];
   EXPECT_EQ(p.count(EventType::nvtx_begin) + p.count(EventType::nvtx_domain) + p.count(EventType::nvtx_end), 0u);
-  const std::string st = build_path("bin/sigmatrace"), dir = t / "exp";
-  ProcessResult analyzed = run_process({st, "analyze", "-q", "--no-perfetto", dir});
-  if (analyzed.exit_code != 0 && analyzed.err.find("SQLite") != std::string::npos) GTEST_SKIP() << analyzed.err;
+  const std::string dir = t / "exp";
+  ProcessResult analyzed = analyze_experiment(dir, {"--no-perfetto"});
+  if (skipped_for_sqlite(analyzed)) GTEST_SKIP() << analyzed.err;
   ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
-  ProcessResult r = run_process({st, "sql", dir, "SELECT enabled, detail FROM provider WHERE name = 'nvtx'", "--csv"});
-  EXPECT_EQ(r.out, "enabled,detail\n0,\"NVTX_INJECTION64_PATH names another tool's injection library (" + softnic_dir() +
-                       "/libibverbs.so.1): NVTX is left to it, no ranges recorded\"\n");
+  EXPECT_EQ(sql_rows(dir, "SELECT enabled, detail FROM provider WHERE name = 'nvtx'"),
+            std::vector<std::string>{"0,\"NVTX_INJECTION64_PATH names another tool's injection library (" + softnic_dir() +
+                                     "/libibverbs.so.1): NVTX is left to it, no ranges recorded\""});
 }
 
 }  // namespace
