@@ -130,6 +130,7 @@ namespace {
 
 void name_record(EventType type, uint64_t a, uint64_t b, const char* name, size_t len) {
   if (!on()) return;
+  kit::ErrnoKeeper keep;
   if (type == EventType::nvtx_category) {
     const uint64_t words[] = {a, b};
     record_with_bytes<EventType::nvtx_category>(words, name, len);
@@ -144,7 +145,6 @@ void name_record(EventType type, uint64_t a, uint64_t b, const char* name, size_
     record_with_bytes<EventType::nvtx_thread_name>(words, name, len);
   }
 }
-size_t wide_name(const wchar_t* w, char* buf, size_t cap) { return to_utf8(w, buf, cap); }
 
 // --- core module ---
 void mark_ex(const EventAttributes* a) { mark(nullptr, a, nullptr, 0); }
@@ -170,12 +170,12 @@ int range_pop() { return pop(nullptr); }
 void name_category_a(uint32_t category, const char* name) { name_record(EventType::nvtx_category, 0, category, name, bounded_length(name)); }
 void name_category_w(uint32_t category, const wchar_t* name) {
   char b[format::kNvtxMessageBytes];
-  name_record(EventType::nvtx_category, 0, category, b, wide_name(name, b, sizeof b));
+  name_record(EventType::nvtx_category, 0, category, b, to_utf8(name, b, sizeof b));
 }
 void name_os_thread_a(uint32_t tid, const char* name) { name_record(EventType::nvtx_thread_name, tid, 0, name, bounded_length(name)); }
 void name_os_thread_w(uint32_t tid, const wchar_t* name) {
   char b[format::kNvtxMessageBytes];
-  name_record(EventType::nvtx_thread_name, tid, 0, b, wide_name(name, b, sizeof b));
+  name_record(EventType::nvtx_thread_name, tid, 0, b, to_utf8(name, b, sizeof b));
 }
 
 // --- domain module ---
@@ -189,7 +189,7 @@ void domain_name_category_a(void* d, uint32_t category, const char* name) {
 }
 void domain_name_category_w(void* d, uint32_t category, const wchar_t* name) {
   char b[format::kNvtxMessageBytes];
-  name_record(EventType::nvtx_category, handle_value(d), category, b, wide_name(name, b, sizeof b));
+  name_record(EventType::nvtx_category, handle_value(d), category, b, to_utf8(name, b, sizeof b));
 }
 void* domain_register_string_a(void* d, const char* s) {
   void* h = new_handle();
@@ -199,7 +199,7 @@ void* domain_register_string_a(void* d, const char* s) {
 void* domain_register_string_w(void* d, const wchar_t* s) {
   char b[format::kNvtxMessageBytes];
   void* h = new_handle();
-  name_record(EventType::nvtx_string, handle_value(d), handle_value(h), b, wide_name(s, b, sizeof b));
+  name_record(EventType::nvtx_string, handle_value(d), handle_value(h), b, to_utf8(s, b, sizeof b));
   return h;
 }
 void* domain_create_a(const char* name) {
@@ -210,7 +210,7 @@ void* domain_create_a(const char* name) {
 void* domain_create_w(const wchar_t* name) {
   char b[format::kNvtxMessageBytes];
   void* h = new_handle();
-  name_record(EventType::nvtx_domain, handle_value(h), 0, b, wide_name(name, b, sizeof b));
+  name_record(EventType::nvtx_domain, handle_value(h), 0, b, to_utf8(name, b, sizeof b));
   return h;
 }
 void domain_destroy(void*) {}

@@ -57,6 +57,7 @@ uint64_t schema_register(void* domain, const PayloadSchemaAttr* attr) {
   if (!attr) return 0;
   const uint64_t id = new_schema_id(attr->field_mask, attr->schema_id, kSchemaFieldSchemaId);
   if (!recording_ranges()) return id;
+  kit::ErrnoKeeper keep;
   char layout[8192];
   size_t n = 0;
   const size_t count = (attr->field_mask & kSchemaFieldNumEntries) ? attr->num_entries : 0;
@@ -91,6 +92,7 @@ uint64_t enum_register(void* domain, const PayloadEnumAttr* attr) {
     if (g_nenums < kMaxEnums) g_enums[g_nenums++] = {id, size};
   }
   if (!recording_ranges()) return id;
+  kit::ErrnoKeeper keep;
   char layout[8192];
   size_t n = 0;
   const size_t count = (attr->field_mask & kEnumFieldNumEntries) ? attr->num_entries : 0;
