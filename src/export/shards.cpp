@@ -16,8 +16,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(HijackCounters, pages_hijacked, pages_not_hij
                                    poller_doorbells, poller_cpu_ns, poller_wall_ns, launches, kernels_marked, kernel_ends,
                                    kernel_markers_dropped, kernel_markers_unresolved)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LayerTraffic, layer, transport, src, dst, ops, bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RangeTraffic, ops, bytes, launches)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProcessCounters, ops, events, errors, error_kinds, unknown_qp, unmatched_completions, flows_out,
-                                   flows_in, receives_untimed, aggregate_entries, doorbells_without_qp, hijack, layer_traffic)
+                                   flows_in, receives_untimed, aggregate_entries, doorbells_without_qp, hijack, layer_traffic,
+                                   range_traffic)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FilePassStats, events, chunks, undecodable_chunks, skipped_events)
 }  // namespace sigmatrace::analysis
 

@@ -696,6 +696,13 @@ TEST_P(NvtxRanges, EveryOperationLandsInItsRange) {
                               r["max_ns"].dump() + R"(,"name":"wr api","ops":50,"processes":1,"total_ns":)" + r["total_ns"].dump() + "}");
     }
   EXPECT_TRUE(saw_wr_api);
+  // Analysed as one shard and merged: the same ranges and the same work in them.
+  ASSERT_EQ(analyze_experiment(dir, {"--shard", "0/1"}).exit_code, 0);
+  ProcessResult merged = run_process({build_path("bin/sigmatrace"), "merge", dir});
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  std::ifstream m(dir + "/aggregate.json");
+  EXPECT_EQ(nlohmann::json::parse(m)["nvtx_ranges"], j["nvtx_ranges"]);
+  EXPECT_EQ(sql_rows(dir, "SELECT count(*) FROM op WHERE range_id IS NULL"), std::vector<std::string>{"0"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, NvtxRanges, ::testing::Values("simple", "full"), [](const auto& info) { return info.param; });
