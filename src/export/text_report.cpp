@@ -158,6 +158,21 @@ std::string render_text_report(const json& a, size_t top) {
   }
 
   out += render_layer_report(a);
+  // NVTX: the ranges that took the most time, and the work inside them (docs/nvtx.md).
+  if (a.contains("nvtx_ranges") && !a["nvtx_ranges"].empty()) {
+    add(&out, "\nNVTX ranges by total time (work counted in its innermost range):\n");
+    const json& ranges = a["nvtx_ranges"];
+    for (size_t i = 0; i < ranges.size() && i < top; ++i) {
+      const json& r = ranges[i];
+      const std::string name = s(r, "domain").empty() ? s(r, "name") : s(r, "domain") + " / " + s(r, "name");
+      add(&out, "  %-36s %6" PRIu64 " x %12.6f s  %8" PRIu64 " ops %12s  %6" PRIu64 " launches\n", name.c_str(), u(r, "count"),
+          static_cast<double>(u(r, "total_ns")) / 1e9, u(r, "ops"), human_bytes(double(u(r, "bytes"))).c_str(), u(r, "kernel_launches"));
+    }
+    for (const json& p : procs)
+      if (p.contains("nvtx") && (u(p["nvtx"], "not_ended") || u(p["nvtx"], "unmatched_ends") || u(p["nvtx"], "undecoded_payloads")))
+        add(&out, "  %-12s %" PRIu64 " not ended, %" PRIu64 " ends without a begin, %" PRIu64 " payloads not decoded\n", s(p, "label").c_str(),
+            u(p["nvtx"], "not_ended"), u(p["nvtx"], "unmatched_ends"), u(p["nvtx"], "undecoded_payloads"));
+  }
   add(&out, "\nerrors: %" PRIu64 "\n", u(a, "errors"));
   if (a.contains("error_kinds"))
     for (const auto& [kind, n] : a["error_kinds"].items()) add(&out, "  %-40s %" PRIu64 "\n", kind.c_str(), n.get<uint64_t>());

@@ -696,6 +696,10 @@ TEST_P(NvtxRanges, EveryOperationLandsInItsRange) {
                               r["max_ns"].dump() + R"(,"name":"wr api","ops":50,"processes":1,"total_ns":)" + r["total_ns"].dump() + "}");
     }
   EXPECT_TRUE(saw_wr_api);
+  // The summary names the ranges and the work in them.
+  ProcessResult report = run_process({build_path("bin/sigmatrace"), "report", dir});
+  EXPECT_NE(report.out.find("NVTX ranges by total time"), std::string::npos) << report.out;
+  EXPECT_TRUE(std::regex_search(report.out, std::regex("verbs_probe / wr api +1 x +[0-9.]+ s +50 ops +3.1 KiB"))) << report.out;
   // Analysed as one shard and merged: the same ranges and the same work in them.
   ASSERT_EQ(analyze_experiment(dir, {"--shard", "0/1"}).exit_code, 0);
   ProcessResult merged = run_process({build_path("bin/sigmatrace"), "merge", dir});
