@@ -32,9 +32,6 @@ class GpuAssociation final : public LayerAssociator {
   DoorbellCounters& doorbell_counters(int64_t qp);
   int64_t peer_of(int64_t qp, uint64_t rkey, uint64_t raddr);
   int64_t dc_target_process(uint64_t dct, uint64_t rlid);
-  int64_t range_id_of(int64_t index) const {
-    return index < 0 ? -1 : static_cast<int64_t>(f_.process.ranges.rows()[static_cast<size_t>(index)].range_id);
-  }
 
   FileContext& f_;
   uint64_t doorbell_seq_ = 0, launch_seq_ = 0;
@@ -97,7 +94,7 @@ void GpuAssociation::doorbell(int64_t ts, const format::DecodedEvent& ev) {
   d.qp_id = f_.qp_of(v[1], ev.tsc);
   if (d.qp_id != kNone) d.gpu = f_.model.qps[static_cast<size_t>(d.qp_id)].gpu;
   d.kernel = f_.process.kernel_at(ev.tsc, d.gpu);
-  d.range_id = range_id_of(f_.process.launch_range_at(ev.tsc, d.gpu));
+  d.range_id = f_.process.ranges.id(f_.process.launch_range_at(ev.tsc, d.gpu));
   DoorbellCounters& c = doorbell_counters(d.qp_id);
   c.doorbells += 1;
   c.wqebbs += d.delta;
@@ -164,7 +161,7 @@ void GpuAssociation::wqe(int64_t ts, const format::DecodedEvent& ev) {
   GpuWqeRecord w;
   if (op.qp_id != kNone) w.gpu = f_.model.qps[static_cast<size_t>(op.qp_id)].gpu;
   w.kernel = f_.process.kernel_at(ev.tsc, w.gpu);
-  op.range_id = range_id_of(f_.process.launch_range_at(ev.tsc, w.gpu));
+  op.range_id = f_.process.ranges.id(f_.process.launch_range_at(ev.tsc, w.gpu));
   auto d = last_doorbell_.find(op.qp_id);
   w.doorbell_id = d != last_doorbell_.end() ? static_cast<int64_t>(d->second) : kNone;
   w.wqe_index = v[1], w.opcode = v[3], w.opmod = v[4], w.flags = v[6];

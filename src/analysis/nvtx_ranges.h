@@ -76,6 +76,9 @@ class ProcessRanges {
   // A thread with none open borrows the innermost range of the one other thread that has one open
   // then (a worker thread doing the waiting thread's work), if exactly one has.
   int64_t at(int64_t thread_id, int64_t ts_ns) const;
+  // A range's id (RangeRow::range_id) from its index in rows(), and back; -1 for none.
+  int64_t id(int64_t index) const { return index < 0 ? -1 : static_cast<int64_t>(rows_[static_cast<size_t>(index)].range_id); }
+  static int64_t index(int64_t id) { return id < 0 ? -1 : static_cast<int64_t>(static_cast<uint64_t>(id) & ((uint64_t{1} << 40) - 1)); }
   RangeCounters counters;
 
  private:

@@ -10,45 +10,42 @@ RangeTagger::RangeTagger(const ProcessRow& process, FileSink* next, std::vector<
     for (const RangeRow& r : process_.ranges.rows()) next_->range(r);
 }
 
-int64_t RangeTagger::tag(int64_t thread, int64_t ts_ns, int64_t known) const {
-  if (known >= 0) return static_cast<int64_t>(static_cast<uint64_t>(known) & ((uint64_t{1} << 40) - 1));
-  return process_.ranges.at(thread, ts_ns);
+int64_t RangeTagger::range_of(uint64_t op_id, int64_t thread, int64_t ts_ns) {
+  if (op_id != last_op_) last_op_ = op_id, last_index_ = process_.ranges.at(thread, ts_ns);
+  return last_index_;
+}
+
+void RangeTagger::count(int64_t index, uint64_t ops, uint64_t bytes) {
+  if (index < 0) return;
+  RangeTraffic& c = (*traffic_)[static_cast<size_t>(index)];
+  c.ops += ops, c.bytes += bytes;
 }
 
 void RangeTagger::work_request(const OpRecord& r) {
   if (!next_) return;
   OpRecord t = r;
-  t.range_id = id_of(tag(r.thread_id, r.ts_ns, r.range_id));
+  t.range_id = process_.ranges.id(range_of(r.op_id, r.thread_id, r.ts_ns));
   next_->work_request(t);
 }
 
 void RangeTagger::op(const OpRecord& r) {
   OpRecord t = r;
-  const int64_t index = tag(r.thread_id, r.ts_ns, r.range_id);
-  t.range_id = id_of(index);
-  if (index >= 0) {
-    RangeTraffic& c = (*traffic_)[static_cast<size_t>(index)];
-    c.ops += r.wr_count, c.bytes += r.bytes;
-  }
+  const int64_t index = range_of(r.op_id, r.thread_id, r.ts_ns);
+  t.range_id = process_.ranges.id(index);
+  count(index, r.wr_count, r.bytes);
   if (next_) next_->op(t);
 }
 
 void RangeTagger::gpu_op(const OpRecord& op, const GpuWqeRecord& w) {
   // Its range is its kernel's launch's, set by the GPU layer (its thread is the poller's).
-  OpRecord t = op;
-  const int64_t index = op.range_id >= 0 ? tag(op.thread_id, op.ts_ns, op.range_id) : -1;
-  t.range_id = id_of(index);
-  if (index >= 0) {
-    RangeTraffic& c = (*traffic_)[static_cast<size_t>(index)];
-    ++c.ops, c.bytes += op.bytes;
-  }
-  if (next_) next_->gpu_op(t, w);
+  count(ProcessRanges::index(op.range_id), 1, op.bytes);
+  if (next_) next_->gpu_op(op, w);
 }
 
 void RangeTagger::launch(const LaunchRecord& r) {
   LaunchRecord t = r;
   const int64_t index = process_.ranges.at(r.thread_id, r.ts_ns);
-  t.range_id = id_of(index);
+  t.range_id = process_.ranges.id(index);
   if (index >= 0) ++(*traffic_)[static_cast<size_t>(index)].launches;
   if (next_) next_->launch(t);
 }

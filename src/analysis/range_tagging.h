@@ -32,11 +32,15 @@ class RangeTagger : public FileSink {
   void finish() override { if (next_) next_->finish(); }
 
  private:
-  int64_t tag(int64_t thread, int64_t ts_ns, int64_t known) const;  // range index, or -1
-  int64_t id_of(int64_t index) const { return index < 0 ? -1 : static_cast<int64_t>(process_.ranges.rows()[static_cast<size_t>(index)].range_id); }
+  // The range index of an operation of this thread at ts_ns. An operation's work request and its
+  // final record ask in turn (Simple mode: at once): the last answer is kept for its op_id.
+  int64_t range_of(uint64_t op_id, int64_t thread, int64_t ts_ns);
+  void count(int64_t index, uint64_t ops, uint64_t bytes);
   const ProcessRow& process_;
   FileSink* next_;
   std::vector<RangeTraffic>* traffic_;
+  uint64_t last_op_ = ~uint64_t{0};
+  int64_t last_index_ = -1;
 };
 
 }  // namespace sigmatrace::analysis

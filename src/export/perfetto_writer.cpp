@@ -110,7 +110,7 @@ class PerfettoFileSink : public FileSink {
     if (r.peer_process_id >= 0) w_.annotation_text("peer", peer_label(r.peer_process_id));
     if (r.range_id >= 0) {  // its NVTX range, by path (interned: a range's operations share it)
       const std::vector<RangeRow>& ranges = m_.processes[pid_].ranges.rows();
-      const size_t index = static_cast<uint64_t>(r.range_id) & ((uint64_t{1} << 40) - 1);
+      const auto index = static_cast<size_t>(ProcessRanges::index(r.range_id));
       if (index < ranges.size()) w_.annotation_text("nvtx", ranges[index].path);
     }
     if (r.flow_id && !receive) w_.flow(r.flow_id);

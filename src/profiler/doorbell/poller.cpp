@@ -118,8 +118,8 @@ uint64_t now_ns(clockid_t clock) {
 
 // Between doorbells (the poller's first idle moment after each), markers are asked about at most
 // once a millisecond: each ask is two driver calls per pending kernel, made after every doorbell
-// before. (On the H200, forwarding in aggregate mode, which has no markers, came within 0.6 us
-// of untraced where simple mode was 1.6-2.6 us above; these calls are the suspected difference.)
+// before. (Suspected of simple mode's forwarding gap, then measured on the H200: a build without
+// markers was no closer to untraced; docs/performance.md, "Kernel markers are not the gap".)
 constexpr uint64_t kMarkerIntervalNs = 1000000;
 bool markers_due_between_doorbells(uint64_t* last_ns) {
   if (!markers_due()) return false;
