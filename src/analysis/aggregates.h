@@ -4,7 +4,6 @@
 // workers never share a counter); everything else is derived at the end from them and the topology.
 #pragma once
 #include <array>
-#include <map>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -12,6 +11,7 @@
 
 #include "analysis/experiment_model.h"
 #include "analysis/range_tagging.h"
+#include "analysis/series.h"
 #include "analysis/ibv_names.h"
 
 namespace sigmatrace::analysis {
@@ -95,6 +95,7 @@ struct ProcessCounters {
   HijackCounters hijack;
   std::vector<LayerTraffic> layer_traffic;  // its UCX/libfabric traffic (reads: from their source)
   std::vector<RangeTraffic> range_traffic;  // per NVTX range of the process (ProcessRow::ranges)
+  ProcessSeries series;                     // binned over time, for the plots (series.h)
 };
 
 // One GPU of one process that rang doorbells (GPU-initiated QPs whose send queue is in its memory;

@@ -138,6 +138,8 @@ AnalysisRun run_analysis(const AnalysisOptions& o) {
     o.progress->pass = 2;
   }
   run.aggregates.init(m);
+  SeriesExport series(m, &run.aggregates);  // the binned series the HTML report plots
+  sinks.push_back(&series);
   run.pass = run_second_pass(m, sinks, &run.aggregates, o.threads, o.progress, o.shard.active() ? &in_shard : nullptr);
   Aggregates raw;
   if (o.shard.active()) raw = run.aggregates;  // what the merge adds up: finish() rolls the QPs' counters into their processes'

@@ -1,6 +1,7 @@
 // See json_aggregates.h.
 #include "export/json_aggregates.h"
 #include "export/json_layers.h"
+#include "export/json_series.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -287,6 +288,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
   for (const auto& [name, c] : coverage) cov[name] = {{"enabled_in", c.first}, {"reported_by", c.second}};
   j["coverage"] = cov;
   j["layers"] = layer_traffic_json(m, agg);  // UCX / libfabric traffic (json_layers.h)
+  j["series"] = series_json(m, agg);          // binned over time, for the plots (json_series.h)
   return j;
 }
 

@@ -1,0 +1,191 @@
+// See json_series.h.
+#include "export/json_series.h"
+
+#include <algorithm>
+#include <map>
+
+#include "analysis/ibv_names.h"
+
+namespace sigmatrace::exporter {
+
+using namespace sigmatrace::analysis;
+using nlohmann::json;
+
+namespace {
+
+// The window of fine bins that holds traffic or doorbells, cut into at most kSeriesBins output
+// bins of `width` fine bins each.
+struct Window {
+  uint32_t first = 0, width = 1, bins = 1;
+  std::vector<uint64_t> dense(const SparseBins& s) const {
+    std::vector<uint64_t> out(bins, 0);
+    for (const auto& [bin, n] : s.bins)
+      if (bin >= first) out[std::min<uint32_t>(bins - 1, (bin - first) / width)] += n;
+    return out;
+  }
+};
+
+Window window_of(const ExperimentModel& m, const Aggregates& agg) {
+  uint32_t lo = UINT32_MAX, hi = 0;
+  auto see = [&](const SparseBins& s) {
+    for (const auto& [bin, n] : s.bins) lo = std::min(lo, bin), hi = std::max(hi, bin);
+  };
+  for (const ProcessRow& p : m.processes) {
+    const ProcessSeries& s = agg.process[p.process_id].series;
+    for (const BinnedTraffic& t : s.by_layer) see(t.ops);
+    for (const GpuSeries& g : s.gpus) see(g.traffic.ops), see(g.doorbells);
+  }
+  Window w;
+  if (lo > hi) return w;  // nothing timed
+  const uint32_t span = hi - lo + 1;
+  w.first = lo;
+  w.width = (span + kSeriesBins - 1) / kSeriesBins;
+  w.bins = (span + w.width - 1) / w.width;
+  return w;
+}
+
+void add_sparse(SparseBins* to, const SparseBins& from) {
+  to->bins.insert(to->bins.end(), from.bins.begin(), from.bins.end());
+  to->total += from.total;
+}
+
+json traffic_json(const Window& w, const BinnedTraffic& t) {
+  return {{"bytes", w.dense(t.bytes)}, {"ops", w.dense(t.ops)}, {"total_bytes", t.bytes.total}, {"total_ops", t.ops.total}};
+}
+
+// The duration at which the histogram's running count reaches fraction q of its operations (the
+// lower edge of that bucket: a bucket is a quarter of a power of two wide).
+double quantile_ns(const LatencyHistogram& h, double q) {
+  const double want = q * static_cast<double>(h.ops);
+  uint64_t seen = 0;
+  for (unsigned b = 0; b < h.counts.size(); ++b) {
+    seen += h.counts[b];
+    if (static_cast<double>(seen) >= want && h.counts[b]) return std::max<double>(static_cast<double>(h.min_ns), latency_bucket_lower_ns(b));
+  }
+  return static_cast<double>(h.max_ns);
+}
+
+json hosts_json(const ExperimentModel& m, const Aggregates& agg, const Window& w) {
+  std::map<std::pair<uint32_t, unsigned>, BinnedTraffic> by;  // (host, layer)
+  for (const ProcessRow& p : m.processes)
+    for (unsigned l = 0; l < kLayerCount; ++l) {
+      const BinnedTraffic& t = agg.process[p.process_id].series.by_layer[l];
+      if (!t.ops.total) continue;
+      BinnedTraffic& h = by[{p.host_id, l}];
+      add_sparse(&h.bytes, t.bytes);
+      add_sparse(&h.ops, t.ops);
+    }
+  json out = json::array();
+  for (const auto& [key, t] : by) {
+    json o = traffic_json(w, t);
+    o["host"] = m.hosts[key.first];
+    o["layer"] = kLayerNames[key.second];
+    out.push_back(o);
+  }
+  return out;
+}
+
+json top_qps_json(const ExperimentModel& m, const Aggregates& agg, const Window& w, size_t* with_traffic) {
+  std::vector<const QpSeries*> all;
+  for (const ProcessRow& p : m.processes)
+    for (const QpSeries& q : agg.process[p.process_id].series.qps)
+      if (q.traffic.ops.total && q.qp_id >= 0 && static_cast<size_t>(q.qp_id) < m.qps.size()) all.push_back(&q);
+  *with_traffic = all.size();
+  for (const ProcessRow& p : m.processes) *with_traffic += agg.process[p.process_id].series.qps_without_series;
+  std::sort(all.begin(), all.end(), [](const QpSeries* a, const QpSeries* b) {
+    const uint64_t x = a->traffic.bytes.total, y = b->traffic.bytes.total;
+    return x != y ? x > y : a->qp_id < b->qp_id;
+  });
+  json out = json::array();
+  for (size_t i = 0; i < all.size() && i < kSeriesTopQps; ++i) {
+    const QpRow& q = m.qps[static_cast<size_t>(all[i]->qp_id)];
+    json o = traffic_json(w, all[i]->traffic);
+    o["qp_id"] = all[i]->qp_id;
+    o["label"] = process_label(m.processes[q.process_id]) + " qp " + std::to_string(q.qp_num);
+    out.push_back(o);
+  }
+  return out;
+}
+
+json gpus_json(const ExperimentModel& m, const Aggregates& agg, const Window& w) {
+  json out = json::array();
+  for (const ProcessRow& p : m.processes)
+    for (const GpuSeries& g : agg.process[p.process_id].series.gpus) {
+      json o = traffic_json(w, g.traffic);
+      o["process_id"] = p.process_id;
+      o["gpu"] = g.gpu < 0 ? json(nullptr) : json(g.gpu);
+      o["gpu_label"] = gpu_label(m, p.process_id, g.gpu);
+      o["doorbells"] = w.dense(g.doorbells);
+      o["total_doorbells"] = g.doorbells.total;
+      out.push_back(o);
+    }
+  return out;
+}
+
+json latency_json(const ExperimentModel& m, const Aggregates& agg) {
+  std::map<std::pair<unsigned, unsigned>, LatencyHistogram> by;  // (layer, class), over processes
+  for (const ProcessRow& p : m.processes)
+    for (const LatencyHistogram& h : agg.process[p.process_id].series.latency) {
+      auto [it, fresh] = by.try_emplace({h.layer, h.op_class}, h);
+      if (fresh) continue;
+      LatencyHistogram& t = it->second;
+      for (size_t b = 0; b < t.counts.size() && b < h.counts.size(); ++b) t.counts[b] += h.counts[b];
+      t.ops += h.ops, t.sum_ns += h.sum_ns;
+      t.min_ns = std::min(t.min_ns, h.min_ns), t.max_ns = std::max(t.max_ns, h.max_ns);
+    }
+  json out = json::array();
+  for (const auto& [key, h] : by) {
+    json buckets = json::array();
+    for (unsigned b = 0; b < h.counts.size(); ++b)
+      if (h.counts[b]) buckets.push_back({{"from_ns", latency_bucket_lower_ns(b)}, {"to_ns", latency_bucket_lower_ns(b + 1)}, {"ops", h.counts[b]}});
+    out.push_back({{"layer", kLayerNames[key.first]}, {"opcode", op_class_name(key.second)}, {"ops", h.ops},
+                   {"min_ns", h.min_ns}, {"max_ns", h.max_ns},
+                   {"mean_ns", h.ops ? static_cast<double>(h.sum_ns) / static_cast<double>(h.ops) : 0.0},
+                   {"p50_ns", quantile_ns(h, 0.5)}, {"p99_ns", quantile_ns(h, 0.99)}, {"buckets", buckets}});
+  }
+  return out;
+}
+
+json kernels_json(const ExperimentModel& m, const Aggregates& agg) {
+  std::vector<std::pair<uint32_t, const KernelDoorbells*>> all;
+  for (const ProcessRow& p : m.processes)
+    for (const KernelDoorbells& k : agg.process[p.process_id].series.kernels) all.emplace_back(p.process_id, &k);
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return a.second->doorbells != b.second->doorbells ? a.second->doorbells > b.second->doorbells : a.first < b.first;
+  });
+  json out = json::array();
+  for (const auto& [pid, k] : all) {
+    json o = {{"process_id", pid}, {"label", process_label(m.processes[pid])}, {"gpu_label", gpu_label(m, pid, k->gpu)},
+              {"kernel", k->kernel.empty() ? json(nullptr) : json(k->kernel)}, {"doorbells", k->doorbells}, {"wqebbs", k->wqebbs},
+              {"wqes", k->wqes}, {"data_doorbells", k->data_doorbells}, {"control_doorbells", k->control_doorbells},
+              {"first_ns", k->first_ns}, {"last_ns", k->last_ns}};
+    if (k->doorbells) o["wqebbs_per_doorbell"] = static_cast<double>(k->wqebbs) / static_cast<double>(k->doorbells);
+    if (k->doorbells && k->wqes) o["wqes_per_doorbell"] = static_cast<double>(k->wqes) / static_cast<double>(k->doorbells);
+    if (k->last_ns > k->first_ns)
+      o["doorbells_per_s"] = 1e9 * static_cast<double>(k->doorbells) / static_cast<double>(k->last_ns - k->first_ns);
+    out.push_back(o);
+  }
+  return out;
+}
+
+}  // namespace
+
+json series_json(const ExperimentModel& m, const Aggregates& agg) {
+  const SeriesGeometry g(m);
+  const Window w = window_of(m, agg);
+  size_t qps_with_traffic = 0;
+  uint64_t untimed = 0;
+  for (const ProcessRow& p : m.processes) untimed += agg.process[p.process_id].series.untimed_ops;
+  // The window with traffic, in bins of bin_ns (the last one may reach past the experiment's end).
+  json j = {{"start_ns", g.start_ns + static_cast<int64_t>(w.first) * g.bin_ns}, {"bin_ns", static_cast<int64_t>(w.width) * g.bin_ns}, {"bins", w.bins}};
+  j["hosts"] = hosts_json(m, agg, w);
+  j["top_qps"] = top_qps_json(m, agg, w, &qps_with_traffic);
+  j["qps_with_traffic"] = qps_with_traffic;  // top_qps holds kSeriesTopQps of them at most
+  j["gpus"] = gpus_json(m, agg, w);
+  j["latency"] = latency_json(m, agg);
+  j["kernels"] = kernels_json(m, agg);
+  j["untimed_ops"] = untimed;  // operations with no post time (aggregate mode has no operations at all)
+  return j;
+}
+
+}  // namespace sigmatrace::exporter

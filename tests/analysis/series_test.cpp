@@ -1,0 +1,130 @@
+// The binned series the HTML report plots (analysis/series.h, aggregate.json "series"): exact
+// against the operations in trace.sqlite, bin by bin, and against the counters; the duration
+// histograms against the durations themselves.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "analysis/series.h"
+#include "analysis/synthetic_experiment.h"
+#include "analysis_test_util.h"
+#include "support/temp_dir.h"
+
+namespace sigmatrace::test {
+namespace {
+
+using analysis::latency_bucket;
+using analysis::latency_bucket_lower_ns;
+
+TEST(LatencyBuckets, FourPerPowerOfTwoWithExactEdges) {
+  EXPECT_EQ(latency_bucket(-5), 0u);
+  EXPECT_EQ(latency_bucket(0), 0u);
+  EXPECT_EQ(latency_bucket(1), 0u);
+  EXPECT_EQ(latency_bucket(2), 4u);
+  EXPECT_EQ(latency_bucket(3), 6u);
+  EXPECT_EQ(latency_bucket(1024), 40u);
+  EXPECT_EQ(latency_bucket(1279), 40u);
+  EXPECT_EQ(latency_bucket(1280), 41u);
+  EXPECT_EQ(latency_bucket(int64_t{1} << 62), analysis::kLatencyBuckets - 1);
+  // Every bucket from 4 ns on starts where latency_bucket cuts, and holds what is below the next.
+  for (unsigned b = 8; b + 1 < analysis::kLatencyBuckets; ++b) {
+    const auto lo = static_cast<int64_t>(latency_bucket_lower_ns(b));
+    const auto hi = static_cast<int64_t>(latency_bucket_lower_ns(b + 1));
+    EXPECT_EQ(latency_bucket(lo), b) << lo;
+    EXPECT_EQ(latency_bucket(hi - 1), b) << hi - 1;
+  }
+}
+
+analysis::SyntheticSpec spec(bool full) {
+  analysis::SyntheticSpec s;
+  s.processes = 4;
+  s.hosts = 2;
+  s.qps_per_pair = 2;
+  s.messages_per_qp = 40;
+  s.opcodes = {2 /*SEND*/, 0 /*WRITE*/, 4 /*READ*/, 6 /*ATOMIC_FA*/};
+  s.full_mode = full;
+  return s;
+}
+
+const char* kTraffic = "opcode NOT IN ('RECV', 'LOCAL_INV', 'BIND_MW', 'UNKNOWN', 'NOP')";
+
+// Every host's bytes and operations, bin by bin, are the operations of trace.sqlite posted in it.
+void expect_bins_are_the_operations(const std::string& dir, const nlohmann::json& series) {
+  const int64_t start = series["start_ns"].get<int64_t>(), width = series["bin_ns"].get<int64_t>();
+  const size_t bins = series["bins"].get<size_t>();
+  ASSERT_GE(bins, 1u);
+  ASSERT_LE(bins, analysis::kSeriesBins);
+  ASSERT_FALSE(series["hosts"].empty());
+  const std::string db = dir + "/trace.sqlite";
+  for (const auto& h : series["hosts"]) {
+    const std::string host = h["host"].get<std::string>(), layer = h["layer"].get<std::string>();
+    std::vector<uint64_t> bytes(bins, 0), ops(bins, 0);
+    for (const std::string& row :
+         sql_rows(db, "SELECT (ts_ns - " + std::to_string(start) + ") / " + std::to_string(width) + ", SUM(bytes), SUM(wr_count) FROM op JOIN process USING(process_id)"
+                      " WHERE host = '" + host + "' AND layer = '" + layer + "' AND " + kTraffic + " GROUP BY 1")) {
+      const size_t bar = row.find('|'), bar2 = row.find('|', bar + 1);
+      const size_t b = std::stoul(row.substr(0, bar));
+      ASSERT_LT(b, bins) << "an operation of " << host << " falls after the series' window";
+      bytes[b] = std::stoull(row.substr(bar + 1, bar2 - bar - 1));
+      ops[b] = std::stoull(row.substr(bar2 + 1));
+    }
+    EXPECT_EQ(h["bytes"].get<std::vector<uint64_t>>(), bytes) << host;
+    EXPECT_EQ(h["ops"].get<std::vector<uint64_t>>(), ops) << host;
+  }
+}
+
+TEST(Series, FullModeBinsAndTotalsAreExact) {
+  TempDir dir;
+  analysis::write_synthetic_experiment(dir.path(), spec(true));
+  exporter::AnalysisRun run = analyze_dir(dir.path());
+  ASSERT_TRUE(run.ok) << run.error;
+  const nlohmann::json& a = run.aggregate_json;
+  const nlohmann::json& s = a["series"];
+  expect_bins_are_the_operations(dir.path(), s);
+
+  uint64_t moved = 0, series_bytes = 0;
+  for (const auto& h : a["hosts"]) moved += h["bytes_out"].get<uint64_t>() + h["bytes_read"].get<uint64_t>();
+  for (const auto& h : s["hosts"]) series_bytes += h["total_bytes"].get<uint64_t>();
+  EXPECT_EQ(series_bytes, moved);
+  EXPECT_EQ(s["untimed_ops"].get<uint64_t>(), 0u);
+
+  // The busiest QPs, most bytes first, each its own operations.
+  EXPECT_EQ(s["qps_with_traffic"].get<size_t>(), 16u);
+  ASSERT_EQ(s["top_qps"].size(), 8u);
+  for (size_t i = 1; i < s["top_qps"].size(); ++i)
+    EXPECT_GE(s["top_qps"][i - 1]["total_bytes"].get<uint64_t>(), s["top_qps"][i]["total_bytes"].get<uint64_t>());
+  for (const auto& q : s["top_qps"])
+    EXPECT_EQ(q["total_bytes"].get<int64_t>(),
+              sql_int(dir / "trace.sqlite", "SELECT SUM(bytes) FROM op WHERE qp_id = " + std::to_string(q["qp_id"].get<int64_t>()) + " AND " + kTraffic));
+
+  // Durations: one histogram per (layer, opcode) with every operation that has one; its median
+  // is the lower edge of the bucket holding the true median.
+  ASSERT_FALSE(s["latency"].empty());
+  for (const auto& h : s["latency"]) {
+    const std::string where = " FROM op WHERE layer = '" + h["layer"].get<std::string>() + "' AND opcode = '" + h["opcode"].get<std::string>() +
+                              "' AND dur_ns IS NOT NULL AND is_call = 0";
+    const int64_t n = sql_int(dir / "trace.sqlite", "SELECT COUNT(*)" + where);
+    EXPECT_EQ(h["ops"].get<int64_t>(), n) << h["opcode"];
+    EXPECT_EQ(h["min_ns"].get<int64_t>(), sql_int(dir / "trace.sqlite", "SELECT MIN(dur_ns)" + where));
+    EXPECT_EQ(h["max_ns"].get<int64_t>(), sql_int(dir / "trace.sqlite", "SELECT MAX(dur_ns)" + where));
+    uint64_t in_buckets = 0;
+    for (const auto& b : h["buckets"]) in_buckets += b["ops"].get<uint64_t>();
+    EXPECT_EQ(in_buckets, static_cast<uint64_t>(n));
+    const int64_t median = sql_int(dir / "trace.sqlite", "SELECT dur_ns" + where + " ORDER BY dur_ns LIMIT 1 OFFSET " + std::to_string((n - 1) / 2));
+    const double p50 = h["p50_ns"].get<double>();
+    EXPECT_LE(p50, static_cast<double>(median)) << h["opcode"];
+    EXPECT_GT(p50 * 1.25, static_cast<double>(median)) << h["opcode"];
+  }
+}
+
+TEST(Series, SimpleModeHasBinsButNoDurations) {
+  TempDir dir;
+  analysis::write_synthetic_experiment(dir.path(), spec(false));
+  exporter::AnalysisRun run = analyze_dir(dir.path());
+  ASSERT_TRUE(run.ok) << run.error;
+  expect_bins_are_the_operations(dir.path(), run.aggregate_json["series"]);
+  EXPECT_TRUE(run.aggregate_json["series"]["latency"].empty()) << "a post call's duration is not its operation's";
+}
+
+}  // namespace
+}  // namespace sigmatrace::test
