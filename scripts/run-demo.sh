@@ -24,3 +24,10 @@ SOFTNIC_HOST=node-b "$st" profile --softnic --host node-b -o "$exp" -- ib_write_
 wait "$server"
 echo "== analysis"
 "$st" analyze "$exp"
+echo "== report"
+# report.html (open it in any browser, no server needed) and every figure as SVG and PNG.
+"$st" report "$exp" --html --plots "$exp/plots"
+# The page itself as a picture (the README's).
+chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$exp/.chromium" --window-size=1200,1900 \
+  --screenshot="$exp/report.png" "file://$(realpath "$exp")/report.html" >/dev/null 2>&1 && echo "report: $exp/report.png (the page)"
+rm -rf "$exp/.chromium"

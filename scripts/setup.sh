@@ -16,6 +16,7 @@ packages=(
   libucx-dev ucx-utils libfabric-dev libfabric-bin                  # UCX and libfabric run over TCP/shm
   openmpi-bin libopenmpi-dev                                        # MPI programs and launcher
   procps psmisc binutils
+  chromium python3                            # the HTML report's browser test and `report --plots`
 )
 
 missing=()

@@ -36,6 +36,7 @@ const std::vector<ConfigVariable>& config_variables() {
       {"SIGMATRACE_DOORBELL_CPUS", "comma-separated CPU numbers", "pin the doorbell pollers to these CPUs, round-robin"},
       {"SIGMATRACE_DOORBELL_PAGES_PER_POLLER", "integer 1..64", "doorbell pages one poller thread watches (default 64: one thread serves up to 64 pages)"},
       {"SIGMATRACE_DOORBELL_SPIN_MS", "integer 0..3600000", "a poller idle this long polls every 20 us instead of spinning (default 1000)"},
+      {"SIGMATRACE_CHROMIUM", "an executable's path", "the headless Chromium `sigmatrace report --plots` draws figures with (default: chromium on PATH); the profiler ignores it"},
       {"SIGMATRACE_DEBUG_WRITER_DELAY_US", "integer 0..10000000", "testing: the writer sleeps this long per chunk"},
       {"SIGMATRACE_DEBUG_FAIL_PROVIDER", "a provider name", "testing: that provider's initialisation fails"},
   };

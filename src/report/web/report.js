@@ -1,0 +1,284 @@
+// The HTML report: builds the page from the experiment's aggregate.json (embedded by
+// `sigmatrace report --html` as the script element #sigmatrace-aggregate) with Apache ECharts.
+// Every number shown is read from that JSON, never recomputed from events; each figure is a
+// <section class="figure" data-figure="ID">. With the URL fragment #export, each figure is also
+// rendered to an SVG string and a PNG data URL, written as JSON into a pre element appended to the
+// body, id sigmatrace-export
+// (what `sigmatrace report --plots DIR` reads back through a headless browser).
+(function () {
+  'use strict';
+  const agg = JSON.parse(document.getElementById('sigmatrace-aggregate').textContent);
+  const root = document.getElementById('report');
+  const exporting = location.hash === '#export';
+  const figures = [];  // {id, title, option, width, height}
+
+  // ---- formatting -------------------------------------------------------------------------
+  const exact = (n) => (n === null || n === undefined ? '–' : Number(n).toLocaleString('en-US'));
+  function bytes(n) {
+    const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let v = Number(n), i = 0;
+    while (v >= 1024 && i < u.length - 1) v /= 1024, ++i;
+    return (i ? v.toFixed(v < 10 ? 2 : 1) : String(v)) + ' ' + u[i];
+  }
+  function duration(ns) {
+    const v = Number(ns);
+    if (v < 1e3) return v.toFixed(0) + ' ns';
+    if (v < 1e6) return (v / 1e3).toFixed(2) + ' µs';
+    if (v < 1e9) return (v / 1e6).toFixed(2) + ' ms';
+    return (v / 1e9).toFixed(3) + ' s';
+  }
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    return e;
+  }
+  // A table whose numeric cells carry their exact value (data-value) beside what they show.
+  function table(key, head, rows) {
+    const t = el('table', {'data-table': key});
+    t.append(el('tr', {}, ...head.map((h) => el('th', {}, h))));
+    for (const r of rows)
+      t.append(el('tr', {}, ...r.map((c) => (typeof c === 'number' ? el('td', {'data-value': c, class: 'num'}, exact(c)) : el('td', {}, c ?? '–')))));
+    return t;
+  }
+  function section(title, ...children) {
+    root.append(el('h2', {}, title), ...children);
+  }
+  function note(text) { return el('p', {class: 'note'}, text); }
+
+  // ---- summary -----------------------------------------------------------------------------
+  const procs = agg.processes || [];
+  const sum = (xs, f) => xs.reduce((a, x) => a + (f(x) || 0), 0);
+  const spanNs = agg.end_ns - agg.start_ns;
+  root.append(el('h1', {}, 'sigmatrace report'), el('p', {class: 'experiment'}, agg.experiment));
+  section('Summary', table('summary', ['what', 'value'], [
+    ['duration', duration(spanNs)],
+    ['events', agg.events],
+    ['processes', procs.length],
+    ['hosts', (agg.hosts || []).length],
+    ['operations', sum(procs, (p) => p.ops)],
+    ['bytes out (writes, sends, atomics)', sum(procs, (p) => p.bytes_out)],
+    ['bytes read', sum(procs, (p) => p.bytes_read)],
+    ['completions', sum(procs, (p) => p.completions)],
+    ['errors', agg.errors],
+    ['events dropped', agg.events_dropped],
+  ]));
+  const notOnPage = Object.entries(agg.left_out_of_page || {}).filter(([, n]) => n).map(([k, n]) => exact(n) + ' ' + k);
+  if (notOnPage.length) root.append(note('Listed in aggregate.json and trace.sqlite, not on this page: ' + notOnPage.join(', ') + '.'));
+
+  // ---- figures -----------------------------------------------------------------------------
+  // Figures go into the grid of the last heading: half width, or the whole row when wide.
+  let grid = null;
+  function heading(title) {
+    grid = el('div', {class: 'figures'});
+    section(title, grid);
+  }
+  function figure(id, title, caption, option, height, wide) {
+    const chart = el('div', {class: 'chart', style: 'height:' + (height || 380) + 'px'});
+    grid.append(el('section', {class: 'figure' + (wide ? ' wide' : ''), 'data-figure': id}, el('h3', {}, title), chart, el('p', {class: 'caption'}, caption)));
+    figures.push({id, title, option, chart, height: height || 380, cells: 0});
+  }
+  const base = {animation: false, textStyle: {fontFamily: 'sans-serif'}, tooltip: {}};
+  const binsX = () => {
+    const s = agg.series, xs = [];
+    for (let b = 0; b < s.bins; ++b) xs.push(((s.start_ns + b * s.bin_ns - agg.start_ns) / 1e6).toFixed(3));
+    return xs;
+  };
+  // GB/s of each bin: bytes / bin width (10^9 bytes per s).
+  const rate = (bins) => bins.map((v) => v / agg.series.bin_ns);
+
+  // A matrix without its last row and column ("unknown": peers not in the trace) when both are
+  // empty in bytes and operations.
+  function known(m) {
+    const n = m.labels.length, u = n - 1;
+    if (!n || m.labels[u] !== 'unknown') return m;
+    for (let i = 0; i < n; ++i) if (m.bytes[u][i] || m.bytes[i][u] || m.ops[u][i] || m.ops[i][u]) return m;
+    const cut = (rows) => rows.slice(0, u).map((r) => r.slice(0, u));
+    return {labels: m.labels.slice(0, u), bytes: cut(m.bytes), ops: cut(m.ops)};
+  }
+  function heatmap(kind, what, m) {
+    const cells = m[what];
+    const n = m.labels.length;
+    let total = 0, max = 0;
+    const data = [];
+    for (let s = 0; s < n; ++s)
+      for (let d = 0; d < n; ++d) {
+        total += cells[s][d];
+        max = Math.max(max, cells[s][d]);
+        if (cells[s][d]) data.push([d, s, cells[s][d]]);
+      }
+    if (!total) return;
+    const labelled = n <= 16;  // every cell's exact value is written in it
+    figure(kind + '-' + what, kind + ' matrix: ' + what, (what === 'bytes' ? bytes(total) + ' (' + exact(total) + ' bytes)' : exact(total) + ' operations') +
+           ' from the row to the column' + (m.labels[n - 1] === 'unknown' ? '; "unknown": peers not in the trace.' : '.'), {
+      ...base,
+      tooltip: {formatter: (p) => m.labels[p.value[1]] + ' → ' + m.labels[p.value[0]] + ': ' + exact(p.value[2])},
+      grid: {left: 120, right: 90, top: 20, bottom: 90},
+      xAxis: {type: 'category', data: m.labels, name: 'to', axisLabel: {rotate: 30}},
+      yAxis: {type: 'category', data: m.labels, name: 'from', inverse: true},
+      visualMap: {min: 0, max: max, calculable: false, text: ['high', 'low'], orient: 'vertical', right: 0, top: 'center', inRange: {color: ['#f7fbff', '#6baed6', '#08306b']}},
+      series: [{type: 'heatmap', data: data, label: {show: labelled, formatter: (p) => exact(p.value[2])}}],
+    }, Math.max(300, Math.min(900, 60 + 34 * n)));
+    figures[figures.length - 1].cells = data.length;
+  }
+  heading('Who talks to whom');
+  for (const [kind, m] of Object.entries(agg.matrices || {})) {
+    heatmap(kind, 'bytes', known(m));
+    heatmap(kind, 'ops', known(m));
+  }
+
+  function lines(id, title, rows, label, valueOf, unit, caption) {
+    if (!rows.length) return;
+    figure(id, title, caption, {
+      ...base,
+      tooltip: {trigger: 'axis'},
+      dataZoom: [{type: 'inside'}],  // wheel or pinch to zoom into the window
+      legend: {type: 'scroll', top: 0},
+      grid: {left: 70, right: 30, top: 40, bottom: 50},
+      xAxis: {type: 'category', data: binsX(), name: 'ms', nameLocation: 'middle', nameGap: 30},
+      yAxis: {type: 'value', name: unit},
+      series: rows.map((r) => ({type: 'line', name: label(r), showSymbol: false, step: 'middle', data: valueOf(r)})),
+    }, 380, true);
+  }
+  const s = agg.series;
+  if (s) {
+    heading('Over time');
+    const binText = 'bins of ' + duration(s.bin_ns);
+    const totalOf = (rows, f) => exact(sum(rows, f));
+    lines('bandwidth-hosts', 'Bandwidth over time per host', s.hosts, (h) => h.host + ' (' + h.layer + ')', (h) => rate(h.bytes), 'GB/s',
+          totalOf(s.hosts, (h) => h.total_bytes) + ' bytes in ' + totalOf(s.hosts, (h) => h.total_ops) + ' operations (writes, sends, atomics, reads, by their initiator); ' + binText + '.');
+    const gpuTraffic = s.gpus.filter((g) => g.total_ops);
+    lines('bandwidth-gpus', 'Bandwidth over time per GPU (GPU-initiated, recovered WQEs)', gpuTraffic, (g) => g.gpu_label, (g) => rate(g.bytes), 'GB/s',
+          totalOf(gpuTraffic, (g) => g.total_bytes) + ' bytes in ' + totalOf(gpuTraffic, (g) => g.total_ops) + ' operations; ' + binText + '.');
+    lines('bandwidth-qps', 'Bandwidth over time of the busiest QPs', s.top_qps, (q) => q.label, (q) => rate(q.bytes), 'GB/s',
+          'The ' + s.top_qps.length + ' QPs that moved the most bytes of the ' + s.qps_with_traffic + ' that moved any; ' + binText + '.');
+    const ringing = s.gpus.filter((g) => g.total_doorbells);
+    lines('doorbell-rate', 'Doorbell rate per GPU', ringing, (g) => g.gpu_label, (g) => g.doorbells.map((v) => (v * 1e9) / s.bin_ns), 'doorbells/s',
+          totalOf(ringing, (g) => g.total_doorbells) + ' doorbells; ' + binText + '.');
+
+    // A histogram of non-empty buckets as the outline of its bars: up at each bucket's lower edge,
+    // across, and down to 0 where the next non-empty bucket does not follow at once.
+    const histogramOutline = (buckets) => {
+      const pts = [];
+      buckets.forEach((b, i) => {
+        if (i === 0 || buckets[i - 1].to_ns < b.from_ns) pts.push([b.from_ns, 0]);
+        pts.push([b.from_ns, b.ops], [b.to_ns, b.ops]);
+        if (i + 1 === buckets.length || buckets[i + 1].from_ns > b.to_ns) pts.push([b.to_ns, 0]);
+      });
+      return pts;
+    };
+    if (s.latency.length) {
+      heading('Durations');
+      figure('latency', 'Operation durations (post to completion) per kind', s.latency.map((h) => h.layer + ' ' + h.opcode + ': ' + exact(h.ops) + ' ops, median ' +
+             duration(h.p50_ns) + ', p99 ' + duration(h.p99_ns)).join('; ') + '. Buckets are a quarter of a power of two wide.', {
+        ...base,
+        tooltip: {trigger: 'axis'},
+        legend: {top: 0},
+        grid: {left: 70, right: 30, top: 40, bottom: 50},
+        xAxis: {type: 'log', name: 'ns', nameLocation: 'middle', nameGap: 30, logBase: 10},
+        yAxis: {type: 'value', name: 'operations'},
+        series: s.latency.map((h) => ({type: 'line', showSymbol: false, areaStyle: {opacity: 0.15}, name: h.layer + ' ' + h.opcode,
+                                       data: histogramOutline(h.buckets)})),
+      }, 380, true);
+      root.append(table('latency', ['layer', 'kind', 'ops', 'min ns', 'median ns', 'p99 ns', 'max ns'],
+                        s.latency.map((h) => [h.layer, h.opcode, h.ops, h.min_ns, Math.round(h.p50_ns), Math.round(h.p99_ns), h.max_ns])));
+    }
+    if (s.kernels.length) {
+      heading('GPU doorbells per kernel');
+      const ks = s.kernels.slice(0, 20);
+      const name = (k) => (k.kernel || '(no launch seen)') + ' · ' + k.gpu_label;
+      figure('kernel-doorbells', 'Doorbells and WQEs per doorbell, per kernel', ks.length + ' of ' + s.kernels.length + ' kernels (the ones that rang most); ' +
+             totalOf(ks, (k) => k.doorbells) + ' doorbells announcing ' + totalOf(ks, (k) => k.wqebbs) + ' WQEBBs.', {
+        ...base,
+        tooltip: {trigger: 'axis'},
+        legend: {top: 0},
+        grid: {left: 70, right: 70, top: 40, bottom: 120},
+        xAxis: {type: 'category', data: ks.map(name), axisLabel: {rotate: 25, width: 200, overflow: 'truncate'}},
+        yAxis: [{type: 'value', name: 'doorbells'}, {type: 'value', name: 'WQEBBs per doorbell'}],
+        series: [{type: 'bar', name: 'doorbells', data: ks.map((k) => k.doorbells)},
+                 {type: 'line', name: 'WQEBBs per doorbell', yAxisIndex: 1, data: ks.map((k) => k.wqebbs_per_doorbell || 0)}],
+      }, 420, true);
+      root.append(table('kernels', ['kernel', 'GPU', 'doorbells', 'WQEBBs', 'WQEs', 'data', 'control', 'doorbells/s'],
+                        ks.map((k) => [k.kernel || '(no launch seen)', k.gpu_label, k.doorbells, k.wqebbs, k.wqes, k.data_doorbells, k.control_doorbells,
+                                       k.doorbells_per_s ? Math.round(k.doorbells_per_s) : '–'])));
+    }
+  } else {
+    root.append(note('This aggregate.json has no series (written by an older sigmatrace): no plots over time.'));
+  }
+  const ranges = (agg.nvtx_ranges || []).slice(0, 15);
+  if (ranges.length) heading('NVTX ranges');
+  if (ranges.length)
+    figure('nvtx-ranges', 'NVTX ranges that took the most time', ranges.length + ' of ' + agg.nvtx_ranges.length + ' range names.', {
+      ...base,
+      grid: {left: 220, right: 40, top: 20, bottom: 40},
+      xAxis: {type: 'value', name: 'ms'},
+      yAxis: {type: 'category', inverse: true, data: ranges.map((r) => r.domain + ' / ' + r.name)},
+      series: [{type: 'bar', data: ranges.map((r) => r.total_ns / 1e6)}],
+    }, 60 + 26 * ranges.length, true);
+
+  // ---- processes, loss and coverage (after the figures) ------------------------------------
+  section('Processes', table('processes', ['process', 'host', 'mode', 'ops', 'bytes out', 'bytes read', 'completions', 'errors', 'dropped'],
+    procs.map((p) => [p.label, p.host, p.mode, p.ops, p.bytes_out, p.bytes_read, p.completions, p.errors, p.events_dropped])));
+
+  const loss = [['events dropped by the recorders', agg.events_dropped], ['errors (calls, completions, async)', agg.errors],
+                ['files skipped', (agg.skipped_files || []).length], ['damaged files', (agg.damage || []).length]];
+  for (const d of agg.damage || []) loss.push(['  ' + d.file + ': bytes skipped', d.bytes_skipped]);
+  loss.push(['events of unknown QPs', sum(procs, (p) => p.unknown_qp_events)], ['completions without their WR', sum(procs, (p) => p.unmatched_completions)]);
+  const hij = procs.map((p) => p.gpu_doorbells).filter(Boolean);
+  if (hij.length) loss.push(['doorbell pages not hijacked', sum(hij, (h) => h.pages_not_hijacked)], ['doorbell page map failures', sum(hij, (h) => h.map_failures)],
+                            ['doorbells on unknown QPs', sum(hij, (h) => h.doorbells_on_unknown_qps)]);
+  const rec = (agg.gpus || []).map((g) => g.wqe_recovery).filter(Boolean);
+  if (rec.length) loss.push(['GPU WQEBBs lost (overwritten before read)', sum(rec, (r) => r.lost_wqebbs)], ['GPU WQEs damaged', sum(rec, (r) => r.damaged_wqes)],
+                            ['GPU WQEBBs unreadable', sum(rec, (r) => r.unread_wqebbs)]);
+  const nv = procs.map((p) => p.nvtx).filter(Boolean);
+  if (nv.length) loss.push(['NVTX ranges not ended', sum(nv, (n) => n.not_ended)], ['NVTX payloads not decoded', sum(nv, (n) => n.undecoded_payloads)]);
+  if (agg.timeline) loss.push(['timeline: events left out (window, layers, processes)', agg.timeline.events_left_out], ['timeline: events summarised (budget)', agg.timeline.events_summarised]);
+  loss.push(['operations without a timestamp (in no time bin)', agg.series ? agg.series.untimed_ops : 0]);
+  const cov = Object.entries(agg.coverage || {}).map(([k, v]) => [k, v.enabled_in, v.reported_by]);
+  section('Loss and coverage', table('loss', ['what', 'count'], loss),
+          table('coverage', ['provider', 'enabled in (processes)', 'reported by (processes)'], cov));
+  for (const f of agg.skipped_files || []) root.append(note('skipped: ' + f));
+
+  // ---- render ------------------------------------------------------------------------------
+  for (const f of figures) {
+    // SVG keeps every mark in the DOM (inspectable, exportable as is); a heatmap of thousands of
+    // cells is drawn on a canvas instead, which stays fast.
+    f.instance = echarts.init(f.chart, null, {renderer: f.cells > 4096 ? 'canvas' : 'svg'});
+    f.instance.setOption(f.option);
+  }
+  window.addEventListener('resize', () => figures.forEach((f) => f.instance.resize()));
+  root.setAttribute('data-figures', String(figures.length));
+  if (!exporting) return;
+
+  // The PNG is the SVG rasterised by the browser at twice its size: exactly the figure of the SVG
+  // file (ECharts' own canvas renderer paints large figures over several frames).
+  const rasterise = (svg, w, h) => new Promise((resolve, reject) => {
+    const img = new Image();
+    img.onload = () => {
+      const c = document.createElement('canvas');
+      c.width = 2 * w, c.height = 2 * h;
+      const g = c.getContext('2d');
+      g.fillStyle = '#ffffff';
+      g.fillRect(0, 0, c.width, c.height);
+      g.drawImage(img, 0, 0, c.width, c.height);
+      resolve(c.toDataURL('image/png'));
+    };
+    img.onerror = () => reject(new Error('the browser could not draw an SVG figure'));
+    img.src = 'data:image/svg+xml;charset=utf-8,' + encodeURIComponent(svg);
+  });
+  const scratch = el('div', {style: 'position:absolute;left:-10000px;top:0'});
+  document.body.append(scratch);
+  const out = {};
+  const done = figures.map((f) => {
+    const w = 1000, h = Math.max(f.height, 380);
+    const box = el('div', {style: 'width:' + w + 'px;height:' + h + 'px'});
+    scratch.append(box);
+    const chart = echarts.init(box, null, {renderer: 'svg', width: w, height: h});
+    chart.setOption({...f.option, backgroundColor: '#ffffff'});
+    const svg = chart.renderToSVGString();
+    chart.dispose();
+    return rasterise(svg, w, h).then((png) => { out[f.id] = {title: f.title, svg: svg, png: png}; });
+  });
+  // What --plots reads: written once every figure is in (an incomplete export has no element).
+  Promise.all(done).then(() => document.body.append(el('pre', {id: 'sigmatrace-export'}, JSON.stringify(out))));
+})();

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Checks the DOM a browser rendered from report.html against the experiment's aggregate.json.
+
+Fails (exit 1, one line per problem) when the browser logged any console message, a figure has
+no drawn SVG, a number the page shows differs from aggregate.json, the traffic differs from what
+perftest was told to make, or a figure's SVG/PNG file is missing or malformed.
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import struct
+import sys
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+
+NUMBER = re.compile(r"^\d{1,3}(,\d{3})*$")
+NOT_TRAFFIC = {"RECV", "LOCAL_INV", "BIND_MW", "UNKNOWN", "NOP"}  # classes the matrices do not count
+
+
+class Dom(HTMLParser):
+    """Figures (their SVG marks and text), tables (their cells) and the report root's attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.figures = collections.OrderedDict()  # id -> {"svgs", "paths", "texts", "caption"}
+        self.tables = {}  # data-table -> rows of [(text, data-value)]
+        self.root = {}
+        self.stack = []  # (tag, figure id or None, table key or None, in caption)
+        self.text_target = None
+        self.cell = None
+
+    def current(self, index):
+        for entry in reversed(self.stack):
+            if entry[index] is not None:
+                return entry[index]
+        return None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        fig = a.get("data-figure") if tag == "section" else None
+        table = a.get("data-table") if tag == "table" else None
+        if tag == "div" and a.get("id") == "report":
+            self.root = a
+        if fig:
+            self.figures[fig] = {"svgs": 0, "paths": 0, "texts": [], "caption": ""}
+        if table:
+            self.tables[table] = []
+        caption = tag == "p" and "caption" in (a.get("class") or "")
+        self.stack.append((tag, fig, table, caption or None))
+        f = self.current(1)
+        if f:
+            if tag == "svg":
+                self.figures[f]["svgs"] += 1
+            if tag == "path" and a.get("d"):
+                self.figures[f]["paths"] += 1
+            if tag == "text":
+                self.text_target = []
+        t = self.current(2)
+        if t and tag == "tr":
+            self.tables[t].append([])
+        if t and tag in ("td", "th"):
+            self.cell = ([], a.get("data-value"))
+
+    def handle_endtag(self, tag):
+        f, t = self.current(1), self.current(2)
+        if tag == "text" and self.text_target is not None and f:
+            self.figures[f]["texts"].append("".join(self.text_target).strip())
+            self.text_target = None
+        if tag in ("td", "th") and self.cell is not None and t:
+            self.tables[t][-1].append(("".join(self.cell[0]).strip(), self.cell[1]))
+            self.cell = None
+        while self.stack:
+            if self.stack.pop()[0] == tag:
+                break
+
+    def handle_data(self, data):
+        if self.text_target is not None:
+            self.text_target.append(data)
+        if self.cell is not None:
+            self.cell[0].append(data)
+        if self.current(3) and self.current(1):
+            self.figures[self.current(1)]["caption"] += data
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--aggregate", required=True)
+    ap.add_argument("--dom", required=True)
+    ap.add_argument("--console", required=True)
+    ap.add_argument("--plots", required=True)
+    ap.add_argument("--ops-per-pair", type=int, required=True)
+    ap.add_argument("--bytes-per-op", type=int, required=True)
+    o = ap.parse_args()
+    agg = json.load(open(o.aggregate))
+    dom = Dom()
+    dom.feed(open(o.dom, encoding="utf-8").read())
+    problems = []
+
+    def expect(what, got, want):
+        if got != want:
+            problems.append(f"{what}: the page shows {got!r}, expected {want!r}")
+
+    # 1. The console: the page logs nothing, so any message is an error or a warning.
+    console = [l for l in open(o.console, errors="replace") if ":CONSOLE" in l]
+    for line in console:
+        problems.append("browser console: " + line.strip())
+
+    # 2. Every figure drawn.
+    expect("figures counted by the page", dom.root.get("data-figures"), str(len(dom.figures)))
+    for want in ("host-bytes", "host-ops", "rank-bytes", "rank-ops", "bandwidth-hosts", "bandwidth-qps", "latency"):
+        if want not in dom.figures:
+            problems.append(f"figure {want} is missing (figures: {', '.join(dom.figures)})")
+    for fid, f in dom.figures.items():
+        if f["svgs"] < 1 or f["paths"] < 1:
+            problems.append(f"figure {fid} drew nothing ({f['svgs']} svg, {f['paths']} paths)")
+
+    # 3. The summary and the processes tables.
+    procs = agg["processes"]
+    summary = {row[0][0]: row[1] for row in dom.tables.get("summary", [])[1:]}
+    want_summary = {
+        "events": agg["events"], "processes": len(procs), "hosts": len(agg["hosts"]),
+        "operations": sum(p["ops"] for p in procs), "bytes out (writes, sends, atomics)": sum(p["bytes_out"] for p in procs),
+        "bytes read": sum(p["bytes_read"] for p in procs), "completions": sum(p["completions"] for p in procs),
+        "errors": agg["errors"], "events dropped": agg["events_dropped"],
+    }
+    for key, want in want_summary.items():
+        cell = summary.get(key)
+        expect(f"summary '{key}' (data-value)", cell and cell[1], str(want))
+        expect(f"summary '{key}' (text)", cell and cell[0].replace(",", ""), str(want))
+    rows = {r[0][0]: r for r in dom.tables.get("processes", [])[1:]}
+    for p in procs:
+        r = rows.get(p["label"])
+        if not r:
+            problems.append(f"process {p['label']} is not in the processes table")
+            continue
+        for col, key in ((3, "ops"), (4, "bytes_out"), (5, "bytes_read"), (6, "completions"), (7, "errors"), (8, "events_dropped")):
+            expect(f"{p['label']} {key}", r[col][1], str(p[key]))
+
+    # 4. Heatmaps: the numbers written in the cells are exactly the matrix's non-zero cells.
+    for kind, m in agg["matrices"].items():
+        for what in ("bytes", "ops"):
+            fid = f"{kind}-{what}"
+            if fid not in dom.figures:
+                continue
+            shown = sorted(int(t.replace(",", "")) for t in dom.figures[fid]["texts"] if NUMBER.match(t))
+            cells = sorted(v for row in m[what] for v in row if v)
+            expect(f"{fid} cell labels", shown, cells)
+
+    # 5. What perftest was told to do: WRITEs b -> a, SENDs a -> b, READs by b of a (bytes a -> b).
+    host = agg["matrices"]["host"]
+    ia, ib = host["labels"].index("node-a"), host["labels"].index("node-b")
+    n = o.ops_per_pair * o.bytes_per_op
+    expect("host matrix node-a -> node-b bytes", host["bytes"][ia][ib], 2 * n)
+    expect("host matrix node-b -> node-a bytes", host["bytes"][ib][ia], n)
+
+    # 6. The series add up to the counters: bandwidth per host against bytes out + read, latency
+    #    histograms against the table.
+    s = agg["series"]
+    moved = sum(p["bytes_out"] + p["bytes_read"] for p in procs)
+    moving_ops = sum(v["ops"] for p in procs for k, v in p["by_opcode"].items() if k not in NOT_TRAFFIC)
+    expect("series: bytes over time, all hosts", sum(h["total_bytes"] for h in s["hosts"]), moved)
+    expect("series: bytes in the bins", sum(sum(h["bytes"]) for h in s["hosts"]), moved)
+    expect("series: operations over time, all hosts", sum(h["total_ops"] for h in s["hosts"]), moving_ops)
+    caption = dom.figures.get("bandwidth-hosts", {}).get("caption", "")
+    m = re.match(r"([\d,]+) bytes in ([\d,]+) operations", caption)
+    expect("bandwidth-hosts caption", m and (int(m.group(1).replace(",", "")), int(m.group(2).replace(",", ""))), (moved, moving_ops))
+    lat = {(r[0][0], r[1][0]): r[2][1] for r in dom.tables.get("latency", [])[1:]}
+    expect("latency table", lat, {(h["layer"], h["opcode"]): str(h["ops"]) for h in s["latency"]})
+    for h in s["latency"]:
+        expect(f"latency {h['opcode']} buckets", sum(b["ops"] for b in h["buckets"]), h["ops"])
+    kinds = {h["opcode"] for h in s["latency"]}
+    for k in ("WRITE", "SEND", "READ"):
+        if k not in kinds:
+            problems.append(f"no duration histogram for {k} (have {sorted(kinds)})")
+
+    # 7. Every figure as a file: an SVG that parses, with marks, and a PNG with a size.
+    files = sorted(os.listdir(o.plots))
+    expect("plot files", files, sorted([f + ".svg" for f in dom.figures] + [f + ".png" for f in dom.figures]))
+    for fid in dom.figures:
+        try:
+            svg = ET.parse(os.path.join(o.plots, fid + ".svg")).getroot()
+            if not svg.tag.endswith("svg") or not any(e.tag.endswith("path") for e in svg.iter()):
+                problems.append(f"{fid}.svg has no drawn path")
+        except (ET.ParseError, OSError) as e:
+            problems.append(f"{fid}.svg does not parse: {e}")
+        png = open(os.path.join(o.plots, fid + ".png"), "rb").read() if os.path.exists(os.path.join(o.plots, fid + ".png")) else b""
+        if png[:8] != b"\x89PNG\r\n\x1a\n" or len(png) < 33:
+            problems.append(f"{fid}.png is not a PNG")
+        else:
+            w, h = struct.unpack(">II", png[16:24])
+            if w < 500 or h < 300:
+                problems.append(f"{fid}.png is {w}x{h}")
+
+    for p in problems:
+        print("check_report_dom: " + p)
+    if not problems:
+        print(f"check_report_dom: {len(dom.figures)} figures rendered and written, every number checked")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
