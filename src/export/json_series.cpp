@@ -5,6 +5,7 @@
 #include <map>
 
 #include "analysis/ibv_names.h"
+#include "analysis/kernel_names.h"
 
 namespace sigmatrace::exporter {
 
@@ -156,7 +157,8 @@ json kernels_json(const ExperimentModel& m, const Aggregates& agg) {
   json out = json::array();
   for (const auto& [pid, k] : all) {
     json o = {{"process_id", pid}, {"label", process_label(m.processes[pid])}, {"gpu_label", gpu_label(m, pid, k->gpu)},
-              {"kernel", k->kernel.empty() ? json(nullptr) : json(k->kernel)}, {"doorbells", k->doorbells}, {"wqebbs", k->wqebbs},
+              {"kernel", k->kernel.empty() ? json(nullptr) : json(k->kernel)},
+              {"kernel_name", k->kernel.empty() ? json(nullptr) : json(readable_kernel_name(k->kernel))}, {"doorbells", k->doorbells}, {"wqebbs", k->wqebbs},
               {"wqes", k->wqes}, {"data_doorbells", k->data_doorbells}, {"control_doorbells", k->control_doorbells},
               {"first_ns", k->first_ns}, {"last_ns", k->last_ns}};
     if (k->doorbells) o["wqebbs_per_doorbell"] = static_cast<double>(k->wqebbs) / static_cast<double>(k->doorbells);

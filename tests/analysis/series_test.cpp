@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "analysis/kernel_names.h"
 #include "analysis/series.h"
 #include "analysis/synthetic_experiment.h"
 #include "analysis_test_util.h"
@@ -33,6 +34,19 @@ TEST(LatencyBuckets, FourPerPowerOfTwoWithExactEdges) {
     EXPECT_EQ(latency_bucket(lo), b) << lo;
     EXPECT_EQ(latency_bucket(hi - 1), b) << hi - 1;
   }
+}
+
+// The names NVSHMEM's and our kernels had on the H200 (cuFuncGetName), as the report labels them.
+TEST(KernelNames, DemangledWithoutPrefixOrParameters) {
+  using analysis::readable_kernel_name;
+  EXPECT_EQ(readable_kernel_name("__nv_static_32__d5794c9a_14_nvshmem_ops_cu_main__ZN43_GLOBAL__N__d5794c9a_14_nvshmem_ops_cu_main15"
+                                 "exchange_kernelEPNS_4HeapEPcS2_S2_PNS_7FetchedEmiii"),
+            "exchange_kernel");
+  EXPECT_EQ(readable_kernel_name("_Z36barrier_on_stream_kernel_threadgroupIL13threadgroup_t1EEvii"),
+            "barrier_on_stream_kernel_threadgroup<(threadgroup_t)1>");
+  EXPECT_EQ(readable_kernel_name("_Z6k_pingPmS_i"), "k_ping");
+  EXPECT_EQ(readable_kernel_name("plain_c_kernel"), "plain_c_kernel");
+  EXPECT_EQ(readable_kernel_name("_Znot a symbol"), "_Znot a symbol");
 }
 
 analysis::SyntheticSpec spec(bool full) {

@@ -3,7 +3,9 @@
 
 Fails (exit 1, one line per problem) when the browser logged any console message, a figure has
 no drawn SVG, a number the page shows differs from aggregate.json, the traffic differs from what
-perftest was told to make, or a figure's SVG/PNG file is missing or malformed.
+the program was known to make (--ops-per-pair/--bytes-per-op: the perftest pairs of
+report_in_browser_test.sh; --gpu-wqes: the WQEs softnic executed for a GPU-initiated run), or a
+figure's SVG/PNG file is missing or malformed.
 """
 import argparse
 import collections
@@ -90,8 +92,9 @@ def main():
     ap.add_argument("--dom", required=True)
     ap.add_argument("--console", required=True)
     ap.add_argument("--plots", required=True)
-    ap.add_argument("--ops-per-pair", type=int, required=True)
-    ap.add_argument("--bytes-per-op", type=int, required=True)
+    ap.add_argument("--ops-per-pair", type=int)
+    ap.add_argument("--bytes-per-op", type=int)
+    ap.add_argument("--gpu-wqes", type=int)
     o = ap.parse_args()
     agg = json.load(open(o.aggregate))
     dom = Dom()
@@ -109,7 +112,12 @@ def main():
 
     # 2. Every figure drawn.
     expect("figures counted by the page", dom.root.get("data-figures"), str(len(dom.figures)))
-    for want in ("host-bytes", "host-ops", "rank-bytes", "rank-ops", "bandwidth-hosts", "bandwidth-qps", "latency"):
+    wanted = ["host-bytes", "host-ops", "rank-bytes", "rank-ops", "bandwidth-hosts", "bandwidth-qps"]
+    if o.ops_per_pair:
+        wanted.append("latency")  # Full mode
+    if o.gpu_wqes:
+        wanted += ["gpu-bytes", "gpu-ops", "bandwidth-gpus", "doorbell-rate", "kernel-doorbells"]
+    for want in wanted:
         if want not in dom.figures:
             problems.append(f"figure {want} is missing (figures: {', '.join(dom.figures)})")
     for fid, f in dom.figures.items():
@@ -148,12 +156,24 @@ def main():
             cells = sorted(v for row in m[what] for v in row if v)
             expect(f"{fid} cell labels", shown, cells)
 
-    # 5. What perftest was told to do: WRITEs b -> a, SENDs a -> b, READs by b of a (bytes a -> b).
-    host = agg["matrices"]["host"]
-    ia, ib = host["labels"].index("node-a"), host["labels"].index("node-b")
-    n = o.ops_per_pair * o.bytes_per_op
-    expect("host matrix node-a -> node-b bytes", host["bytes"][ia][ib], 2 * n)
-    expect("host matrix node-b -> node-a bytes", host["bytes"][ib][ia], n)
+    # 5. What the program was known to do. The perftest pairs: WRITEs b -> a, SENDs a -> b, READs
+    #    by b of a (bytes a -> b). A GPU-initiated run: every WQE softnic executed, recovered.
+    if o.ops_per_pair:
+        host = agg["matrices"]["host"]
+        ia, ib = host["labels"].index("node-a"), host["labels"].index("node-b")
+        n = o.ops_per_pair * o.bytes_per_op
+        expect("host matrix node-a -> node-b bytes", host["bytes"][ia][ib], 2 * n)
+        expect("host matrix node-b -> node-a bytes", host["bytes"][ib][ia], n)
+    if o.gpu_wqes:
+        expect("GPU WQEs recovered", sum(g["wqe_recovery"]["wqes_recovered"] for g in agg["gpus"]), o.gpu_wqes)
+        kernels = {(r[0][0], r[1][0]): (r[2][1], r[3][1], r[4][1]) for r in dom.tables.get("kernels", [])[1:]}
+        want_k = {(k["kernel_name"] or "(no launch seen)", k["gpu_label"]): (str(k["doorbells"]), str(k["wqebbs"]), str(k["wqes"]))
+                  for k in agg["series"]["kernels"][:20]}
+        expect("kernels table (doorbells, WQEBBs, WQEs)", kernels, want_k)
+        rung = sum(g["doorbells"] for g in agg["gpus"])
+        expect("series: doorbells, all GPUs", sum(sum(g["doorbells"]) for g in agg["series"]["gpus"]), rung)
+        caption = dom.figures.get("doorbell-rate", {}).get("caption", "")
+        expect("doorbell-rate caption", caption.split(" doorbells")[0].replace(",", ""), str(rung))
 
     # 6. The series add up to the counters: bandwidth per host against bytes out + read, latency
     #    histograms against the table.
@@ -171,7 +191,7 @@ def main():
     for h in s["latency"]:
         expect(f"latency {h['opcode']} buckets", sum(b["ops"] for b in h["buckets"]), h["ops"])
     kinds = {h["opcode"] for h in s["latency"]}
-    for k in ("WRITE", "SEND", "READ"):
+    for k in ("WRITE", "SEND", "READ") if o.ops_per_pair else ():
         if k not in kinds:
             problems.append(f"no duration histogram for {k} (have {sorted(kinds)})")
 

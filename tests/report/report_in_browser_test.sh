@@ -18,9 +18,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 [ -x "$st" ] || skip "$st is not built"
 [ -e "$build/softnic/libibverbs.so.1" ] || skip "softnic is not built ($build/softnic/libibverbs.so.1 missing)"
 command -v ib_write_bw >/dev/null && command -v ib_send_bw >/dev/null && command -v ib_read_bw >/dev/null || skip "perftest is not installed"
-browser=${SIGMATRACE_CHROMIUM:-$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)}
-[ -n "$browser" ] || skip "no headless Chromium (scripts/setup.sh installs Debian's chromium)"
-command -v python3 >/dev/null || skip "python3 is not installed"
+source "$src/tests/report/browser_check.sh"
+find_browser_or_skip
 
 iters=300 size=8192
 work=$(mktemp -d)
@@ -55,14 +54,5 @@ if [ $rc -ne 0 ]; then
 fi
 
 "$st" analyze -q "$exp" >"$work/analyze.log" 2>&1 || { cat "$work/analyze.log"; fail "analyze failed"; }
-"$st" report "$exp" --html --plots "$work/plots" >"$work/report.log" 2>&1 || { cat "$work/report.log"; fail "report --html --plots failed"; }
-grep -q "report: $exp/report.html" "$work/report.log" || { cat "$work/report.log"; fail "report did not say where report.html is"; }
-
-# The browser: its console (every message, whatever its level, is logged as CONSOLE) and the DOM
-# once the page's scripts ran. A profile of its own, nothing from the user's.
-timeout 120 "$browser" --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$work/profile" \
-  --enable-logging=stderr --v=0 --virtual-time-budget=20000 --dump-dom "file://$exp/report.html" \
-  >"$work/dom.html" 2>"$work/browser.log" || { tail -20 "$work/browser.log"; fail "the browser failed on report.html"; }
-python3 "$src/tests/report/check_report_dom.py" --aggregate "$exp/aggregate.json" --dom "$work/dom.html" \
-  --console "$work/browser.log" --plots "$work/plots" --ops-per-pair $iters --bytes-per-op $size || fail "report.html does not show what aggregate.json says"
+report_and_check "$exp" "$work" --ops-per-pair $iters --bytes-per-op $size
 echo "PASS: report.html rendered in $("$browser" --version 2>/dev/null | head -1), its numbers and figures checked"

@@ -186,7 +186,7 @@
     if (s.kernels.length) {
       heading('GPU doorbells per kernel');
       const ks = s.kernels.slice(0, 20);
-      const name = (k) => (k.kernel || '(no launch seen)') + ' · ' + k.gpu_label;
+      const name = (k) => (k.kernel_name || '(no launch seen)') + ' · ' + k.gpu_label;
       figure('kernel-doorbells', 'Doorbells and WQEs per doorbell, per kernel', ks.length + ' of ' + s.kernels.length + ' kernels (the ones that rang most); ' +
              totalOf(ks, (k) => k.doorbells) + ' doorbells announcing ' + totalOf(ks, (k) => k.wqebbs) + ' WQEBBs.', {
         ...base,
@@ -199,7 +199,7 @@
                  {type: 'line', name: 'WQEBBs per doorbell', yAxisIndex: 1, data: ks.map((k) => k.wqebbs_per_doorbell || 0)}],
       }, 420, true);
       root.append(table('kernels', ['kernel', 'GPU', 'doorbells', 'WQEBBs', 'WQEs', 'data', 'control', 'doorbells/s'],
-                        ks.map((k) => [k.kernel || '(no launch seen)', k.gpu_label, k.doorbells, k.wqebbs, k.wqes, k.data_doorbells, k.control_doorbells,
+                        ks.map((k) => [k.kernel_name || '(no launch seen)', k.gpu_label, k.doorbells, k.wqebbs, k.wqes, k.data_doorbells, k.control_doorbells,
                                        k.doorbells_per_s ? Math.round(k.doorbells_per_s) : '–'])));
     }
   } else {
