@@ -62,16 +62,16 @@ ProcessRow::KernelHit ProcessRow::kernel_hit_at(uint64_t tsc, int64_t gpu) const
   return l ? KernelHit{true, l->function, l->tsc, l->tid} : KernelHit{};
 }
 
-const std::string* ProcessRow::kernel_at(uint64_t tsc, int64_t gpu) const {
-  const KernelHit hit = kernel_hit_at(tsc, gpu);
+const std::string* ProcessRow::kernel_at(uint64_t tsc, int64_t gpu) const { return kernel_name(kernel_hit_at(tsc, gpu)); }
+
+const std::string* ProcessRow::kernel_name(const KernelHit& hit) const {
   if (!hit.found) return nullptr;
   auto n = kernel_names.find(hit.function);
   return n == kernel_names.end() ? nullptr : &n->second;
 }
 
-int64_t ProcessRow::launch_range_at(uint64_t tsc, int64_t gpu) const {
+int64_t ProcessRow::launch_range(const KernelHit& hit) const {
   if (ranges.rows().empty()) return -1;
-  const KernelHit hit = kernel_hit_at(tsc, gpu);
   auto t = thread_of_tid.find(hit.tid);
   if (!hit.found || t == thread_of_tid.end()) return -1;
   return ranges.at(t->second, clock.to_ns(hit.launch_tsc));

@@ -129,9 +129,10 @@ struct ProcessRow {
     uint32_t tid = 0;
   };
   KernelHit kernel_hit_at(uint64_t tsc, int64_t gpu) const;
-  // The NVTX range (index in ranges.rows()) open on the launching thread when the kernel that
-  // rang at tsc was launched: GPU-initiated work belongs where its kernel was launched; -1: none.
-  int64_t launch_range_at(uint64_t tsc, int64_t gpu) const;
+  const std::string* kernel_name(const KernelHit& hit) const;  // null when unknown
+  // The NVTX range (index in ranges.rows()) open on the launching thread when the kernel of hit
+  // was launched: GPU-initiated work belongs where its kernel was launched; -1: none.
+  int64_t launch_range(const KernelHit& hit) const;
   uint64_t span_slack_ticks = 0;  // a doorbell is seen a little after the GPU wrote it
   ProcessRanges ranges;           // NVTX
 };

@@ -93,8 +93,9 @@ void GpuAssociation::doorbell(int64_t ts, const format::DecodedEvent& ev) {
   d.wqe_class = v[5], d.wqes = v[6];
   d.qp_id = f_.qp_of(v[1], ev.tsc);
   if (d.qp_id != kNone) d.gpu = f_.model.qps[static_cast<size_t>(d.qp_id)].gpu;
-  d.kernel = f_.process.kernel_at(ev.tsc, d.gpu);
-  d.range_id = f_.process.ranges.id(f_.process.launch_range_at(ev.tsc, d.gpu));
+  const ProcessRow::KernelHit hit = f_.process.kernel_hit_at(ev.tsc, d.gpu);
+  d.kernel = f_.process.kernel_name(hit);
+  d.range_id = f_.process.ranges.id(f_.process.launch_range(hit));
   DoorbellCounters& c = doorbell_counters(d.qp_id);
   c.doorbells += 1;
   c.wqebbs += d.delta;
@@ -160,8 +161,10 @@ void GpuAssociation::wqe(int64_t ts, const format::DecodedEvent& ev) {
   op.peer_process_id = v[19] ? dc_target_process(v[19], v[20]) : peer_of(op.qp_id, v[9], v[8]);
   GpuWqeRecord w;
   if (op.qp_id != kNone) w.gpu = f_.model.qps[static_cast<size_t>(op.qp_id)].gpu;
-  w.kernel = f_.process.kernel_at(ev.tsc, w.gpu);
-  op.range_id = f_.process.ranges.id(f_.process.launch_range_at(ev.tsc, w.gpu));
+  const ProcessRow::KernelHit hit = f_.process.kernel_hit_at(ev.tsc, w.gpu);
+  w.kernel = f_.process.kernel_name(hit);
+  w.launch_tsc = hit.found ? hit.launch_tsc : 0;
+  op.range_id = f_.process.ranges.id(f_.process.launch_range(hit));
   auto d = last_doorbell_.find(op.qp_id);
   w.doorbell_id = d != last_doorbell_.end() ? static_cast<int64_t>(d->second) : kNone;
   w.wqe_index = v[1], w.opcode = v[3], w.opmod = v[4], w.flags = v[6];

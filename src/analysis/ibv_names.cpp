@@ -45,6 +45,13 @@ bool op_moves_bytes_out(unsigned op) {
   }
 }
 
+bool op_moves_data(unsigned op, uint64_t bytes) {
+  switch (op) {
+    case kOpWrite: case kOpWriteImm: case kOpSend: case kOpSendImm: case kOpRead: return bytes > format::kControlPutMaxBytes;
+    default: return false;
+  }
+}
+
 bool op_consumes_receive(unsigned op) {
   return op == kOpSend || op == kOpSendImm || op == kOpWriteImm || op == kOpSendInv;
 }

@@ -27,6 +27,9 @@ unsigned op_class_of_mlx5_opcode(uint64_t opcode);    // a WQE's: masked atomics
 bool op_moves_bytes_out(unsigned op);
 // True for the sends that consume a receive WR at the peer (SEND*, WRITE_WITH_IMM): these are matched.
 bool op_consumes_receive(unsigned op);
+// True for operations that move payload (a WRITE, READ or SEND of more than a flag's size); the
+// others only signal (atomics, NOPs, puts of at most 8 bytes): the rule of a doorbell's wqe_class.
+bool op_moves_data(unsigned op, uint64_t bytes);
 
 std::string wc_opcode_name(uint64_t opcode);  // "SEND", "RDMA_WRITE", "RECV", "RECV_RDMA_WITH_IMM", ...
 std::string wc_status_name(uint64_t status);  // "SUCCESS", "WR_FLUSH_ERR", ...

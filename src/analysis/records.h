@@ -115,6 +115,7 @@ struct DoorbellRecord {
 struct GpuWqeRecord {
   int64_t gpu = -1;
   const std::string* kernel = nullptr;
+  uint64_t launch_tsc = 0;     // its kernel's launch (0: unknown): tells one launch from the next
   int64_t doorbell_id = -1;    // the doorbell that announced it (-1: not in the trace)
   uint64_t wqe_index = 0, opcode = 0, opmod = 0, flags = 0;  // control segment (mlx5 opcode, fm_ce_se)
   uint64_t remote_addr = 0, rkey = 0, local_addr = 0, lkey = 0, sges = 0;

@@ -46,11 +46,20 @@ class SeriesFileSink : public FileSink {
 
   void op(const OpRecord& r) override { count(r, -2); }
   // GPU-initiated operations have no completion of their own: no duration.
-  void gpu_op(const OpRecord& r, const GpuWqeRecord& w) override { count(r, w.gpu); }
+  void gpu_op(const OpRecord& r, const GpuWqeRecord& w) override {
+    count(r, w.gpu);
+    KernelActivity& k = kernel(w.kernel ? *w.kernel : std::string(), w.gpu);
+    phases_.add(&k.phases, r.ts_ns, r.op_id, w.launch_tsc, op_moves_data(r.op_class, r.bytes), r.wr_count, r.bytes);
+    if (!counted_in_traffic(r.op_class)) return;
+    PeerTraffic& t = k.to_peer[r.peer_process_id];
+    t.ops += r.wr_count;
+    t.bytes += r.bytes;
+  }
 
   // Only the process's busiest QPs keep their bins: the experiment's busiest are among them, and
   // memory stays bounded by one file's QPs per worker.
   void finish() override {
+    phases_.finish();
     std::vector<QpSeries>& q = s_->qps;
     auto busier = [](const QpSeries& a, const QpSeries& b) {
       return a.traffic.bytes.total != b.traffic.bytes.total ? a.traffic.bytes.total > b.traffic.bytes.total : a.qp_id < b.qp_id;
@@ -65,7 +74,7 @@ class SeriesFileSink : public FileSink {
 
   void doorbell(const DoorbellRecord& r) override {
     gpu(r.gpu).doorbells.add(g_.bin(r.ts_ns), 1);
-    KernelDoorbells& k = kernel(r.kernel ? *r.kernel : std::string(), r.gpu);
+    KernelActivity& k = kernel(r.kernel ? *r.kernel : std::string(), r.gpu);
     k.doorbells += 1;
     k.wqebbs += r.delta;
     k.wqes += r.wqes;
@@ -120,9 +129,13 @@ class SeriesFileSink : public FileSink {
     if (fresh) s_->gpus.push_back(GpuSeries{id, {}, {}});
     return s_->gpus[it->second];
   }
-  KernelDoorbells& kernel(const std::string& name, int64_t gpu) {
+  KernelActivity& kernel(const std::string& name, int64_t gpu) {
     auto [it, fresh] = kernel_index_.try_emplace({name, gpu}, s_->kernels.size());
-    if (fresh) s_->kernels.push_back(KernelDoorbells{name, gpu});
+    if (fresh) {
+      s_->kernels.emplace_back();
+      s_->kernels.back().kernel = name;
+      s_->kernels.back().gpu = gpu;
+    }
     return s_->kernels[it->second];
   }
 
@@ -132,6 +145,7 @@ class SeriesFileSink : public FileSink {
   std::array<int, kLayerCount * kOpClasses> latency_slot_;  // by (layer, class): index in s_->latency
   std::map<int64_t, size_t> gpu_index_;
   std::map<std::pair<std::string, int64_t>, size_t> kernel_index_;
+  KernelPhaseBuilder phases_;
 };
 
 }  // namespace

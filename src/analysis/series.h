@@ -7,12 +7,14 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "analysis/experiment_model.h"
+#include "analysis/kernel_phases.h"
 #include "analysis/records.h"
 
 namespace sigmatrace::analysis {
@@ -80,13 +82,21 @@ struct LatencyHistogram {
   int64_t min_ns = 0, max_ns = 0;
 };
 
-// The doorbells a kernel's launches rang on one GPU (a doorbell belongs to the kernel last
-// launched on its GPU before it), and the WQEBBs and WQEs they announced.
-struct KernelDoorbells {
+// What a kernel's launches did on one GPU: the doorbells they rang (a doorbell belongs to the
+// kernel last launched on its GPU before it) and the WQEBBs and WQEs those announced; with WQE
+// recovery, the operations its WQEs were, by the process each went to (a GPU-to-GPU matrix per
+// kernel: an MoE layer's dispatch apart from its combine and from NVSHMEM's barriers), and its
+// phases.
+struct PeerTraffic {
+  uint64_t ops = 0, bytes = 0;
+};
+struct KernelActivity {
   std::string kernel;  // "" when no launch was seen before the doorbell
   int64_t gpu = -1;
   uint64_t doorbells = 0, wqebbs = 0, wqes = 0, data_doorbells = 0, control_doorbells = 0;
   int64_t first_ns = 0, last_ns = 0;
+  std::map<int64_t, PeerTraffic> to_peer;  // peer process (-1: not traced) -> what moved there
+  KernelPhases phases;
 };
 
 struct ProcessSeries {
@@ -95,7 +105,7 @@ struct ProcessSeries {
   uint64_t qps_without_series = 0;  // QPs that moved bytes beyond those (their series dropped)
   std::vector<GpuSeries> gpus;
   std::vector<LatencyHistogram> latency;
-  std::vector<KernelDoorbells> kernels;
+  std::deque<KernelActivity> kernels;  // a deque: the phase builder holds on to its elements
   uint64_t untimed_ops = 0;  // operations without a post time (not in any bin)
 };
 

@@ -148,9 +148,9 @@ json latency_json(const ExperimentModel& m, const Aggregates& agg) {
 }
 
 json kernels_json(const ExperimentModel& m, const Aggregates& agg) {
-  std::vector<std::pair<uint32_t, const KernelDoorbells*>> all;
+  std::vector<std::pair<uint32_t, const KernelActivity*>> all;
   for (const ProcessRow& p : m.processes)
-    for (const KernelDoorbells& k : agg.process[p.process_id].series.kernels) all.emplace_back(p.process_id, &k);
+    for (const KernelActivity& k : agg.process[p.process_id].series.kernels) all.emplace_back(p.process_id, &k);
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
     return a.second->doorbells != b.second->doorbells ? a.second->doorbells > b.second->doorbells : a.first < b.first;
   });
@@ -161,11 +161,80 @@ json kernels_json(const ExperimentModel& m, const Aggregates& agg) {
               {"kernel_name", k->kernel.empty() ? json(nullptr) : json(readable_kernel_name(k->kernel))}, {"doorbells", k->doorbells}, {"wqebbs", k->wqebbs},
               {"wqes", k->wqes}, {"data_doorbells", k->data_doorbells}, {"control_doorbells", k->control_doorbells},
               {"first_ns", k->first_ns}, {"last_ns", k->last_ns}};
+    json peers = json::array();
+    for (const auto& [peer, t] : k->to_peer)
+      peers.push_back({{"process_id", peer < 0 ? json(nullptr) : json(peer)},
+                       {"label", peer < 0 || static_cast<size_t>(peer) >= m.processes.size() ? "unknown" : process_label(m.processes[static_cast<size_t>(peer)])},
+                       {"ops", t.ops}, {"bytes", t.bytes}});
+    o["to_peers"] = peers;  // with WQE recovery: its operations by the process each went to
+    json phases = json::array();
+    for (const KernelPhase& ph : k->phases.phases)
+      phases.push_back({{"kind", ph.data ? "data" : "control"}, {"launch", ph.launch}, {"first_ns", ph.first_ns}, {"last_ns", ph.last_ns},
+                        {"ops", ph.ops}, {"bytes", ph.bytes}});
+    o["phases"] = phases;  // with WQE recovery (kernel_phases.h)
+    o["phases_dropped"] = k->phases.dropped;
+    o["ops_out_of_order"] = k->phases.ops_out_of_order;
+    o["launches"] = k->phases.launches;
     if (k->doorbells) o["wqebbs_per_doorbell"] = static_cast<double>(k->wqebbs) / static_cast<double>(k->doorbells);
     if (k->doorbells && k->wqes) o["wqes_per_doorbell"] = static_cast<double>(k->wqes) / static_cast<double>(k->doorbells);
     if (k->last_ns > k->first_ns)
       o["doorbells_per_s"] = 1e9 * static_cast<double>(k->doorbells) / static_cast<double>(k->last_ns - k->first_ns);
     out.push_back(o);
+  }
+  return out;
+}
+
+// The control phases of one kernel lined up across the processes (and GPUs) that ran it: the
+// n-th control phase of each is taken as the same barrier, and its first operation as the time
+// that GPU arrived there. Per barrier: each one's arrival, the spread between the first and the
+// last, and which one was last.
+json barriers_json(const ExperimentModel& m, const Aggregates& agg) {
+  struct Participant {
+    uint32_t pid;
+    const KernelActivity* k;
+    std::vector<int64_t> arrivals;
+  };
+  std::map<std::string, std::vector<Participant>> by_kernel;
+  for (const ProcessRow& p : m.processes)
+    for (const KernelActivity& k : agg.process[p.process_id].series.kernels) {
+      if (k.kernel.empty()) continue;
+      Participant part{p.process_id, &k, {}};
+      for (const KernelPhase& ph : k.phases.phases)
+        if (!ph.data) part.arrivals.push_back(ph.first_ns);
+      if (!part.arrivals.empty()) by_kernel[k.kernel].push_back(std::move(part));
+    }
+  json out = json::array();
+  for (const auto& [kernel, parts] : by_kernel) {
+    if (parts.size() < 2) continue;
+    size_t rounds = SIZE_MAX, most = 0;
+    for (const Participant& part : parts) rounds = std::min(rounds, part.arrivals.size()), most = std::max(most, part.arrivals.size());
+    json participants = json::array(), arrival = json::array(), spread = json::array(), last = json::array();
+    std::vector<uint64_t> last_count(parts.size(), 0);
+    std::vector<int64_t> spreads;
+    for (const Participant& part : parts)
+      participants.push_back({{"process_id", part.pid}, {"label", process_label(m.processes[part.pid])}, {"gpu_label", gpu_label(m, part.pid, part.k->gpu)},
+                              {"control_phases", part.arrivals.size()}, {"phases_dropped", part.k->phases.dropped}});
+    for (size_t r = 0; r < rounds; ++r) {
+      json row = json::array();
+      size_t first = 0, latest = 0;
+      for (size_t i = 0; i < parts.size(); ++i) {
+        const int64_t t = parts[i].arrivals[r];
+        row.push_back(t);
+        if (t < parts[first].arrivals[r]) first = i;
+        if (t > parts[latest].arrivals[r]) latest = i;
+      }
+      const int64_t d = parts[latest].arrivals[r] - parts[first].arrivals[r];
+      arrival.push_back(row);
+      spread.push_back(d);
+      spreads.push_back(d);
+      last.push_back(latest);
+      ++last_count[latest];
+    }
+    std::nth_element(spreads.begin(), spreads.begin() + static_cast<ptrdiff_t>(spreads.size() / 2), spreads.end());
+    out.push_back({{"kernel", kernel}, {"kernel_name", readable_kernel_name(kernel)}, {"participants", participants}, {"barriers", rounds},
+                   {"unmatched", most != rounds},  // some ran more control phases than others: only the first `barriers` are lined up
+                   {"arrival_ns", arrival}, {"spread_ns", spread}, {"last", last}, {"last_count", last_count},
+                   {"median_spread_ns", spreads[spreads.size() / 2]}});
   }
   return out;
 }
@@ -186,6 +255,7 @@ json series_json(const ExperimentModel& m, const Aggregates& agg) {
   j["gpus"] = gpus_json(m, agg, w);
   j["latency"] = latency_json(m, agg);
   j["kernels"] = kernels_json(m, agg);
+  j["barriers"] = barriers_json(m, agg);
   j["untimed_ops"] = untimed;  // operations with no post time (aggregate mode has no operations at all)
   return j;
 }

@@ -49,6 +49,65 @@ TEST(KernelNames, DemangledWithoutPrefixOrParameters) {
   EXPECT_EQ(readable_kernel_name("_Znot a symbol"), "_Znot a symbol");
 }
 
+// A persistent kernel's operations, in time order: data, then control (its barrier), level after
+// level; then a second launch of it. Out of file order within the reorder window, as a poller
+// that parses several QPs' batches writes them.
+TEST(KernelPhases, RunsOfOneKindPerLaunchInTimeOrder) {
+  analysis::KernelPhases k;
+  analysis::KernelPhaseBuilder b;
+  struct Op {
+    int64_t ts;
+    uint64_t launch;
+    bool data;
+    uint64_t bytes;
+  };
+  const std::vector<Op> in_time = {{100, 1, true, 4096}, {110, 1, true, 4096}, {120, 1, false, 8}, {130, 1, false, 0},
+                                   {200, 1, true, 512},  {210, 1, false, 8},   {300, 2, false, 8}, {310, 2, true, 64}};
+  // File order: pairs swapped, the op ids still those of time order (as the poller parsed them).
+  const size_t order[] = {1, 0, 3, 2, 5, 4, 7, 6};
+  for (size_t i : order) b.add(&k, in_time[i].ts, i, in_time[i].launch, in_time[i].data, 1, in_time[i].bytes);
+  b.finish();
+  ASSERT_EQ(k.phases.size(), 6u);
+  const bool data[] = {true, false, true, false, false, true};
+  const uint64_t ops[] = {2, 2, 1, 1, 1, 1}, bytes[] = {8192, 8, 512, 8, 8, 64};
+  const int64_t first[] = {100, 120, 200, 210, 300, 310}, last[] = {110, 130, 200, 210, 300, 310};
+  const uint32_t launch[] = {0, 0, 0, 0, 1, 1};
+  for (size_t i = 0; i < k.phases.size(); ++i) {
+    EXPECT_EQ(k.phases[i].data, data[i]) << i;
+    EXPECT_EQ(k.phases[i].ops, ops[i]) << i;
+    EXPECT_EQ(k.phases[i].bytes, bytes[i]) << i;
+    EXPECT_EQ(k.phases[i].first_ns, first[i]) << i;
+    EXPECT_EQ(k.phases[i].last_ns, last[i]) << i;
+    EXPECT_EQ(k.phases[i].launch, launch[i]) << i << ": a control phase in a new launch is a new phase";
+  }
+  EXPECT_EQ(k.launches, 2u);
+  EXPECT_EQ(k.ops_out_of_order, 0u) << "the window put them in order";
+  EXPECT_EQ(k.dropped, 0u);
+}
+
+TEST(KernelPhases, BoundedAndLateOperationsCounted) {
+  analysis::KernelPhases k;
+  analysis::KernelPhaseBuilder b;
+  const size_t phases = analysis::kMaxKernelPhases + 3;
+  uint64_t id = 0;
+  for (size_t p = 0; p < phases; ++p)
+    for (int op = 0; op < 2; ++op, ++id) b.add(&k, static_cast<int64_t>(id * 10), id, 7, p % 2 == 0, 1, 16);
+  b.finish();
+  EXPECT_EQ(k.phases.size(), analysis::kMaxKernelPhases);
+  EXPECT_EQ(k.dropped, 3u);
+  EXPECT_EQ(k.phases.back().ops, 2u) << "the last phase kept is whole; the dropped ones do not grow it";
+
+  // An operation older than everything the window still holds is placed late, and counted.
+  analysis::KernelPhases late;
+  analysis::KernelPhaseBuilder b2;
+  for (uint64_t i = 0; i <= analysis::kPhaseReorderOps; ++i) b2.add(&late, static_cast<int64_t>(1000 + i), i, 1, true, 1, 16);
+  b2.add(&late, 5, analysis::kPhaseReorderOps + 1, 1, true, 1, 16);
+  b2.finish();
+  EXPECT_EQ(late.ops_out_of_order, 1u);
+  ASSERT_EQ(late.phases.size(), 1u);
+  EXPECT_EQ(late.phases[0].ops, analysis::kPhaseReorderOps + 2);
+}
+
 analysis::SyntheticSpec spec(bool full) {
   analysis::SyntheticSpec s;
   s.processes = 4;

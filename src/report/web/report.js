@@ -96,7 +96,7 @@
     const cut = (rows) => rows.slice(0, u).map((r) => r.slice(0, u));
     return {labels: m.labels.slice(0, u), bytes: cut(m.bytes), ops: cut(m.ops)};
   }
-  function heatmap(kind, what, m) {
+  function heatmap(kind, what, m, title) {
     const cells = m[what];
     const n = m.labels.length;
     let total = 0, max = 0;
@@ -109,7 +109,7 @@
       }
     if (!total) return;
     const labelled = n <= 16;  // every cell's exact value is written in it
-    figure(kind + '-' + what, kind + ' matrix: ' + what, (what === 'bytes' ? bytes(total) + ' (' + exact(total) + ' bytes)' : exact(total) + ' operations') +
+    figure(kind + '-' + what, (title || kind + ' matrix') + ': ' + what, (what === 'bytes' ? bytes(total) + ' (' + exact(total) + ' bytes)' : exact(total) + ' operations') +
            ' from the row to the column' + (m.labels[n - 1] === 'unknown' ? '; "unknown": peers not in the trace.' : '.'), {
       ...base,
       tooltip: {formatter: (p) => m.labels[p.value[1]] + ' → ' + m.labels[p.value[0]] + ': ' + exact(p.value[2])},
@@ -202,9 +202,88 @@
                         ks.map((k) => [k.kernel_name || '(no launch seen)', k.gpu_label, k.doorbells, k.wqebbs, k.wqes, k.data_doorbells, k.control_doorbells,
                                        k.doorbells_per_s ? Math.round(k.doorbells_per_s) : '–'])));
     }
+    kernelFigures(s);
   } else {
     root.append(note('This aggregate.json has no series (written by an older sigmatrace): no plots over time.'));
   }
+  // What GPU kernels did, from the WQEs recovered from their send queues: who each kernel sent
+  // to (a matrix per kernel: an MoE layer's dispatch apart from its combine), when each GPU
+  // arrived at each device barrier of a kernel (its control phases lined up across GPUs), and
+  // each kernel's data and control phases over time.
+  function kernelFigures(s) {
+    const byName = new Map();  // kernel -> its rows of series.kernels (one per process and GPU)
+    for (const k of s.kernels) if (k.kernel) byName.set(k.kernel, [...(byName.get(k.kernel) || []), k]);
+    for (const rows of byName.values()) rows.sort((a, b) => a.process_id - b.process_id || (a.gpu_label < b.gpu_label ? -1 : 1));
+    const moved = (rows) => sum(rows, (k) => sum(k.to_peers || [], (t) => t.bytes));
+    const senders = [...byName.entries()].filter(([, rows]) => moved(rows)).sort((a, b) => moved(b[1]) - moved(a[1])).slice(0, 4);
+    const barriers = (s.barriers || []).slice().sort((a, b) => b.barriers - a.barriers).slice(0, 3);
+    const phased = [...byName.entries()].filter(([, rows]) => rows.some((k) => (k.phases || []).some((p) => p.kind === 'data')) &&
+                                                               rows.some((k) => (k.phases || []).some((p) => p.kind === 'control')))
+      .sort((a, b) => sum(b[1], (k) => k.phases.length) - sum(a[1], (k) => k.phases.length)).slice(0, 2);
+    if (!senders.length && !barriers.length && !phased.length) return;
+    heading('GPU kernels: who they sent to, their barriers and phases');
+    senders.forEach(([kernel, rows], i) => {
+      const labels = procs.map((p) => p.label);
+      if (rows.some((k) => (k.to_peers || []).some((t) => t.process_id === null))) labels.push('unknown');
+      const zero = () => labels.map(() => labels.map(() => 0));
+      const m = {labels, bytes: zero(), ops: zero()};
+      for (const k of rows)
+        for (const t of k.to_peers || []) {
+          const to = t.process_id === null ? labels.length - 1 : t.process_id;
+          m.bytes[k.process_id][to] += t.bytes;
+          m.ops[k.process_id][to] += t.ops;
+        }
+      heatmap('kernel-' + i, 'bytes', m, 'Kernel ' + rows[0].kernel_name + ', by process');
+    });
+    barriers.forEach((b, i) => {
+      const first = b.arrival_ns.map((row) => Math.min(...row));
+      const most = b.last_count.indexOf(Math.max(...b.last_count));
+      figure('barriers-' + i, 'Barrier arrivals of ' + b.kernel_name,
+             exact(b.barriers) + ' barriers across ' + b.participants.length + ' GPUs (each one\'s n-th control phase); median spread ' +
+             duration(b.median_spread_ns) + '; last most often: ' + b.participants[most].gpu_label + ', at ' + exact(b.last_count[most]) + ' of ' +
+             exact(b.barriers) + (b.unmatched ? '; the GPUs ran different numbers of control phases: the first ' + exact(b.barriers) + ' are lined up' : '') + '.', {
+        ...base,
+        tooltip: {trigger: 'axis'},
+        legend: {type: 'scroll', top: 0},
+        grid: {left: 70, right: 30, top: 40, bottom: 50},
+        xAxis: {type: 'category', data: b.arrival_ns.map((_, r) => r), name: 'barrier', nameLocation: 'middle', nameGap: 30},
+        yAxis: {type: 'value', name: 'ms after the first'},
+        series: b.participants.map((p, j) => ({type: 'line', name: p.gpu_label, symbolSize: 5, data: b.arrival_ns.map((row, r) => (row[j] - first[r]) / 1e6)})),
+      }, 380, true);
+      root.append(table('barriers-' + i, ['GPU', 'control phases', 'last at (barriers)'], b.participants.map((p, j) => [p.gpu_label, p.control_phases, b.last_count[j]])));
+    });
+    const colour = {data: '#3b78b8', control: '#e8821e'};
+    phased.forEach(([kernel, rows], i) => {
+      const lanes = rows.map((k) => k.gpu_label);
+      const series = ['data', 'control'].map((kind) => ({
+        type: 'custom', name: kind, itemStyle: {color: colour[kind]},
+        encode: {x: [1, 2], y: 0},
+        renderItem: (params, api) => {
+          const a = api.coord([api.value(1), api.value(0)]), e = api.coord([api.value(2), api.value(0)]);
+          const h = api.size([0, 1])[1] * 0.6;
+          return {type: 'rect', shape: {x: a[0], y: a[1] - h / 2, width: Math.max(1.5, e[0] - a[0]), height: h}, style: {fill: colour[kind]}};
+        },
+        data: rows.flatMap((k, lane) => (k.phases || []).filter((p) => p.kind === kind)
+          .map((p) => [lane, (p.first_ns - agg.start_ns) / 1e6, (p.last_ns - agg.start_ns) / 1e6, p.ops, p.bytes])),
+      }));
+      const counts = ['data', 'control'].map((kind) => exact(sum(rows, (k) => (k.phases || []).filter((p) => p.kind === kind).length)) + ' ' + kind);
+      figure('phases-' + i, 'Data and control phases of ' + rows[0].kernel_name, counts.join(' and ') + ' phases (runs of operations of one kind: ' +
+             'data moves payload, control only signals: atomics, NOPs, puts of at most 8 bytes); ' +
+             exact(sum(rows, (k) => k.phases_dropped)) + ' phases past the analysis\'s limit not drawn.', {
+        ...base,
+        tooltip: {formatter: (p) => lanes[p.value[0]] + ', ' + p.seriesName + ': ' + exact(p.value[3]) + ' operations, ' + exact(p.value[4]) + ' bytes, ' +
+                                    duration((p.value[2] - p.value[1]) * 1e6)},
+        legend: {top: 0},
+        dataZoom: [{type: 'inside', filterMode: 'weakFilter'}],
+        grid: {left: 150, right: 30, top: 40, bottom: 50},
+        xAxis: {type: 'value', name: 'ms', nameLocation: 'middle', nameGap: 30, scale: true},
+        yAxis: {type: 'category', data: lanes, inverse: true},
+        series: series,
+      }, Math.max(260, 80 + 40 * lanes.length), true);
+      figures[figures.length - 1].cells = sum(series, (x) => x.data.length);
+    });
+  }
+
   const ranges = (agg.nvtx_ranges || []).slice(0, 15);
   if (ranges.length) heading('NVTX ranges');
   if (ranges.length)
