@@ -5,6 +5,7 @@
 // stays the same size whatever the number of events, and the shards of an analysis (which all see
 // the whole model) add up bin by bin.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -80,6 +81,21 @@ struct LatencyHistogram {
   std::vector<uint64_t> counts;  // kLatencyBuckets
   uint64_t ops = 0, sum_ns = 0;
   int64_t min_ns = 0, max_ns = 0;
+  double sum_sq_ns2 = 0;  // of the durations squared: their spread (sigmatrace diff's noise test)
+};
+
+// The durations of one QP's operations (those with a completion, receives left out: theirs is
+// the wait for the sender): how many, their sum, the sum of their squares and the longest.
+struct DurationSum {
+  uint64_t ops = 0, sum_ns = 0;
+  double sum_sq_ns2 = 0;
+  int64_t max_ns = 0;
+  void add(int64_t d) {
+    ++ops;
+    sum_ns += static_cast<uint64_t>(d);
+    sum_sq_ns2 += static_cast<double>(d) * static_cast<double>(d);
+    max_ns = std::max(max_ns, d);
+  }
 };
 
 // What a kernel's launches did on one GPU: the doorbells they rang (a doorbell belongs to the
@@ -105,6 +121,7 @@ struct ProcessSeries {
   uint64_t qps_without_series = 0;  // QPs that moved bytes beyond those (their series dropped)
   std::vector<GpuSeries> gpus;
   std::vector<LatencyHistogram> latency;
+  std::map<int64_t, DurationSum> qp_durations;  // by qp_id
   std::deque<KernelActivity> kernels;  // a deque: the phase builder holds on to its elements
   uint64_t untimed_ops = 0;  // operations without a post time (not in any bin)
 };

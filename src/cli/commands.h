@@ -14,6 +14,7 @@ CommandRunner add_analyze_command(CLI::App& app);
 CommandRunner add_report_command(CLI::App& app);
 CommandRunner add_sql_command(CLI::App& app);
 CommandRunner add_merge_command(CLI::App& app);
+CommandRunner add_diff_command(CLI::App& app);
 
 // The words after the first "--" on the command line: the program that `profile` runs.
 extern std::vector<std::string> g_command_after_separator;

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   CommandRunner analyze = add_analyze_command(app);
   CommandRunner merge = add_merge_command(app);
   CommandRunner report = add_report_command(app);
+  CommandRunner diff = add_diff_command(app);
 #ifdef SIGMATRACE_HAVE_SQLITE
   CommandRunner sql = add_sql_command(app);
 #else
@@ -76,6 +77,7 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("analyze")) return analyze();
   if (app.got_subcommand("merge")) return merge();
   if (app.got_subcommand("report")) return report();
+  if (app.got_subcommand("diff")) return diff();
   if (app.got_subcommand("sql")) return sql();
   return 2;
 }

@@ -1,10 +1,13 @@
 // `sigmatrace report DIR`: prints the summary of an analysed experiment (the one `analyze` prints)
 // from DIR/aggregate.json, or that JSON itself with --json; with --html writes DIR/report.html,
-// and with --plots PLOTS also every figure of it as PLOTS/<figure>.svg and .png (docs/report.md).
+// and with --plots PLOTS also every figure of it as PLOTS/<figure>.svg and .png (docs/report.md);
+// with --baseline A the page also shows what changed from A (sigmatrace diff).
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/aggregate_file.h"
 #include "cli/commands.h"
+#include "compare/experiment_diff.h"
 #include "export/analysis_run.h"
 #include "export/text_report.h"
 #include "report/html_report.h"
@@ -18,6 +21,7 @@ struct ReportOptions {
   bool json = false;
   bool html = false;
   std::string plots;
+  std::string baseline;
   size_t top = 10;
 };
 
@@ -40,16 +44,16 @@ int write_html(const ReportOptions& o, const nlohmann::json& j) {
 }
 
 int run_report(const ReportOptions& o) {
-  std::string path = o.dir + "/" + exporter::kAggregateFile;
-  std::ifstream in(path);
-  if (!in) {
-    print_error("report: no " + path + " (run `sigmatrace analyze " + o.dir + "` first)");
-    return 1;
-  }
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("format", "") != "sigmatrace-aggregate") {
-    print_error("report: " + path + " is not a sigmatrace aggregate file");
-    return 1;
+  nlohmann::json j;
+  if (!read_aggregate("report", o.dir, &j)) return 1;
+  if (!o.baseline.empty()) {
+    nlohmann::json base;
+    if (!read_aggregate("report --baseline", o.baseline, &base)) return 1;
+    if (!o.html && o.plots.empty()) {
+      print_error("report: --baseline draws the changes in report.html: give --html (or use `sigmatrace diff` for text)");
+      return 2;
+    }
+    j["diff"] = compare::diff_experiments(base, j, compare::DiffOptions{});
   }
   if (o.html || !o.plots.empty()) return write_html(o, j);
   if (o.json) std::printf("%s\n", j.dump(2).c_str());
@@ -67,6 +71,7 @@ CommandRunner add_report_command(CLI::App& app) {
   sub->add_flag("--html", o->html, "write DIR/report.html: the summary, matrices and plots, one self-contained page");
   sub->add_option("--plots", o->plots, "also write every figure of report.html to this directory as SVG and PNG (needs Chromium)");
   sub->add_option("--top", o->top, "connections and QPs listed (default 10)");
+  sub->add_option("--baseline", o->baseline, "with --html: also what changed from this analysed experiment (sigmatrace diff)");
   return [o] { return run_report(*o); };
 }
 

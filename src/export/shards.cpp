@@ -21,13 +21,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SparseBins, bins, total)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BinnedTraffic, bytes, ops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(QpSeries, qp_id, traffic)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuSeries, gpu, traffic, doorbells)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LatencyHistogram, layer, op_class, counts, ops, sum_ns, min_ns, max_ns)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LatencyHistogram, layer, op_class, counts, ops, sum_ns, min_ns, max_ns, sum_sq_ns2)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DurationSum, ops, sum_ns, sum_sq_ns2, max_ns)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PeerTraffic, ops, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelPhase, data, launch, first_ns, last_ns, ops, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelPhases, phases, dropped, ops_out_of_order, launches)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelActivity, kernel, gpu, doorbells, wqebbs, wqes, data_doorbells, control_doorbells, first_ns,
                                    last_ns, to_peer, phases)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProcessSeries, by_layer, qps, qps_without_series, gpus, latency, kernels, untimed_ops)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProcessSeries, by_layer, qps, qps_without_series, gpus, latency, qp_durations, kernels, untimed_ops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProcessCounters, ops, events, errors, error_kinds, unknown_qp, unmatched_completions, flows_out,
                                    flows_in, receives_untimed, aggregate_entries, doorbells_without_qp, hijack, layer_traffic,
                                    range_traffic, series)

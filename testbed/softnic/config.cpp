@@ -33,6 +33,7 @@ static Config load() {
   if (const char* v = getenv("SOFTNIC_IDENTITY"); v && strcmp(v, "classic") == 0)
     c.identity = Identity::Classic;
   if (const char* v = getenv("SOFTNIC_SPIN_US")) c.spin_us = (uint32_t)strtoul(v, nullptr, 10);
+  if (const char* v = getenv("SOFTNIC_TX_DELAY_US")) c.tx_delay_ns = strtoull(v, nullptr, 10) * 1000;
   // SOFTNIC_DEBUG is a set of bits: 1 trace lines, 2 devx state dumps (devx_debug.cpp).
   if (const char* v = getenv("SOFTNIC_DEBUG")) c.debug = (atoi(v) & 1) != 0;
   return c;

@@ -14,6 +14,9 @@ struct Config {
   Identity identity = Identity::ConnectX6;  // SOFTNIC_IDENTITY=classic|cx6
   uint32_t spin_us = 5;         // SOFTNIC_SPIN_US: engine busy-poll time before sleeping
   bool debug = false;           // SOFTNIC_DEBUG bit 1 (=1 or 3): trace to stderr
+  // SOFTNIC_TX_DELAY_US: every message this host's QPs send leaves that long after it was first
+  // seen (a slow or long link out of this host); responses and ACKs are not held.
+  uint64_t tx_delay_ns = 0;
 };
 
 // Parsed on first use; never changes afterwards.

@@ -56,6 +56,14 @@ bool Engine::transmit(Qp* qp) {
       }
       op.validated = true;
     }
+    if (!op.started && config().tx_delay_ns) {  // an emulated slow link out of this host
+      if (!now) now = now_ns();
+      if (!op.ready_ns) op.ready_ns = now + config().tx_delay_ns;
+      if (now < op.ready_ns) {
+        next_deadline_ns_ = next_deadline_ns_ ? std::min(next_deadline_ns_, op.ready_ns) : op.ready_ns;
+        return did;
+      }
+    }
     if (!op.started) {
       if (qp->kind == QpKind::dci) {
         // A DC initiator serves one target at a time: a new target waits until the previous

@@ -5,7 +5,8 @@ Fails (exit 1, one line per problem) when the browser logged any console message
 no drawn SVG, a number the page shows differs from aggregate.json, the traffic differs from what
 the program was known to make (--ops-per-pair/--bytes-per-op: the perftest pairs of
 report_in_browser_test.sh; --gpu-wqes: the WQEs softnic executed for a GPU-initiated run), or a
-figure's SVG/PNG file is missing or malformed.
+figure's SVG/PNG file is missing or malformed, or (--diff) the changes from a baseline shown are
+not the diff's.
 """
 import argparse
 import collections
@@ -95,6 +96,7 @@ def main():
     ap.add_argument("--ops-per-pair", type=int)
     ap.add_argument("--bytes-per-op", type=int)
     ap.add_argument("--gpu-wqes", type=int)
+    ap.add_argument("--diff", help="`sigmatrace diff --json` of the page's baseline and experiment (report --baseline)")
     o = ap.parse_args()
     agg = json.load(open(o.aggregate))
     dom = Dom()
@@ -195,7 +197,16 @@ def main():
         if k not in kinds:
             problems.append(f"no duration histogram for {k} (have {sorted(kinds)})")
 
-    # 7. Every figure as a file: an SVG that parses, with marks, and a PNG with a size.
+    # 7. The changes from a baseline: the table holds every change of the diff, in its order,
+    #    with the time each explains.
+    if o.diff:
+        d = json.load(open(o.diff))
+        if d["changes"] and "diff-explains" not in dom.figures:
+            problems.append("figure diff-explains is missing")
+        rows = [(r[0][0], r[1][0], r[6][1]) for r in dom.tables.get("diff", [])[1:]]
+        expect("diff table (group, row, explains ns)", rows, [(c["group"], c["key"], str(round(c["explains_ns"]))) for c in d["changes"]])
+
+    # 8. Every figure as a file: an SVG that parses, with marks, and a PNG with a size.
     files = sorted(os.listdir(o.plots))
     expect("plot files", files, sorted([f + ".svg" for f in dom.figures] + [f + ".png" for f in dom.figures]))
     for fid in dom.figures:

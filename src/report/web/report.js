@@ -295,6 +295,31 @@
       series: [{type: 'bar', data: ranges.map((r) => r.total_ns / 1e6)}],
     }, 60 + 26 * ranges.length, true);
 
+  // ---- changes from a baseline (report --baseline A: sigmatrace diff's JSON in agg.diff) -----
+  const diff = agg.diff;
+  if (diff) {
+    heading('Changes from the baseline');
+    grid.before(note(exact(diff.changes.length) + ' of ' + exact(diff.rows_compared) + ' rows compared changed from ' + diff.baseline +
+                     ' (counts and bytes by more than ' + diff.count_threshold_percent + ' %, mean durations by more than ' + diff.threshold_percent +
+                     ' % and ' + diff.min_z + ' standard errors); ' +
+                     exact(diff.only_in_baseline.length) + ' rows only in the baseline, ' + exact(diff.only_in_experiment.length) + ' only here.'));
+    const top = diff.changes.slice(0, 15);
+    const first = (c) => c.changed[0];
+    if (top.length)
+      figure('diff-explains', 'What changed, by the time it explains', 'The ' + top.length + ' changes that explain the most time: the change of their ' +
+             'operations\' summed durations, or of their bytes at their baseline rate (positive: slower or more).', {
+        ...base,
+        tooltip: {formatter: (p) => top[p.dataIndex].group + ' ' + top[p.dataIndex].key + ': ' + top[p.dataIndex].changed.join(', ') + ', ' + duration(Math.abs(p.value * 1e6))},
+        grid: {left: 260, right: 40, top: 20, bottom: 40},
+        xAxis: {type: 'value', name: 'ms'},
+        yAxis: {type: 'category', inverse: true, data: top.map((c) => c.group + ' ' + c.key)},
+        series: [{type: 'bar', data: top.map((c) => c.explains_ns / 1e6), itemStyle: {color: (p) => (p.value >= 0 ? '#c44e52' : '#55a868')}}],
+      }, 60 + 26 * top.length, true);
+    root.append(table('diff', ['group', 'row', 'changed', 'baseline', 'this run', 'change %', 'explains ns'],
+                      diff.changes.map((c) => [c.group, c.key, c.changed.join(', '), c.a[first(c)] ?? 0, c.b[first(c)] ?? 0,
+                                               c.change_percent === null ? 'new' : Math.round(c.change_percent * 10) / 10, Math.round(c.explains_ns)])));
+  }
+
   // ---- processes, loss and coverage (after the figures) ------------------------------------
   section('Processes', table('processes', ['process', 'host', 'mode', 'ops', 'bytes out', 'bytes read', 'completions', 'errors', 'dropped'],
     procs.map((p) => [p.label, p.host, p.mode, p.ops, p.bytes_out, p.bytes_read, p.completions, p.errors, p.events_dropped])));

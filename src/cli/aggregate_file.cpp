@@ -1,0 +1,26 @@
+// See aggregate_file.h.
+#include "cli/aggregate_file.h"
+
+#include <fstream>
+
+#include "cli/commands.h"
+#include "export/analysis_run.h"
+
+namespace sigmatrace::cli {
+
+bool read_aggregate(const std::string& command, const std::string& dir, nlohmann::json* out) {
+  const std::string path = dir + "/" + exporter::kAggregateFile;
+  std::ifstream in(path);
+  if (!in) {
+    print_error(command + ": no " + path + " (run `sigmatrace analyze " + dir + "` first)");
+    return false;
+  }
+  *out = nlohmann::json::parse(in, nullptr, false);
+  if (out->is_discarded() || !out->is_object() || out->value("format", "") != "sigmatrace-aggregate") {
+    print_error(command + ": " + path + " is not a sigmatrace aggregate file");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace sigmatrace::cli
