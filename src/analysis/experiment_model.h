@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/clock_normalization.h"
+#include "analysis/clock_sync.h"
 #include "analysis/nvtx_ranges.h"
 #include "analysis/experiment_scan.h"
 
@@ -150,6 +151,7 @@ struct ExperimentModel {
   std::vector<MrRow> mrs;
   std::vector<ConnectionRow> connections;
   int64_t start_ns = 0, end_ns = 0;     // over all processes' thread events
+  ClockSyncResult clock_sync;           // the hosts' clocks as the messages compare them (corrected or not)
   // Who is whose UCX/libfabric peer, found from every file's control events after the first pass
   // (build_layer_model); the second pass adds traffic to it. Owned by this model: two analyses
   // never share one.
@@ -160,6 +162,8 @@ struct ExperimentModel {
 
 // First pass: scans every file in parallel (threads: 0 = all cores), collects the verbs objects,
 // fits the clocks, orders processes and pairs QPs (qp_topology). bytes_done advances for progress.
-ExperimentModel build_experiment_model(const std::string& dir, unsigned threads, std::atomic<uint64_t>* bytes_done);
+// clock_sync: whether hosts' clocks are corrected from the messages between them (clock_sync.h).
+ExperimentModel build_experiment_model(const std::string& dir, unsigned threads, std::atomic<uint64_t>* bytes_done,
+                                       ClockSyncMode clock_sync = ClockSyncMode::automatic);
 
 }  // namespace sigmatrace::analysis

@@ -94,6 +94,10 @@ SyntheticTruth write_synthetic_experiment(const std::string& dir, const Syntheti
     long pid = 1000 + r;
     SyntheticClock clk = synthetic_clock_for(s, r);
     auto tsc = [&](int64_t ns) { return synthetic_tsc(clk, s.start_ns, ns); };
+    // What the process's wall clock reads at true time ns.
+    auto wall = [&](int64_t ns) {
+      return ns + clk.realtime_offset_ns + static_cast<int64_t>(static_cast<double>(ns - s.start_ns) * clk.realtime_drift_ppm * 1e-6);
+    };
     std::vector<Ev> ev;
     auto add = [&](int64_t ns, uint32_t tid, EventType type, std::initializer_list<uint64_t> vals) {
       Ev e{ns, tid, static_cast<uint16_t>(type), static_cast<uint8_t>(vals.size()), {}};
@@ -219,7 +223,7 @@ SyntheticTruth write_synthetic_experiment(const std::string& dir, const Syntheti
         {"rank_source", s.ranks_from_mpi ? "" : "synthetic"}, {"job_id", "synthetic"}, {"run_id", "synthetic"},
         {"mode", s.full_mode ? "full" : "simple"}, {"providers", "ibverbs"}, {"buffer_mb", "64"},
         {"chunk_kb", std::to_string(s.chunk_bytes / 1024)}, {"compression", "zstd"}, {"clock_sync_ms", "1000"},
-        {"max_threads", "1024"}, {"tsc_invariant", "1"}, {"start_realtime_ns", std::to_string(s.start_ns)},
+        {"max_threads", "1024"}, {"tsc_invariant", "1"}, {"start_realtime_ns", std::to_string(wall(s.start_ns))},
         {"start_tsc", std::to_string(tsc(s.start_ns))}};
     std::string path = dir + "/" + format::trace_file_name(host, r, pid);
     format::TraceFileWriter w;
@@ -228,7 +232,7 @@ SyntheticTruth write_synthetic_experiment(const std::string& dir, const Syntheti
     int samples = std::max(0, s.clock_samples);
     for (int i = 0; i < samples; ++i) {
       int64_t ns = samples == 1 ? s.start_ns : s.start_ns + (end + 1000 - s.start_ns) * i / (samples - 1);
-      w.add(0, EventType::clock_sync, tsc(ns), {static_cast<uint64_t>(ns), static_cast<uint64_t>(ns - 1700000000000000000)});
+      w.add(0, EventType::clock_sync, tsc(ns), {static_cast<uint64_t>(wall(ns)), static_cast<uint64_t>(ns - 1700000000000000000)});
     }
     for (size_t i = 0; i < tids.size(); ++i)
       w.add(0, EventType::thread_info, tsc(s.start_ns), {uint64_t{tids[i]}, std::string_view(i ? "worker" : "main")});

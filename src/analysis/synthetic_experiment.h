@@ -17,6 +17,10 @@ struct SyntheticClock {
   double drift_ppm = 0;           // rate error: ticks per ns = ghz * (1 + drift_ppm / 1e6)
   double drift_change_ppm_per_s = 0;  // the rate changes with time (quadratic term): not a line
   uint64_t tsc_at_start = 1000000000ull;  // skew: TSC value at the experiment's start
+  // The process's wall clock (CLOCK_REALTIME, its host's): how far ahead it reads at the start
+  // and how fast it gains (a host whose clock synchronisation is off).
+  int64_t realtime_offset_ns = 0;
+  double realtime_drift_ppm = 0;
 };
 
 struct SyntheticSpec {

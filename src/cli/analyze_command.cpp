@@ -25,7 +25,7 @@ struct AnalyzeOptions {
   std::string dir;
   unsigned threads = 0;
   bool no_perfetto = false, no_sqlite = false, quiet = false, plain_perfetto = false;
-  std::string window, ranks, hosts, layers, shard;
+  std::string window, ranks, hosts, layers, shard, clock_sync = "auto";
   uint64_t budget = exporter::TimelineRequest{}.budget_events;
   size_t top = 10;
 };
@@ -62,6 +62,10 @@ int run_analyze(const AnalyzeOptions& o) {
   std::string error;
   if (!o.shard.empty() && !exporter::parse_shard_spec(o.shard, &ao.shard, &error)) {
     print_error("analyze: " + error);
+    return 2;
+  }
+  if (!analysis::parse_clock_sync_mode(o.clock_sync, &ao.clock_sync)) {
+    print_error("analyze: --clock-sync " + o.clock_sync + ": expected auto, on or off");
     return 2;
   }
   ao.progress = &progress;
@@ -111,6 +115,8 @@ CommandRunner add_analyze_command(CLI::App& app) {
   sub->add_option("--shard", o->shard,
                   "analyse one group of hosts, K of N (from 0), into DIR/shards/K-of-N; 'mpi': K and N from the MPI launcher's rank "
                   "and size. Merge them with sigmatrace merge DIR");
+  sub->add_option("--clock-sync", o->clock_sync,
+                  "hosts' clocks set to agree from the messages between them: auto (when they disagree; default), on, off");
   sub->add_flag("-q,--quiet", o->quiet, "do not print the summary");
   sub->add_option("--top", o->top, "connections and QPs listed in the summary (default 10)");
   return [o] { return run_analyze(*o); };

@@ -51,7 +51,7 @@ std::string output_list(const AnalysisRun& run) {
   return files;
 }
 
-bool run_first_pass(const std::string& dir, unsigned threads, Progress* progress, AnalysisRun* run) {
+bool run_first_pass(const std::string& dir, unsigned threads, Progress* progress, AnalysisRun* run, analysis::ClockSyncMode clock_sync) {
   auto t0 = std::chrono::steady_clock::now();
   if (progress) {
     // The first pass reads every trace file: its progress is over their sizes.
@@ -64,7 +64,7 @@ bool run_first_pass(const std::string& dir, unsigned threads, Progress* progress
     progress->total_bytes = bytes;
     progress->pass = 1;
   }
-  run->model = std::make_unique<ExperimentModel>(build_experiment_model(dir, threads, progress ? &progress->bytes_done : nullptr));
+  run->model = std::make_unique<ExperimentModel>(build_experiment_model(dir, threads, progress ? &progress->bytes_done : nullptr, clock_sync));
   const ExperimentModel& m = *run->model;
   run->first_pass_s = seconds_since(t0);
   if (m.scan.files.empty()) {
@@ -81,7 +81,7 @@ bool run_first_pass(const std::string& dir, unsigned threads, Progress* progress
 
 AnalysisRun run_analysis(const AnalysisOptions& o) {
   AnalysisRun run;
-  if (!run_first_pass(o.dir, o.threads, o.progress, &run)) return run;
+  if (!run_first_pass(o.dir, o.threads, o.progress, &run, o.clock_sync)) return run;
   ExperimentModel& m = *run.model;
 
   auto t1 = std::chrono::steady_clock::now();

@@ -29,6 +29,7 @@ struct AnalysisOptions {
   // One shard of the analysis (shards.h): the second pass over its hosts' processes only, the
   // outputs in its own directory.
   ShardSpec shard;
+  analysis::ClockSyncMode clock_sync = analysis::ClockSyncMode::automatic;  // hosts' clocks (clock_sync.h)
 };
 
 struct AnalysisRun {
@@ -52,7 +53,8 @@ AnalysisRun run_analysis(const AnalysisOptions& o);
 
 // The first pass alone (run->model, run->first_pass_s); false with run->error when the directory
 // holds no usable trace file. Shared with the merge of shards (shard_merge.h).
-bool run_first_pass(const std::string& dir, unsigned threads, analysis::Progress* progress, AnalysisRun* run);
+bool run_first_pass(const std::string& dir, unsigned threads, analysis::Progress* progress, AnalysisRun* run,
+                    analysis::ClockSyncMode clock_sync = analysis::ClockSyncMode::automatic);
 
 // "aggregate.json, trace.sqlite, trace.pftrace": the files run wrote, for a summary line.
 std::string output_list(const AnalysisRun& run);

@@ -95,6 +95,19 @@ json nvtx_ranges_json(const ExperimentModel& m, const Aggregates& agg) {
 }
 }  // namespace
 
+json clock_sync_json(const ClockSyncResult& c) {
+  json hosts = json::array();
+  for (const HostClockCorrection& h : c.hosts) {
+    json o = {{"host", h.host}, {"reference", h.reference}, {"estimated", h.estimated}, {"messages", h.messages}};
+    if (h.estimated && !h.reference)
+      o.update({{"offset_ns", h.offset_ns}, {"drift_ppm", h.drift_ppm}, {"bound_ns", h.bound_ns}});
+    hosts.push_back(o);
+  }
+  return {{"mode", clock_sync_mode_name(c.mode)}, {"applied", c.applied}, {"outcome", c.outcome}, {"origin_ns", c.origin_ns},
+          {"messages", c.messages}, {"backward_before", c.backward_before}, {"backward_after", c.backward_after},
+          {"min_latency_before_ns", c.min_latency_before_ns}, {"min_latency_after_ns", c.min_latency_after_ns}, {"hosts", hosts}};
+}
+
 json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const SecondPassResult& pass) {
   json j;
   j["format"] = "sigmatrace-aggregate";
@@ -103,6 +116,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
   j["start_ns"] = m.start_ns;
   j["end_ns"] = m.end_ns;
   j["events"] = pass.events;
+  j["clock_sync"] = clock_sync_json(m.clock_sync);  // the hosts' clocks as the messages compare them (clock_sync.h)
 
   uint64_t errors = 0, dropped = 0;
   std::map<std::string, uint64_t> error_kinds;

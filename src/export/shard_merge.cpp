@@ -126,12 +126,15 @@ AnalysisRun merge_shards(const MergeOptions& o) {
   const json& first = shards.front().section;
   for (const Shard& s : shards)
     if (s.section.value("timeline_request", json()) != first.value("timeline_request", json()) ||
-        s.section.value("outputs", json()) != first.value("outputs", json())) {
-      run.error = "shard " + std::to_string(s.section.value("index", 0u)) + " was written with other timeline or output options than shard 0";
+        s.section.value("outputs", json()) != first.value("outputs", json()) ||
+        s.section.value("clock_sync", "auto") != first.value("clock_sync", "auto")) {
+      run.error = "shard " + std::to_string(s.section.value("index", 0u)) + " was written with other timeline, output or clock options than shard 0";
       return run;
     }
+  analysis::ClockSyncMode clock_sync = analysis::ClockSyncMode::automatic;
+  analysis::parse_clock_sync_mode(first.value("clock_sync", "auto"), &clock_sync);
 
-  if (!run_first_pass(o.dir, o.threads, o.progress, &run)) return run;
+  if (!run_first_pass(o.dir, o.threads, o.progress, &run, clock_sync)) return run;
   ExperimentModel& m = *run.model;
   const json fingerprint = experiment_fingerprint(m);
   for (const Shard& s : shards)

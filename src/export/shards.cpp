@@ -163,6 +163,7 @@ json shard_section(const ExperimentModel& m, const ShardSpec& s, const std::vect
   j["experiment"] = experiment_fingerprint(m);
   j["timeline_request"] = timeline_request_json(request);
   j["outputs"] = {{"perfetto", perfetto}, {"sqlite", sqlite}};
+  j["clock_sync"] = clock_sync_mode_name(m.clock_sync.mode);  // the merge's first pass must correct the same way
   j["timeline_left_out"] = timeline_left_out;
   j["timeline_summarised"] = timeline_summarised;
   json procs = json::array(), qps = json::array();

@@ -181,6 +181,7 @@ std::string render_text_report(const json& a, size_t top) {
   add(&out, "dropped events: %" PRIu64 "\n", u(a, "events_dropped"));
   for (const json& p : procs)
     if (u(p, "events_dropped")) add(&out, "  %-12s %" PRIu64 "\n", s(p, "label").c_str(), u(p, "events_dropped"));
+  if (a.contains("clock_sync") && a["hosts"].size() > 1) add(&out, "host clocks: %s\n", s(a["clock_sync"], "outcome").c_str());
   if (a.contains("timeline") && !a["timeline"].value("complete", true)) {
     // trace.pftrace is not the whole experiment: say what it leaves out (SQL and JSON are complete).
     const json& t = a["timeline"];

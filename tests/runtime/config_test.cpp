@@ -85,3 +85,19 @@ TEST(Config, BufferMustHoldSeveralChunks) {
   EXPECT_FALSE(parse({"SIGMATRACE_BUFFER_MB=1", "SIGMATRACE_CHUNK_KB=512"}, &c, &err));
   EXPECT_NE(err.find("at least 4 chunks"), std::string::npos);
 }
+
+TEST(Config, ClockSkewForTestsIsAnOffsetAndAnOptionalDrift) {
+  Config c;
+  std::string err;
+  ASSERT_TRUE(parse({"SIGMATRACE_DEBUG_CLOCK_SKEW=5000000,-12.5"}, &c, &err)) << err;
+  EXPECT_EQ(c.debug_clock_offset_ns, 5000000);
+  EXPECT_DOUBLE_EQ(c.debug_clock_drift_ppm, -12.5);
+  ASSERT_TRUE(parse({"SIGMATRACE_DEBUG_CLOCK_SKEW=-3000"}, &c, &err)) << err;
+  EXPECT_EQ(c.debug_clock_offset_ns, -3000);
+  EXPECT_EQ(c.debug_clock_drift_ppm, 0);
+  for (const char* bad : {"SIGMATRACE_DEBUG_CLOCK_SKEW=", "SIGMATRACE_DEBUG_CLOCK_SKEW=5ms", "SIGMATRACE_DEBUG_CLOCK_SKEW=1,",
+                          "SIGMATRACE_DEBUG_CLOCK_SKEW=1,2000", "SIGMATRACE_DEBUG_CLOCK_SKEW=10000000000000"}) {
+    EXPECT_FALSE(parse({bad}, &c, &err)) << bad;
+    EXPECT_NE(err.find("SIGMATRACE_DEBUG_CLOCK_SKEW"), std::string::npos) << err;
+  }
+}

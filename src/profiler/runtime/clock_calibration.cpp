@@ -15,6 +15,19 @@
 
 namespace sigmatrace::profiler {
 
+namespace {
+// Written once at start-up, before the writer thread exists; read by whoever takes a sample.
+int64_t g_skew_offset_ns = 0;
+double g_skew_drift_ppm = 0;
+uint64_t g_skew_origin_ns = 0;  // the wall clock when the skew began (0: no skew)
+}  // namespace
+
+void skew_clock_samples(int64_t offset_ns, double drift_ppm) {
+  g_skew_origin_ns = take_clock_sample().realtime_ns;
+  g_skew_offset_ns = offset_ns;
+  g_skew_drift_ppm = drift_ppm;
+}
+
 ClockSample take_clock_sample() {
   ClockSample best{};
   uint64_t best_width = ~0ull;
@@ -30,6 +43,10 @@ ClockSample take_clock_sample() {
       best.realtime_ns = static_cast<uint64_t>(rt.tv_sec) * 1000000000ull + static_cast<uint64_t>(rt.tv_nsec);
       best.monotonic_ns = static_cast<uint64_t>(mono.tv_sec) * 1000000000ull + static_cast<uint64_t>(mono.tv_nsec);
     }
+  }
+  if (g_skew_origin_ns) {
+    const double since = static_cast<double>(static_cast<int64_t>(best.realtime_ns - g_skew_origin_ns));
+    best.realtime_ns += static_cast<uint64_t>(g_skew_offset_ns + static_cast<int64_t>(since * g_skew_drift_ppm * 1e-6));
   }
   return best;
 }

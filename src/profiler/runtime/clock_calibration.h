@@ -14,6 +14,11 @@ struct ClockSample {
 // Best of a few attempts (narrowest TSC bracket), so a preemption does not skew a sample.
 ClockSample take_clock_sample();
 
+// Testing (SIGMATRACE_DEBUG_CLOCK_SKEW): from now on the samples' wall clock reads offset_ns
+// ahead and gains drift_ppm from this moment, as a host's clock that is off would. Called once at
+// start-up, before the first sample.
+void skew_clock_samples(int64_t offset_ns, double drift_ppm);
+
 // True when the CPU declares an invariant TSC (CPUID 0x80000007 EDX bit 8, or the kernel's
 // constant_tsc + nonstop_tsc flags).
 bool tsc_is_invariant();

@@ -1,6 +1,7 @@
 // Parsing and validation of SIGMATRACE_* variables (see config.h). Runs once at start-up.
 #include "profiler/runtime/config.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -39,6 +40,8 @@ const std::vector<ConfigVariable>& config_variables() {
       {"SIGMATRACE_CHROMIUM", "an executable's path", "the headless Chromium `sigmatrace report --plots` draws figures with (default: chromium on PATH); the profiler ignores it"},
       {"SIGMATRACE_DEBUG_WRITER_DELAY_US", "integer 0..10000000", "testing: the writer sleeps this long per chunk"},
       {"SIGMATRACE_DEBUG_FAIL_PROVIDER", "a provider name", "testing: that provider's initialisation fails"},
+      {"SIGMATRACE_DEBUG_CLOCK_SKEW", "OFFSET_NS[,DRIFT_PPM] (|OFFSET_NS| <= 10^12, |DRIFT_PPM| <= 1000)",
+       "testing: this process's wall clock reads OFFSET_NS ahead and gains DRIFT_PPM, as on a host whose clock is off"},
   };
   return vars;
 }
@@ -52,6 +55,24 @@ bool parse_uint(const char* s, uint64_t lo, uint64_t hi, uint32_t* out) {
   unsigned long long v = strtoull(s, &end, 10);
   if (errno || *end || s[0] == '-' || v < lo || v > hi) return false;
   *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+// "OFFSET_NS[,DRIFT_PPM]": a signed offset in ns and an optional signed drift in ppm.
+bool parse_clock_skew(const char* s, int64_t* offset_ns, double* drift_ppm) {
+  char* end = nullptr;
+  errno = 0;
+  const long long off = strtoll(s, &end, 10);
+  if (errno || end == s || off < -1000000000000LL || off > 1000000000000LL) return false;
+  double drift = 0;
+  if (*end == ',') {
+    const char* d = end + 1;
+    drift = strtod(d, &end);
+    if (end == d || drift < -1000 || drift > 1000) return false;
+  }
+  if (*end) return false;
+  *offset_ns = off;
+  *drift_ppm = drift;
   return true;
 }
 
@@ -155,6 +176,7 @@ bool parse_config(char** envp, const std::vector<std::string>& known, Config* cf
       c.host = v;
     } else if (name == "SIGMATRACE_DEBUG_WRITER_DELAY_US") ok = parse_uint(v, 0, 10000000, &c.debug_writer_delay_us);
     else if (name == "SIGMATRACE_DEBUG_FAIL_PROVIDER") c.debug_fail_provider = v;
+    else if (name == "SIGMATRACE_DEBUG_CLOCK_SKEW") ok = parse_clock_skew(v, &c.debug_clock_offset_ns, &c.debug_clock_drift_ppm);
     else if (name == "SIGMATRACE_DOORBELLS") {
       if (!strcmp(v, "off")) c.doorbells = DoorbellMode::off;
       else if (!strcmp(v, "forward")) c.doorbells = DoorbellMode::forward;

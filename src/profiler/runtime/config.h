@@ -38,6 +38,10 @@ struct Config {
   std::string host;                    // empty: gethostname()
   uint32_t debug_writer_delay_us = 0;  // fault injection: a writer that falls behind
   std::string debug_fail_provider;     // fault injection: a provider whose init fails
+  // Testing: this process's wall clock reads this far ahead and gains this fast (a host whose
+  // clock is off), for the analysis's clock correction to find (SIGMATRACE_DEBUG_CLOCK_SKEW).
+  int64_t debug_clock_offset_ns = 0;
+  double debug_clock_drift_ppm = 0;
   DoorbellMode doorbells = DoorbellMode::forward;
   std::vector<int> doorbell_cpus;      // pollers pinned round-robin to these CPUs (empty: not pinned)
   uint32_t doorbell_pages_per_poller = 64;  // a bounded pool: one thread per 64 pages

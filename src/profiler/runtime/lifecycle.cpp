@@ -248,6 +248,7 @@ bool start(Runtime* rt) {
   rt->identity = read_identity(cfg.host);
   rt->tsc_invariant = tsc_is_invariant();
   if (!rt->tsc_invariant) log_line("warning: this CPU's TSC is not invariant; timestamps may drift across cores and power states");
+  if (cfg.debug_clock_offset_ns || cfg.debug_clock_drift_ppm) skew_clock_samples(cfg.debug_clock_offset_ns, cfg.debug_clock_drift_ppm);
   ClockSample start_sample = take_clock_sample();
 
   std::string run_id = cfg.run_id.empty() ? format::launcher_run_id() : cfg.run_id;
