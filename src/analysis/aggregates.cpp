@@ -99,6 +99,7 @@ void Aggregates::init(const ExperimentModel& m) {
   qp.assign(m.qps.size(), {});
   qp_by_peer.assign(m.qps.size(), {});
   qp_doorbells.assign(m.qps.size(), {});
+  qp_outstanding.assign(m.qps.size(), {});
   process.assign(m.processes.size(), {});
 }
 

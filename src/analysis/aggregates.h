@@ -57,6 +57,22 @@ struct DoorbellCounters {
   void add(const DoorbellCounters& o);
 };
 
+// A QP's work that never completed in the trace (Full mode): what a hung process waits for. The
+// sends counted are the signalled ones (an unsignalled send has no completion of its own); the
+// oldest of each kind, and how many messages the QP sent and received in all (its peer's
+// receives must match its sends, one for one).
+struct PendingOp {
+  int64_t ts_ns = 0;
+  unsigned op_class = 0;
+  uint64_t bytes = 0, wr_id = 0;
+};
+struct QpOutstanding {
+  uint64_t sends = 0, receives = 0;  // work requests with no completion
+  PendingOp oldest_send, oldest_receive;
+  uint64_t messages_sent = 0, messages_received = 0;  // sends that consume a receive; receives completed
+  bool any() const { return sends || receives; }
+};
+
 // What the doorbell hijack of one process did (from its gpu_uar_map and gpu_poller records).
 struct HijackCounters {
   uint64_t pages_hijacked = 0, pages_not_hijacked = 0, pages_doorbells_off = 0, map_failures = 0;
@@ -129,6 +145,7 @@ struct Aggregates {
   std::vector<std::map<uint32_t, OpCounters>> qp_by_peer;
   std::vector<ProcessCounters> process;  // by process_id
   std::vector<DoorbellCounters> qp_doorbells;  // by qp_id
+  std::vector<QpOutstanding> qp_outstanding;   // by qp_id (Full mode)
   // Derived by finish():
   std::vector<OpCounters> device, host;
   Matrix rank_matrix, host_matrix;

@@ -152,6 +152,9 @@ FileSummary scan_trace_file(const std::string& path, const ScanHooks* hooks) {
           fs.write_failure.events_lost = ev.values[2];
           fs.write_failure.error = std::string(ev.bytes[3]);
           break;
+        case EventType::hang_dump:  // reason idle_ns completions
+          if (ev.field_count >= 3) fs.hang_dumps.push_back({ev.tsc, ev.values[0], ev.values[1], ev.values[2]});
+          break;
         case EventType::rank_update:  // rank size source: MPI's own answer wins over the launcher's
           if (ev.field_count >= 3 && static_cast<int64_t>(ev.values[0]) >= 0 &&
               (ev.bytes[2] == "MPI_COMM_WORLD" || fs.mpi_rank_source != "MPI_COMM_WORLD")) {
@@ -168,6 +171,7 @@ FileSummary scan_trace_file(const std::string& path, const ScanHooks* hooks) {
           break;
         case EventType::file_end:
           fs.has_file_end = true;
+          fs.file_end_tsc = ev.tsc;
           fs.end_chunks_written = ev.values[0];
           fs.end_events_written = ev.values[1];
           fs.end_events_dropped = ev.values[2];

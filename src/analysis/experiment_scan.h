@@ -64,6 +64,12 @@ struct WriteFailure {
   uint64_t events_lost = 0;
 };
 
+// A hang_dump record (sigmatrace profile --hang-dump): when, why (1: no progress for idle_ns; 2:
+// SIGUSR1) and the completions the process had polled by then.
+struct HangDump {
+  uint64_t tsc = 0, reason = 0, idle_ns = 0, completions = 0;
+};
+
 struct ProviderState {
   std::string name;
   bool enabled = false;
@@ -89,6 +95,7 @@ struct FileSummary {
   ClockFit clock;
   uint64_t first_tsc = 0, last_tsc = 0;  // over thread events (process stream excluded)
   bool has_file_end = false;
+  uint64_t file_end_tsc = 0;  // when the process ended (its file_end record)
   uint64_t end_chunks_written = 0, end_events_written = 0, end_events_dropped = 0, end_exit_reason = 0;
   std::vector<format::LossRecord> losses;
   uint64_t chunks_missing = 0;
@@ -97,6 +104,7 @@ struct FileSummary {
   long mpi_rank = -1;
   std::string mpi_rank_source;
   WriteFailure write_failure;
+  std::vector<HangDump> hang_dumps;
   uint64_t events_dropped() const;
   // A file without an end record (killed, crashed): events its threads had recorded by their last
   // progress record that are not in the file — a lower bound on what is missing.

@@ -91,6 +91,16 @@ void IbvAssociation::finish() {
   for (QpState& s : qps_) {
     for (const CompletionRecord& c : s.early) ++f_.counters.unmatched_completions, emit_completion(c);
     s.early.clear();
+    // What never completed: what a hung process waits for (aggregates.h, QpOutstanding).
+    QpOutstanding& out = f_.agg.qp_outstanding[s.qp_id];
+    out.messages_sent = s.send_seq, out.messages_received = s.recv_seq;
+    auto note = [](const OpRecord& op, uint64_t* n, PendingOp* oldest) {
+      if (!(*n)++ || op.ts_ns < oldest->ts_ns) *oldest = {op.ts_ns, op.op_class, op.bytes, op.wr_id};
+    };
+    for (const PendingWr& w : s.sends)
+      if (w.op.signaled && !w.op.is_call) note(w.op, &out.sends, &out.oldest_send);
+    for (const PendingWr& w : s.recvs)
+      if (!w.op.is_call) note(w.op, &out.receives, &out.oldest_receive);
     for (PendingWr& w : s.sends) finish_op(w.op);
     for (PendingWr& w : s.recvs) finish_op(w.op);
     s.sends.clear(), s.recvs.clear();

@@ -32,6 +32,7 @@ struct ProfileOptions {
   std::string host;
   uint32_t buffer_mb = 0;
   uint32_t chunk_kb = 0;
+  uint32_t hang_dump_s = 0;
   bool force = false;
   bool softnic = false;
   bool dry_run = false;
@@ -79,6 +80,7 @@ int run_profile(ProfileOptions& o) {
   }
   std::map<std::string, std::string> env;  // what we set for the program
   if (!o.mode.empty()) env["SIGMATRACE_MODE"] = o.mode;
+  if (o.hang_dump_s) env["SIGMATRACE_HANG_DUMP_S"] = std::to_string(o.hang_dump_s);
   if (!o.providers.empty()) env["SIGMATRACE_PROVIDERS"] = o.providers;
   if (!o.compression.empty()) env["SIGMATRACE_COMPRESSION"] = o.compression;
   if (!o.host.empty()) env["SIGMATRACE_HOST"] = o.host;
@@ -177,6 +179,9 @@ CommandRunner add_profile_command(CLI::App& app) {
   sub->add_option("--compression", o->compression, "zstd | lz4 | none (default zstd)");
   sub->add_option("--buffer-mb", o->buffer_mb, "event buffer pool per process, MiB (default 64)");
   sub->add_option("--chunk-kb", o->chunk_kb, "thread buffer chunk size, KiB (default 256)");
+  sub->add_option("--hang-dump", o->hang_dump_s,
+                  "record each process's state once it made no progress for SECONDS (or on SIGUSR1); analyze names what waits")
+      ->check(CLI::Range(1u, 86400u));
   sub->add_option("--host", o->host, "host name to record (default the real one; emulated multi-node runs)");
   sub->add_flag("--force", o->force, "overwrite a finished earlier experiment in the output directory");
   sub->add_flag("--softnic", o->softnic, "run on the emulated NIC (build/softnic) instead of the system's rdma-core");

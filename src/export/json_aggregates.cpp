@@ -1,5 +1,6 @@
 // See json_aggregates.h.
 #include "export/json_aggregates.h"
+#include "export/json_hangs.h"
 #include "export/json_layers.h"
 #include "export/json_series.h"
 
@@ -117,6 +118,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
   j["end_ns"] = m.end_ns;
   j["events"] = pass.events;
   j["clock_sync"] = clock_sync_json(m.clock_sync);  // the hosts' clocks as the messages compare them (clock_sync.h)
+  j["hangs"] = hangs_json(m, agg);                   // sigmatrace profile --hang-dump (json_hangs.h)
 
   uint64_t errors = 0, dropped = 0;
   std::map<std::string, uint64_t> error_kinds;

@@ -9,6 +9,8 @@
 namespace sigmatrace::analysis {
 // The raw counters as JSON, field by field (a shard's aggregate.json carries them to the merge).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OpCounters, ops, bytes, calls, completions, completion_errors, first_ns, last_ns)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PendingOp, ts_ns, op_class, bytes, wr_id)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(QpOutstanding, sends, receives, oldest_send, oldest_receive, messages_sent, messages_received)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DoorbellCounters, doorbells, wqebbs, blueflame, from_record, data_doorbells, control_doorbells,
                                    not_read_doorbells, recovered, recovered_wqebbs, lost_wqebbs, damaged, unread_wqebbs,
                                    index_errors, batches, wait_ns, max_wait_ns, wqes_read, first_ns, last_ns)
@@ -171,7 +173,8 @@ json shard_section(const ExperimentModel& m, const ShardSpec& s, const std::vect
     if (processes[p.process_id])
       procs.push_back({{"process_id", p.process_id}, {"counters", raw.process[p.process_id]}, {"pass", pass.files[p.process_id]}});
   for (const QpRow& q : m.qps)
-    if (processes[q.process_id]) qps.push_back({{"qp_id", q.qp_id}, {"ops", raw.qp[q.qp_id]}, {"doorbells", raw.qp_doorbells[q.qp_id]}});
+    if (processes[q.process_id])
+      qps.push_back({{"qp_id", q.qp_id}, {"ops", raw.qp[q.qp_id]}, {"doorbells", raw.qp_doorbells[q.qp_id]}, {"outstanding", raw.qp_outstanding[q.qp_id]}});
   j["processes"] = procs;
   j["qps"] = qps;
   return j;
@@ -200,6 +203,7 @@ bool add_shard_counters(const json& section, const ExperimentModel& m, Aggregate
       }
       agg->qp[id] = q.at("ops").get<OpCounters>();
       agg->qp_doorbells[id] = q.at("doorbells").get<DoorbellCounters>();
+      if (q.contains("outstanding")) agg->qp_outstanding[id] = q.at("outstanding").get<QpOutstanding>();
     }
   } catch (const json::exception& e) {
     *error = which + ": its counters do not read (" + e.what() + ")";

@@ -182,6 +182,19 @@ std::string render_text_report(const json& a, size_t top) {
   for (const json& p : procs)
     if (u(p, "events_dropped")) add(&out, "  %-12s %" PRIu64 "\n", s(p, "label").c_str(), u(p, "events_dropped"));
   if (a.contains("clock_sync") && a["hosts"].size() > 1) add(&out, "host clocks: %s\n", s(a["clock_sync"], "outcome").c_str());
+  if (a.contains("hangs") && !a["hangs"]["dumps"].empty()) {
+    const json& h = a["hangs"];
+    add(&out, "\nhang dumps: %zu (sigmatrace profile --hang-dump); what waits:\n", h["dumps"].size());
+    for (const json& w : h["waiting"]) {
+      const json& op = w.contains("oldest_send") ? w["oldest_send"] : w["oldest_receive"];
+      add(&out, "  %s qp %" PRIu64 " -> %s: %s of %" PRIu64 " B, waiting %.3f s at the dump: %s\n", s(w, "label").c_str(), u(w, "qp_num"),
+          w.contains("peer_label") ? s(w, "peer_label").c_str() : "?", s(op, "opcode").c_str(), u(op, "bytes"),
+          static_cast<double>(op["age_at_dump_ns"].get<int64_t>()) / 1e9, s(w, "waits_for").c_str());
+    }
+    for (const json& q : h["hung_without_waiting_qps"])
+      add(&out, "  %s: no work outstanding on any QP (stuck outside the traced communication, or waiting for a peer's one-sided write)\n",
+          s(q, "label").c_str());
+  }
   if (a.contains("timeline") && !a["timeline"].value("complete", true)) {
     // trace.pftrace is not the whole experiment: say what it leaves out (SQL and JSON are complete).
     const json& t = a["timeline"];

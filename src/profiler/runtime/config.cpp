@@ -27,6 +27,7 @@ const std::vector<ConfigVariable>& config_variables() {
       {"SIGMATRACE_COMPRESSION", "zstd|lz4|none", "compression of trace chunks (default zstd)"},
       {"SIGMATRACE_WRITER_THREADS", "integer 1..16", "threads per process that encode and compress full chunks (default 1: the writer thread alone)"},
       {"SIGMATRACE_CLOCK_SYNC_MS", "integer 10..600000", "period of clock calibration samples in ms (default 1000)"},
+      {"SIGMATRACE_HANG_DUMP_S", "integer 0..86400", "record the state of a process that made no progress for this long, or got SIGUSR1 (default 0: off)"},
       {"SIGMATRACE_MAX_THREADS", "integer 1..65536", "threads recorded per process (default 1024)"},
       {"SIGMATRACE_FORCE", "1|0", "overwrite a finished earlier experiment in the output directory"},
       {"SIGMATRACE_RUN_ID", "any string", "identity shared by the processes of one run (default: launcher job id)"},
@@ -168,6 +169,7 @@ bool parse_config(char** envp, const std::vector<std::string>& known, Config* cf
       else ok = false;
     } else if (name == "SIGMATRACE_WRITER_THREADS") ok = parse_uint(v, 1, 16, &c.writer_threads);
     else if (name == "SIGMATRACE_CLOCK_SYNC_MS") ok = parse_uint(v, 10, 600000, &c.clock_sync_ms);
+    else if (name == "SIGMATRACE_HANG_DUMP_S") ok = parse_uint(v, 0, 86400, &c.hang_dump_s);
     else if (name == "SIGMATRACE_MAX_THREADS") ok = parse_uint(v, 1, 65536, &c.max_threads);
     else if (name == "SIGMATRACE_FORCE") ok = parse_bool(v, &c.force);
     else if (name == "SIGMATRACE_RUN_ID") c.run_id = v;

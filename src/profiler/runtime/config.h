@@ -32,6 +32,7 @@ struct Config {
   // Threads that encode and compress full chunks; 1: the writer thread does it itself.
   uint32_t writer_threads = 1;
   uint32_t clock_sync_ms = 1000;
+  uint32_t hang_dump_s = 0;            // record a hang_dump after this long without progress (0: off)
   uint32_t max_threads = 1024;
   bool force = false;
   std::string run_id;

@@ -49,6 +49,7 @@ bool Writer::start() {
   }
   struct stat st;
   file_bytes_ = fstat(rt_->trace_fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  hang_.start(rt_->config.hang_dump_s);
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);  // the writer must never run the application's handlers
@@ -124,6 +125,7 @@ bool Writer::write_sealed(uint32_t slot, format::ChunkSealer::Sealed* sealed, bo
     ++chunks_written_;
     events_written_ += sealed->encoded.events;
     events_per_slot_[slot] += sealed->encoded.events;
+    if (slot != process_slot_) thread_chunks_written_ += 1;
     if (slot != process_slot_) remember_written(slot, offset, sealed->encoded.events, nullptr, 0);
     return true;
   }
@@ -287,6 +289,32 @@ void Writer::emit_thread_progress(uint64_t tsc) {
   }
 }
 
+uint64_t Writer::progress_signature() const {
+  // Not the process stream's records: the writer itself adds clock samples every second.
+  uint64_t sig = thread_chunks_written_ * 0x9e3779b97f4a7c15ull + g_work.completions();
+  const uint32_t used = std::min(rt_->slots_used.load(std::memory_order_acquire), rt_->max_slots);
+  for (uint32_t i = 0; i < used; ++i) {
+    const ThreadSlot& s = rt_->slots[i];
+    if (!s.active.load(std::memory_order_acquire) || !s.state) continue;
+    sig = sig * 31 + reinterpret_cast<uintptr_t>(__atomic_load_n(&s.state->cur, __ATOMIC_ACQUIRE));
+  }
+  return sig;
+}
+
+void Writer::watch_for_hang(uint64_t now_ms) {
+  HangDumpReason reason;
+  uint64_t idle_ns = 0;
+  if (!hang_.due(progress_signature(), now_ms, &reason, &idle_ns)) return;
+  // Idle with nothing outstanding (a launcher waiting for its children, the passive side of
+  // one-sided writes) is not stuck.
+  if (reason == HangDumpReason::no_progress && !g_work.outstanding()) return;
+  const uint64_t completions = g_work.completions();
+  rt_->process_stream.append(EventType::hang_dump, read_tsc(), {static_cast<uint64_t>(reason), idle_ns, completions});
+  flush_process_stream();
+  log_line("%s: hang state recorded in %s (sigmatrace analyze names what each QP waits for)",
+           reason == HangDumpReason::signal ? "SIGUSR1" : "no progress", rt_->trace_path.c_str());
+}
+
 void Writer::run() {
   uint64_t next_sync = monotonic_ms() + rt_->config.clock_sync_ms;
   uint32_t idle_us = 1000;
@@ -304,10 +332,12 @@ void Writer::run() {
         flush_process_stream();
       }
     }
+    if (hang_.on() && rt_->config.mode != TraceMode::aggregate) watch_for_hang(now);
     // Back off while idle (1 ms up to 10 ms) so an idle profiler costs next to nothing.
     idle_us = busy ? 1000 : (idle_us < 10000 ? idle_us + 1000 : 10000);
     if (!busy) sleep_us(idle_us);
   }
+  hang_.stop();
   final_flush(static_cast<format::ExitReason>(exit_reason_.load()));
   done_.store(true, std::memory_order_release);
 }

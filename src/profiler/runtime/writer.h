@@ -10,6 +10,7 @@
 
 #include "format/chunk_sealer.h"
 #include "format/event_types.h"
+#include "profiler/runtime/hang_watch.h"
 #include "profiler/runtime/seal_pipeline.h"
 
 namespace sigmatrace::profiler {
@@ -44,6 +45,11 @@ class Writer {
   void final_flush(format::ExitReason reason);
   void emit_new_thread_infos();
   void emit_thread_progress(uint64_t tsc);
+  // What moves while the process works: events written, each live thread's write position,
+  // completions polled (hang_watch.h).
+  uint64_t progress_signature() const;
+  // A hang_dump record when the watch says one is due, written out at once.
+  void watch_for_hang(uint64_t now_ms);
   // Thread summary (and aggregate entries) of slot i; returns the events it dropped.
   uint64_t summarise_slot(uint32_t i, uint64_t tsc);
   // Summarises the slots of threads that have exited and puts them on the free list for reuse.
@@ -73,6 +79,7 @@ class Writer {
   uint64_t file_bytes_ = 0;  // the file's size after the last whole chunk
   uint32_t seq_ = 0;
   uint64_t chunks_written_ = 0;
+  uint64_t thread_chunks_written_ = 0;  // of application and poller threads (progress, for the hang watch)
   uint64_t events_written_ = 0;
   uint64_t malformed_ = 0;
   std::vector<uint32_t> announced_gen_;   // per slot: the occupant whose thread_info was written
@@ -86,6 +93,7 @@ class Writer {
   uint64_t chunks_lost_ = 0, events_lost_ = 0;                          // the same, all slots, ever
   format::ChunkSealer sealer_;
   SealPipeline pipeline_;
+  HangWatch hang_;
   bool parallel_ = false;
   std::vector<uint8_t> process_raw_, file_end_raw_;
   // The last chunks written, newest last: what the final summary may take back on a full disk.

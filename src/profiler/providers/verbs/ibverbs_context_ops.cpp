@@ -144,8 +144,26 @@ struct SendSummary {
   return ret;
 }
 
+// The hang watch's counts (hang_watch.h), only while it is on: the WRs that will complete.
+[[gnu::noinline, gnu::cold]] void note_posted_sends(const ibv_send_wr* wr) {
+  uint64_t signalled = 0;
+  for (; wr; wr = wr->next) signalled += (wr->send_flags & IBV_SEND_SIGNALED) != 0;
+  note_posted(signalled, 0);
+}
+[[gnu::noinline, gnu::cold]] void note_posted_receives(const ibv_recv_wr* wr) {
+  uint64_t n = 0;
+  for (; wr; wr = wr->next) ++n;
+  note_posted(0, n);
+}
+[[gnu::noinline, gnu::cold]] void note_polled(const ibv_wc* wc, int n) {
+  uint64_t receives = 0;
+  for (int i = 0; i < n; ++i) receives += (wc[i].opcode & IBV_WC_RECV) != 0;
+  note_completed(static_cast<uint64_t>(n) - receives, receives);
+}
+
 template <TraceMode M>
 int post_send_hook(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+  if (hang_watch_on()) note_posted_sends(wr);
   if constexpr (M == kSimple) {
     if (__builtin_expect(active(), 1)) return post_send_simple(qp, wr, bad_wr);
   }
@@ -187,6 +205,7 @@ int post_send_hook(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
 
 template <TraceMode M>
 int post_recv_hook(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  if (hang_watch_on()) note_posted_receives(wr);
   const PostRecvFn real = g_post_recv.get(qp->context, &ContextState::post_recv);
   if (__builtin_expect(real == nullptr, 0)) {
     object_not_tracked("context");
@@ -213,6 +232,7 @@ int post_recv_hook(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 
 template <TraceMode M>
 int post_srq_recv_hook(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  if (hang_watch_on()) note_posted_receives(wr);
   const PostSrqRecvFn real = g_post_srq_recv.get(srq->context, &ContextState::post_srq_recv);
   if (__builtin_expect(real == nullptr, 0)) {
     object_not_tracked("context");
@@ -251,6 +271,7 @@ int poll_cq_hook(ibv_cq* cq, int num_entries, ibv_wc* wc) {
     return -ENOSYS;
   }
   const int n = real(cq, num_entries, wc);
+  if (hang_watch_on() && n > 0) note_polled(wc, n);
   if (n <= 0) {
     if (__builtin_expect(n < 0, 0) && active()) record_error(IbvCall::poll_cq, reinterpret_cast<uintptr_t>(cq), n);
     return n;

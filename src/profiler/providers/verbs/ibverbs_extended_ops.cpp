@@ -271,6 +271,12 @@ template <TraceMode M>
   }
 }
 
+// The hang watch's count of a completion (hang_watch.h), only while it is on.
+[[gnu::noinline, gnu::cold]] void note_polled_ex(CqState* s, ibv_cq_ex* cq) {
+  const bool receive = s->read_opcode && (s->read_opcode(cq) & IBV_WC_RECV);
+  note_completed(!receive, receive);
+}
+
 template <TraceMode M>
 int start_poll_hook(ibv_cq_ex* cq, ibv_poll_cq_attr* attr) {
   CqState* s = g_cqs.find(cq);
@@ -279,6 +285,7 @@ int start_poll_hook(ibv_cq_ex* cq, ibv_poll_cq_attr* attr) {
     return ENOSYS;
   }
   const int ret = s->start_poll(cq, attr);
+  if (hang_watch_on() && ret == 0) note_polled_ex(s, cq);
   if (__builtin_expect(active(), 1)) after_cq_ex_poll<M>(s, cq, ret);
   return ret;
 }
@@ -291,6 +298,7 @@ int next_poll_hook(ibv_cq_ex* cq) {
     return ENOSYS;
   }
   const int ret = s->next_poll(cq);
+  if (hang_watch_on() && ret == 0) note_polled_ex(s, cq);
   if (__builtin_expect(active(), 1)) after_cq_ex_poll<M>(s, cq, ret);
   return ret;
 }

@@ -17,6 +17,7 @@
 #include "format/event_types.h"
 #include "profiler/providers/provider_kit.h"
 #include "profiler/runtime/config.h"
+#include "profiler/runtime/hang_watch.h"
 #include "profiler/runtime/recorder.h"
 
 namespace sigmatrace::profiler::ibv {
