@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "program_support.h"
+
 namespace {
 
 // The symmetric layout every PE allocates (nvshmem_calloc: zeroed).
@@ -71,15 +73,9 @@ struct Options {
   std::string uid_file;
 };
 
-int env_int(const char* a, const char* b) {
-  const char* v = getenv(a);
-  if (!v) v = getenv(b);
-  return v ? atoi(v) : -1;
-}
-
 bool parse(int argc, char** argv, Options* o) {
-  o->rank = env_int("OMPI_COMM_WORLD_RANK", "SLURM_PROCID");
-  o->npes = env_int("OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS");
+  o->rank = sigmatrace::nvshmem_testbed::launcher_int("OMPI_COMM_WORLD_RANK", "SLURM_PROCID");
+  o->npes = sigmatrace::nvshmem_testbed::launcher_int("OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS");
   if (const char* f = getenv("NVSHMEM_OPS_UID_FILE")) o->uid_file = f;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -97,51 +93,6 @@ bool parse(int argc, char** argv, Options* o) {
   if (o->npes < 2 || o->rank < 0 || o->rank >= o->npes || o->iters < 1 || o->iters > 64 || o->bytes < 8 || o->uid_file.empty())
     return fprintf(stderr, "nvshmem_ops: need --rank R --npes N (N >= 2) --uid-file PATH, 1 <= --iters <= 64, --bytes >= 8\n"), false;
   return true;
-}
-
-bool bootstrap(const Options& o) {
-  nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
-  if (o.rank == 0) {
-    if (nvshmemx_get_uniqueid(&id) != 0) return fprintf(stderr, "nvshmem_ops: nvshmemx_get_uniqueid failed\n"), false;
-    std::string tmp = o.uid_file + ".tmp";
-    FILE* f = fopen(tmp.c_str(), "wb");
-    if (!f || fwrite(&id, sizeof id, 1, f) != 1 || fclose(f) != 0 || rename(tmp.c_str(), o.uid_file.c_str()) != 0)
-      return fprintf(stderr, "nvshmem_ops: cannot write %s\n", o.uid_file.c_str()), false;
-  } else {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_s);
-    FILE* f = nullptr;
-    while (!(f = fopen(o.uid_file.c_str(), "rb"))) {
-      if (std::chrono::steady_clock::now() > deadline) return fprintf(stderr, "nvshmem_ops: no unique id in %s\n", o.uid_file.c_str()), false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    bool ok = fread(&id, sizeof id, 1, f) == 1;
-    fclose(f);
-    if (!ok) return fprintf(stderr, "nvshmem_ops: %s is short\n", o.uid_file.c_str()), false;
-  }
-  nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
-  nvshmemx_set_attr_uniqueid_args(o.rank, o.npes, &id, &attr);
-  return nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) == 0;
-}
-
-// Waits for the stream, bounded: a GPU that never finishes is reported, not waited for.
-bool wait_for(cudaStream_t s, const Options& o, const char* what) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_s);
-  for (;;) {
-    cudaError_t e = cudaStreamQuery(s);
-    if (e == cudaSuccess) return true;
-    if (e != cudaErrorNotReady) {
-      fprintf(stderr, "nvshmem_ops: PE %d: %s failed: %s\n", o.rank, what, cudaGetErrorString(e));
-      return false;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      fprintf(stderr, "nvshmem_ops: PE %d: %s did not finish within %d s; asking softnic for a state dump\n", o.rank, what, o.timeout_s);
-      fflush(stderr);
-      raise(SIGUSR2);  // softnic's dump handler with SOFTNIC_DEBUG=2 (ignored otherwise)
-      sleep(1);
-      _exit(3);
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
 }
 
 #define CHECK_CUDA(x)                                                                               \
@@ -171,7 +122,7 @@ int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, &o)) return 2;
   CHECK_CUDA(cudaSetDevice(0));
-  if (!bootstrap(o)) return fprintf(stderr, "nvshmem_ops: PE %d: NVSHMEM initialisation failed\n", o.rank), 2;
+  if (!sigmatrace::nvshmem_testbed::uid_bootstrap("nvshmem_ops", o.rank, o.npes, o.uid_file, o.timeout_s)) return fprintf(stderr, "nvshmem_ops: PE %d: NVSHMEM initialisation failed\n", o.rank), 2;
   const int me = nvshmem_my_pe(), npes = nvshmem_n_pes(), prev = (me + npes - 1) % npes, next = (me + 1) % npes;
   printf("nvshmem_ops: PE %d of %d initialised (init status %d)\n", me, npes, nvshmemx_init_status());
   auto* heap = static_cast<Heap*>(nvshmem_calloc(1, sizeof(Heap)));
@@ -192,7 +143,7 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   exchange_kernel<<<1, 1, 0, s>>>(heap, inbox, outbox, fetched_data, fetched, o.bytes, o.iters, me, npes);
   CHECK_CUDA(cudaGetLastError());
-  if (!wait_for(s, o, "exchange_kernel")) return 2;
+  if (!sigmatrace::nvshmem_testbed::wait_for_stream("nvshmem_ops", o.rank, s, o.timeout_s, "exchange_kernel")) return 2;
   nvshmem_barrier_all();
 
   // What our predecessor did to us, and what our successor's heap answered.

@@ -97,6 +97,7 @@ def main():
     ap.add_argument("--bytes-per-op", type=int)
     ap.add_argument("--gpu-wqes", type=int)
     ap.add_argument("--diff", help="`sigmatrace diff --json` of the page's baseline and experiment (report --baseline)")
+    ap.add_argument("--case-study", choices=["moe", "bfs"], help="the figures a case study needs must be there")
     o = ap.parse_args()
     agg = json.load(open(o.aggregate))
     dom = Dom()
@@ -197,7 +198,33 @@ def main():
         if k not in kinds:
             problems.append(f"no duration histogram for {k} (have {sorted(kinds)})")
 
-    # 7. The changes from a baseline: the table holds every change of the diff, in its order,
+    # 7. GPU kernels: each kernel's matrix (the 4 that moved most, by process) shows exactly its
+    #    bytes; each barrier table says how often each GPU was last, as series.barriers does.
+    by_kernel = {}
+    for k in s.get("kernels", []):
+        if k.get("kernel"):
+            by_kernel.setdefault(k["kernel"], []).append(k)
+    moved = lambda rows: sum(t["bytes"] for k in rows for t in k.get("to_peers", []))
+    senders = sorted((r for r in by_kernel.values() if moved(r)), key=moved, reverse=True)[:4]
+    for i, rows in enumerate(senders):
+        fid = f"kernel-{i}-bytes"
+        cells = {}
+        for k in rows:
+            for t in k.get("to_peers", []):
+                key = (k["process_id"], t["process_id"])
+                cells[key] = cells.get(key, 0) + t["bytes"]
+        shown = sorted(int(t.replace(",", "")) for t in dom.figures.get(fid, {}).get("texts", []) if NUMBER.match(t))
+        expect(f"{fid} cell labels", shown, sorted(v for v in cells.values() if v))
+    for i, b in enumerate(sorted(s.get("barriers", []), key=lambda b: -b["barriers"])[:3]):
+        rows = [(r[0][0], r[1][1], r[2][1]) for r in dom.tables.get(f"barriers-{i}", [])[1:]]
+        expect(f"barriers-{i} table", rows, [(p["gpu_label"], str(p["control_phases"]), str(n)) for p, n in zip(b["participants"], b["last_count"])])
+    if o.case_study:
+        need = {"moe": ["kernel-0-bytes", "kernel-1-bytes"], "bfs": ["barriers-0", "phases-0"]}[o.case_study]
+        for fid in need:
+            if fid not in dom.figures:
+                problems.append(f"case study {o.case_study}: figure {fid} is missing")
+
+    # 8. The changes from a baseline: the table holds every change of the diff, in its order,
     #    with the time each explains.
     if o.diff:
         d = json.load(open(o.diff))
@@ -206,7 +233,7 @@ def main():
         rows = [(r[0][0], r[1][0], r[6][1]) for r in dom.tables.get("diff", [])[1:]]
         expect("diff table (group, row, explains ns)", rows, [(c["group"], c["key"], str(round(c["explains_ns"]))) for c in d["changes"]])
 
-    # 8. Every figure as a file: an SVG that parses, with marks, and a PNG with a size.
+    # 9. Every figure as a file: an SVG that parses, with marks, and a PNG with a size.
     files = sorted(os.listdir(o.plots))
     expect("plot files", files, sorted([f + ".svg" for f in dom.figures] + [f + ".png" for f in dom.figures]))
     for fid in dom.figures:

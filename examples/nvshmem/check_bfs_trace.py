@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""The BFS finding, recovered from the trace: at every level's device barrier the PE that was made
+slow (--slow-pe, --delay-us) arrives last, and the spread between the first and the last arrival
+is the one the GPUs measured with their own clocks (the program's expected.json) to within a
+tolerance; each PE's data phase of each level moved exactly the bytes the host's BFS says.
+
+The trace's side is aggregate.json's series: the kernel's control phases lined up across the PEs
+(series.barriers: barrier 0 is the one before the first level, barrier L+1 ends level L) and each
+PE's data phases (series.kernels[].phases).
+
+  check_bfs_trace.py EXPECTED.json AGGREGATE.json
+"""
+import json
+import sys
+
+KERNEL = "bfs_levels"
+
+
+def main():
+    expected = json.load(open(sys.argv[1]))
+    agg = json.load(open(sys.argv[2]))
+    npes, levels, slow, delay = expected["npes"], expected["levels"], expected["slow_pe"], expected["delay_ns"]
+    # The trace's arrival at a barrier is the first signal's doorbell, seen by the profiler's
+    # poller after the PE's quiet: its offset to the GPU's clock differs between PEs by the time
+    # their puts took to complete, tens of microseconds on softnic.
+    tolerance = max(100_000, delay // 10)
+    rank_of = {p["process_id"]: p["rank"] for p in agg["processes"]}
+    problems = []
+    found = [b for b in agg["series"]["barriers"] if KERNEL in (b["kernel_name"] or "")]
+    if len(found) != 1:
+        print(f"check_bfs_trace: {len(found)} kernels named {KERNEL} with barriers in the trace, expected 1")
+        return 1
+    b = found[0]
+    pes = [rank_of[p["process_id"]] for p in b["participants"]]
+    if sorted(pes) != list(range(npes)):
+        problems.append(f"the barriers' PEs are {pes}, expected all {npes}")
+    if b["barriers"] != levels + 1 or b["unmatched"]:
+        problems.append(f"{b['barriers']} barriers lined up (unmatched: {b['unmatched']}), expected {levels + 1}: one before each of the {levels} levels and one after")
+    worst = 0
+    for level in range(min(levels, b["barriers"] - 1)):
+        r = level + 1
+        last = pes[b["last"][r]]
+        gpu = expected["arrival_gpu_ns"][level]
+        gpu_spread = max(gpu) - min(gpu)
+        spread = b["spread_ns"][r]
+        worst = max(worst, abs(spread - gpu_spread))
+        if slow >= 0 and last != slow:
+            problems.append(f"level {level}: PE {last} arrived last at its barrier, the slow one is PE {slow}")
+        if abs(spread - gpu_spread) > tolerance:
+            problems.append(f"level {level}: arrival spread {spread} ns in the trace, {gpu_spread} ns by the GPUs' clocks (tolerance {tolerance})")
+        if slow >= 0 and spread < delay - tolerance:
+            problems.append(f"level {level}: arrival spread {spread} ns, less than the injected {delay} ns")
+    # Data: each PE's n-th data phase of the kernel is its level n's puts.
+    for k in agg["series"]["kernels"]:
+        if KERNEL not in (k["kernel_name"] or ""):
+            continue
+        s = rank_of[k["process_id"]]
+        got = [p["bytes"] for p in k["phases"] if p["kind"] == "data"]
+        want = [sum(expected["put_bytes"][l][s]) for l in range(levels)]
+        if got != want:
+            problems.append(f"PE {s}: bytes of its data phases {got}, the host's BFS says {want}")
+    for p in problems:
+        print("check_bfs_trace: " + p)
+    if not problems:
+        print(f"check_bfs_trace: {levels} levels: PE {slow} last at every level's barrier, spreads {b['spread_ns'][1:]} ns "
+              f"(injected {delay} ns; at most {worst} ns from the GPUs' own clocks); every data phase's bytes exact")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+#!/bin/bash
+# The paper's case studies on traces recorded on the GPU machine (data/*: NVSHMEM 3.4.5 IBGDA over
+# softnic, 4 PEs, examples/nvshmem/run_case_studies.sh), analysed here without a GPU:
+#   - the finding from aggregate.json (check_<study>_trace.py, as the GPU test checks it there);
+#   - the finding from the SQL of docs/case-studies.md (examples/nvshmem/queries/*.sql), each query
+#     shown in the docs exactly as it is run;
+#   - the report's figures of the study (per-kernel matrices, barrier arrivals, phases) drawn in
+#     headless Chromium with the numbers of aggregate.json.
+# Usage: case_study_trace_test.sh BUILD_DIR SOURCE_DIR moe|bfs. Exit 77 (skipped) without SQLite
+# or Chromium.
+set -u
+build=$1 src=$2 study=$3
+keep=${SIGMATRACE_KEEP_TEST_DIRS:-}
+unset SIGMATRACE_KEEP_TEST_DIRS
+st=$build/bin/sigmatrace
+ex=$src/examples/nvshmem
+skip() { echo "SKIPPED: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+[ -x "$st" ] || skip "$st is not built"
+data=$src/tests/case_studies/data/$study-4pe-h200
+[ -f "$data/expected.json" ] || fail "no recorded trace in $data"
+work=$(mktemp -d)
+[ -n "$keep" ] && echo "keeping $work" || trap 'rm -rf "$work"' EXIT
+exp=$work/exp
+mkdir -p "$exp"
+cp "$data"/*.sgt "$data/manifest.json" "$exp/"
+"$st" analyze -q "$exp" >"$work/analyze.log" 2>&1 || { cat "$work/analyze.log"; fail "analyze failed"; }
+python3 "$ex/check_${study}_trace.py" "$data/expected.json" "$exp/aggregate.json" || fail "aggregate.json does not hold the finding"
+[ -f "$exp/trace.sqlite" ] || skip "this build has no SQLite: the queries of docs/case-studies.md cannot run"
+python3 "$ex/check_case_study_sql.py" "$study" "$st" "$exp" "$data/expected.json" "$ex/queries" || fail "the queries do not find it"
+# The docs show each query exactly as it is run.
+python3 - "$src/docs/case-studies.md" "$ex/queries" "$study" <<'PY' || fail "docs/case-studies.md does not show the queries as they are"
+import os, sys
+doc = open(sys.argv[1]).read()
+wanted = {"bfs": ["barrier_arrivals.sql", "level_bytes.sql", "doorbells_per_level.sql"], "moe": ["kernel_matrix.sql"]}[sys.argv[3]]
+missing = [q for q in wanted if open(os.path.join(sys.argv[2], q)).read().strip() not in doc]
+for q in missing:
+    print(f"case_study_trace_test: {q} is not in docs/case-studies.md as it is")
+sys.exit(1 if missing else 0)
+PY
+source "$src/tests/report/browser_check.sh"
+if browser_available; then
+  report_and_check "$exp" "$work" --case-study "$study"
+  echo "PASS: the $study finding from aggregate.json and from SQL, and its figures in $("$browser" --version 2>/dev/null | head -1)"
+else
+  echo "PASS: the $study finding from aggregate.json and from SQL (figures not checked: no headless Chromium)"
+fi
