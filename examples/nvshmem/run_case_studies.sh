@@ -66,7 +66,8 @@ for study in moe bfs; do
   if [ -f "$exp/trace.sqlite" ]; then
     mkdir -p "$d/queries"
     for q in "$here"/queries/*.sql; do "$st" sql "$exp" "$(cat "$q")" > "$d/queries/$(basename "$q" .sql).txt" 2>&1; done
-    step "$study queries" PASS "results in $d/queries"
+    python3 "$here/check_case_study_sql.py" "$study" "$st" "$exp" "$d/expected.json" "$here/queries" > "$d/queries/check.log" 2>&1; rc=$?
+    step "$study queries" "$([ $rc = 0 ] && echo PASS || echo FAIL)" "$(tail -1 "$d/queries/check.log"); results in $d/queries"
   else
     step "$study queries" SKIP "no trace.sqlite (built without SQLite): run them where the experiment is analysed"
   fi
