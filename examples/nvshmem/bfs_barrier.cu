@@ -253,14 +253,7 @@ bool write_expected(const std::string& path, const Reference& r, int npes, int s
   return std::fclose(f) == 0;
 }
 
-#define CHECK_CUDA(x)                                                                  \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "bfs_barrier: %s failed: %s\n", #x, cudaGetErrorString(e_)); \
-      return 2;                                                                        \
-    }                                                                                  \
-  } while (0)
+#define CHECK_CUDA(x) NVSHMEM_TESTBED_CHECK_CUDA("bfs_barrier", x)
 
 template <typename T>
 T* to_gpu(const std::vector<T>& v) {

@@ -122,14 +122,7 @@ bool write_expected(const std::string& path, const Routing& r) {
   return std::fclose(f) == 0;
 }
 
-#define CHECK_CUDA(x)                                                                  \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "moe_layer: %s failed: %s\n", #x, cudaGetErrorString(e_)); \
-      return 2;                                                                        \
-    }                                                                                  \
-  } while (0)
+#define CHECK_CUDA(x) NVSHMEM_TESTBED_CHECK_CUDA("moe_layer", x)
 
 }  // namespace
 

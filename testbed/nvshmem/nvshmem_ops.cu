@@ -95,14 +95,7 @@ bool parse(int argc, char** argv, Options* o) {
   return true;
 }
 
-#define CHECK_CUDA(x)                                                                               \
-  do {                                                                                              \
-    cudaError_t e_ = (x);                                                                           \
-    if (e_ != cudaSuccess) {                                                                        \
-      fprintf(stderr, "nvshmem_ops: %s failed: %s\n", #x, cudaGetErrorString(e_));                  \
-      return 2;                                                                                     \
-    }                                                                                               \
-  } while (0)
+#define CHECK_CUDA(x) NVSHMEM_TESTBED_CHECK_CUDA("nvshmem_ops", x)
 
 int failures = 0;
 template <typename T>

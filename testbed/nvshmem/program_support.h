@@ -1,6 +1,7 @@
 // What the test bed's NVSHMEM programs (nvshmem_ops) and the examples (examples/nvshmem) share:
 // NVSHMEM initialised from a unique id passed through a file (the programs link no MPI: rank 0
-// writes the id, atomically, the others wait for it, bounded), and a bounded wait for the GPU.
+// writes the id, atomically, the others wait for it, bounded), a bounded wait for the GPU, and
+// a check of CUDA calls in main.
 #pragma once
 #include <cuda_runtime.h>
 #include <nvshmem.h>
@@ -72,3 +73,13 @@ inline bool wait_for_stream(const char* prog, int rank, cudaStream_t s, int time
 }
 
 }  // namespace sigmatrace::nvshmem_testbed
+
+// In main(): a CUDA call that fails is said (with the program's name) and main returns 2.
+#define NVSHMEM_TESTBED_CHECK_CUDA(prog, x)                                           \
+  do {                                                                                \
+    const cudaError_t e_ = (x);                                                       \
+    if (e_ != cudaSuccess) {                                                          \
+      std::fprintf(stderr, "%s: %s failed: %s\n", prog, #x, cudaGetErrorString(e_)); \
+      return 2;                                                                       \
+    }                                                                                 \
+  } while (0)
