@@ -43,9 +43,10 @@ else step mps FAIL "$(tail -1 "$out/mps.log")"; exit; fi
 
 for study in moe bfs; do
   case $study in
-    moe) program=$B/examples/nvshmem/moe_layer; read -r -a args <<< "$MOE_ARGS" ;;
-    bfs) program=$B/examples/nvshmem/bfs_barrier; read -r -a args <<< "$BFS_ARGS" ;;
+    moe) program=moe_layer; read -r -a args <<< "$MOE_ARGS" ;;
+    bfs) program=bfs_barrier; read -r -a args <<< "$BFS_ARGS" ;;
   esac
+  program=$(find "$B" -name "$program" -type f -perm -u+x | head -1)
   d=$out/$study
   rm -rf "$d" && mkdir -p "$d"
   "$root/testbed/nvshmem/run_nvshmem.sh" --build "$B" --nvshmem "$nv" --timeout 60 --out "$d/untraced" 4 -- "$program" "${args[@]}" > "$d/untraced.log" 2>&1
