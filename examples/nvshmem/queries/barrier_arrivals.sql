@@ -14,7 +14,10 @@ numbered AS (
   SELECT *, sum(starts) OVER (PARTITION BY process_id ORDER BY ts_ns, op_id) - 1 AS barrier FROM marked),
 arrival AS (
   SELECT n.barrier, p.rank AS pe, min(n.ts_ns) AS ts_ns
-  FROM numbered n JOIN process p USING (process_id) WHERE n.control GROUP BY n.barrier, p.rank)
-SELECT barrier, count(*) AS pes, max(ts_ns) - min(ts_ns) AS spread_ns,
-       (SELECT pe FROM arrival l WHERE l.barrier = a.barrier ORDER BY l.ts_ns DESC LIMIT 1) AS last_pe
-FROM arrival a GROUP BY barrier ORDER BY barrier;
+  FROM numbered n JOIN process p USING (process_id) WHERE n.control GROUP BY n.barrier, p.rank),
+ranked AS (
+  SELECT *, row_number() OVER (PARTITION BY barrier ORDER BY ts_ns DESC) AS from_last,
+         max(ts_ns) OVER (PARTITION BY barrier) - min(ts_ns) OVER (PARTITION BY barrier) AS spread_ns,
+         count(*) OVER (PARTITION BY barrier) AS pes
+  FROM arrival)
+SELECT barrier, pes, spread_ns, pe AS last_pe FROM ranked WHERE from_last = 1 ORDER BY barrier;
