@@ -17,7 +17,7 @@ ex=$src/examples/nvshmem
 skip() { echo "SKIPPED: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 [ -x "$st" ] || skip "$st is not built"
-data=$src/tests/case_studies/data/$study-4pe-h200
+data=$src/tests/case_studies/data/$study
 [ -f "$data/expected.json" ] || fail "no recorded trace in $data"
 work=$(mktemp -d)
 [ -n "$keep" ] && echo "keeping $work" || trap 'rm -rf "$work"' EXIT

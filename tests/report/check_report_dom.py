@@ -215,7 +215,8 @@ def main():
                 cells[key] = cells.get(key, 0) + t["bytes"]
         shown = sorted(int(t.replace(",", "")) for t in dom.figures.get(fid, {}).get("texts", []) if NUMBER.match(t))
         expect(f"{fid} cell labels", shown, sorted(v for v in cells.values() if v))
-    for i, b in enumerate(sorted(s.get("barriers", []), key=lambda b: -b["barriers"])[:3]):
+    moves_data = lambda b: any(p["kind"] == "data" for k in by_kernel.get(b["kernel"], []) for p in k.get("phases", []))
+    for i, b in enumerate(sorted(s.get("barriers", []), key=lambda b: (not moves_data(b), -b["barriers"]))[:3]):
         rows = [(r[0][0], r[1][1], r[2][1]) for r in dom.tables.get(f"barriers-{i}", [])[1:]]
         expect(f"barriers-{i} table", rows, [(p["gpu_label"], str(p["control_phases"]), str(n)) for p, n in zip(b["participants"], b["last_count"])])
     if o.case_study:

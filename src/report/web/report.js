@@ -216,7 +216,10 @@
     for (const rows of byName.values()) rows.sort((a, b) => a.process_id - b.process_id || (a.gpu_label < b.gpu_label ? -1 : 1));
     const moved = (rows) => sum(rows, (k) => sum(k.to_peers || [], (t) => t.bytes));
     const senders = [...byName.entries()].filter(([, rows]) => moved(rows)).sort((a, b) => moved(b[1]) - moved(a[1])).slice(0, 4);
-    const barriers = (s.barriers || []).slice().sort((a, b) => b.barriers - a.barriers).slice(0, 3);
+    // Barriers inside a kernel that also moves data (a persistent kernel's levels) first, then the
+    // kernels with the most barriers.
+    const movesData = (b) => (byName.get(b.kernel) || []).some((k) => (k.phases || []).some((p) => p.kind === 'data')) ? 1 : 0;
+    const barriers = (s.barriers || []).slice().sort((a, b) => movesData(b) - movesData(a) || b.barriers - a.barriers).slice(0, 3);
     const phased = [...byName.entries()].filter(([, rows]) => rows.some((k) => (k.phases || []).some((p) => p.kind === 'data')) &&
                                                                rows.some((k) => (k.phases || []).some((p) => p.kind === 'control')))
       .sort((a, b) => sum(b[1], (k) => k.phases.length) - sum(a[1], (k) => k.phases.length)).slice(0, 2);
