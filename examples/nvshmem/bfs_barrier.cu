@@ -4,7 +4,8 @@
 // PEs), undirected, its vertices in N equal blocks, one per PE. Each level, every PE expands its
 // frontier, puts each other PE the neighbours it owns (one put per peer and level: a header of
 // the sender's frontier size and the count, then the vertices; the header alone when there are
-// none), and meets the others at a device barrier; the slow PE waits DELAY µs more before it.
+// none), waits for its puts to complete, and meets the others at a device barrier; the slow PE
+// waits DELAY µs more before it.
 // The run ends after the first level at which every frontier was empty (every PE knows it from
 // the headers). Every vertex's level is checked against a BFS on the host.
 //
@@ -172,11 +173,14 @@ __global__ void bfs_levels(Args a) {
         __threadfence();
         nvshmem_putmem_nbi(a.inbox + (size_t(parity) * a.npes + a.me) * a.message_ints, m, sizeof(int) * size_t(kHeader + out_count[d]), d);
       }
+      // The puts complete here, so that the barrier's first signal leaves at the arrival the GPU's
+      // clock records (inside the barrier, a quiet still waiting for puts would delay it).
+      nvshmem_quiet();
       if (a.me == a.slow_pe)
         for (const uint64_t until = gpu_clock_ns() + a.delay_ns; gpu_clock_ns() < until;) {
         }
       a.arrival[lvl] = gpu_clock_ns();
-      nvshmem_barrier_all();  // completes every put: the inboxes of this level are whole
+      nvshmem_barrier_all();  // every PE's puts are complete: the inboxes of this level are whole
       everyone_idle = frontier_size == 0;
       for (int s = 0; s < a.npes; ++s)
         if (s != a.me && __ldcv(&a.inbox[(size_t(parity) * a.npes + s) * a.message_ints]) != 0) everyone_idle = 0;

@@ -20,9 +20,9 @@ def main():
     expected = json.load(open(sys.argv[1]))
     agg = json.load(open(sys.argv[2]))
     npes, levels, slow, delay = expected["npes"], expected["levels"], expected["slow_pe"], expected["delay_ns"]
-    # The trace's arrival at a barrier is the first signal's doorbell, seen by the profiler's
-    # poller after the PE's quiet: its offset to the GPU's clock differs between PEs by the time
-    # their puts took to complete, tens of microseconds on softnic.
+    # The trace's arrival at a barrier is its first signal's doorbell as the profiler's poller saw
+    # it; the GPU's own record is taken just before the barrier call, after the PE's puts
+    # completed. Between the two: the barrier's entry and the poller's look, microseconds.
     tolerance = max(100_000, delay // 10)
     rank_of = {p["process_id"]: p["rank"] for p in agg["processes"]}
     problems = []
@@ -48,8 +48,10 @@ def main():
             problems.append(f"level {level}: PE {last} arrived last at its barrier, the slow one is PE {slow}")
         if abs(spread - gpu_spread) > tolerance:
             problems.append(f"level {level}: arrival spread {spread} ns in the trace, {gpu_spread} ns by the GPUs' clocks (tolerance {tolerance})")
-        if slow >= 0 and spread < delay - tolerance:
-            problems.append(f"level {level}: arrival spread {spread} ns, less than the injected {delay} ns")
+        # The others arrive when their puts completed, the slow PE its delay after its own did:
+        # the spread is the delay give or take how much longer the others' puts took.
+        if slow >= 0 and spread < delay // 2:
+            problems.append(f"level {level}: arrival spread {spread} ns, not even half the injected {delay} ns")
     # Data: each PE's n-th data phase of the kernel is its level n's puts.
     for k in agg["series"]["kernels"]:
         if KERNEL not in (k["kernel_name"] or ""):
