@@ -20,7 +20,13 @@ struct DiffCommandOptions {
 int run_diff(const DiffCommandOptions& o) {
   nlohmann::json a, b;
   if (!read_aggregate("diff", o.baseline, &a) || !read_aggregate("diff", o.experiment, &b)) return 1;
-  const nlohmann::json d = compare::diff_experiments(a, b, o.diff);
+  nlohmann::json d;
+  try {
+    d = compare::diff_experiments(a, b, o.diff);
+  } catch (const nlohmann::json::exception& e) {
+    print_error("diff: an aggregate.json is not as this sigmatrace writes it (" + std::string(e.what()) + "): analyse both again");
+    return 1;
+  }
   if (o.json) std::printf("%s\n", d.dump(2).c_str());
   else std::fputs(compare::render_diff_text(d, o.top).c_str(), stdout);
   return 0;

@@ -53,7 +53,12 @@ int run_report(const ReportOptions& o) {
       print_error("report: --baseline draws the changes in report.html: give --html (or use `sigmatrace diff` for text)");
       return 2;
     }
-    j["diff"] = compare::diff_experiments(base, j, compare::DiffOptions{});
+    try {
+      j["diff"] = compare::diff_experiments(base, j, compare::DiffOptions{});
+    } catch (const nlohmann::json::exception& e) {
+      print_error("report --baseline: an aggregate.json is not as this sigmatrace writes it (" + std::string(e.what()) + "): analyse both again");
+      return 1;
+    }
   }
   if (o.html || !o.plots.empty()) return write_html(o, j);
   if (o.json) std::printf("%s\n", j.dump(2).c_str());

@@ -95,7 +95,7 @@ void matrix_rows(Rows* rows, const char* group, const json& m, const std::functi
   const json& ops = member(m, "ops");
   for (size_t s = 0; s < labels.size(); ++s)
     for (size_t d = 0; d < labels.size(); ++d) {
-      const double b = bytes[s][d].get<double>(), o = ops[s][d].get<double>();
+      const double b = bytes.at(s).at(d).get<double>(), o = ops.at(s).at(d).get<double>();
       if (!b && !o) continue;
       Side& r = (*rows)[{group, name(labels[s].get<std::string>()) + " -> " + name(labels[d].get<std::string>())}];
       r.bytes += b, r.ops += o;
@@ -151,7 +151,8 @@ Rows rows_of(const json& agg) {
     }
   }
   for (const json& k : member(series, "kernels")) {
-    const std::string kernel = k["kernel_name"].is_string() ? k["kernel_name"].get<std::string>() : "(no launch seen)";
+    const json& name = member(k, "kernel_name");
+    const std::string kernel = name.is_string() ? name.get<std::string>() : "(no launch seen)";
     Side& r = rows[{"kernel", kernel + " on " + names.of_gpu_label(k.value("gpu_label", ""))}];
     r.doorbells += number(k, "doorbells"), r.wqes += number(k, "wqes");
     for (const json& t : member(k, "to_peers")) r.ops += number(t, "ops"), r.bytes += number(t, "bytes");

@@ -25,6 +25,7 @@ struct DiffOptions {
 };
 
 // Both arguments are aggregate.json documents; the result is the diff's JSON (docs/diff.md).
+// Throws nlohmann::json::exception on a document whose parts do not have the shapes it reads.
 nlohmann::json diff_experiments(const nlohmann::json& baseline, const nlohmann::json& experiment, const DiffOptions& options);
 
 // The text `sigmatrace diff` prints: the top changes as a table, then what was compared.
