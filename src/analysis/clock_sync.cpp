@@ -239,6 +239,11 @@ ClockSyncResult synchronize_host_clocks(ExperimentModel* m, const std::vector<st
   ClockSyncResult r;
   r.mode = mode;
   r.origin_ns = m->start_ns;
+  for (const std::string& h : m->hosts) r.hosts.push_back({h});
+  if (mode == ClockSyncMode::off) {  // the first pass collected nothing for it
+    r.outcome = "off (--clock-sync off): not estimated";
+    return r;
+  }
   const int64_t origin = r.origin_ns;
   // The sends by (QP, sequence number), then each receive with the send its peer QP made.
   std::unordered_map<uint64_t, int64_t> sent;
@@ -266,7 +271,6 @@ ClockSyncResult synchronize_host_clocks(ExperimentModel* m, const std::vector<st
   r.messages = msgs.size();
   count_backward(msgs, nullptr, origin, &r.backward_before, &r.min_latency_before_ns);
   r.backward_after = r.backward_before, r.min_latency_after_ns = r.min_latency_before_ns;
-  for (const std::string& h : m->hosts) r.hosts.push_back({h});
   if (m->hosts.empty()) return r;
   // The reference: the host of the first process (the lowest rank).
   const uint32_t ref = m->processes.empty() ? 0 : m->processes.front().host_id;
@@ -328,18 +332,16 @@ ClockSyncResult synchronize_host_clocks(ExperimentModel* m, const std::vector<st
     r.outcome = "no pair of hosts exchanged messages both ways: their clocks cannot be compared";
     return r;
   }
-  const bool apply = mode == ClockSyncMode::always || (mode == ClockSyncMode::automatic && disagree);
-  if (apply) {
+  if (mode == ClockSyncMode::always || disagree) {
     retime_model(m, lines, origin);
     r.applied = true;
+    count_backward(msgs, &lines, origin, &r.backward_after, &r.min_latency_after_ns);
   }
-  count_backward(msgs, &lines, origin, &r.backward_after, &r.min_latency_after_ns);
-  if (!r.applied) r.backward_after = r.backward_before, r.min_latency_after_ns = r.min_latency_before_ns;
   std::string largest;
   double most = -1;
   for (const HostClockCorrection& h : r.hosts)
     if (h.estimated && !h.reference && std::fabs(h.offset_ns) > most) most = std::fabs(h.offset_ns), largest = h.host + " " + format_ns(h.offset_ns);
-  r.outcome = std::string(r.applied ? "corrected" : mode == ClockSyncMode::off ? "not corrected (--clock-sync off)" : "not needed") + ": " +
+  r.outcome = std::string(r.applied ? "corrected" : "not needed") + ": " +
               std::to_string(estimated) + " of " + std::to_string(m->hosts.size() - 1) + " hosts tied to " + m->hosts[ref] + " by " +
               std::to_string(r.messages) + " messages; largest offset " + largest + "; " + std::to_string(r.backward_before) +
               " messages received before they were sent" + (r.applied ? ", " + std::to_string(r.backward_after) + " after" : "");

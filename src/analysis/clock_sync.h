@@ -28,7 +28,7 @@ enum class ClockSyncMode {
   automatic,  // correct when the messages prove the clocks apart (a message received before it was
               // sent); leave them alone otherwise
   always,     // correct whenever there is an estimate
-  off,
+  off,        // neither collected nor estimated
 };
 bool parse_clock_sync_mode(const std::string& text, ClockSyncMode* mode);  // auto, on, off
 const char* clock_sync_mode_name(ClockSyncMode mode);
