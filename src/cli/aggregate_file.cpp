@@ -23,4 +23,15 @@ bool read_aggregate(const std::string& command, const std::string& dir, nlohmann
   return true;
 }
 
+bool diff_aggregates(const std::string& command, const nlohmann::json& baseline, const nlohmann::json& experiment,
+                     const compare::DiffOptions& options, nlohmann::json* out) {
+  try {
+    *out = compare::diff_experiments(baseline, experiment, options);
+    return true;
+  } catch (const nlohmann::json::exception& e) {
+    print_error(command + ": an aggregate.json is not as this sigmatrace writes it (" + std::string(e.what()) + "): analyse both again");
+    return false;
+  }
+}
+
 }  // namespace sigmatrace::cli

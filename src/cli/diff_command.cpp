@@ -5,7 +5,6 @@
 
 #include "cli/commands.h"
 #include "cli/aggregate_file.h"
-#include "compare/experiment_diff.h"
 
 namespace sigmatrace::cli {
 namespace {
@@ -21,12 +20,7 @@ int run_diff(const DiffCommandOptions& o) {
   nlohmann::json a, b;
   if (!read_aggregate("diff", o.baseline, &a) || !read_aggregate("diff", o.experiment, &b)) return 1;
   nlohmann::json d;
-  try {
-    d = compare::diff_experiments(a, b, o.diff);
-  } catch (const nlohmann::json::exception& e) {
-    print_error("diff: an aggregate.json is not as this sigmatrace writes it (" + std::string(e.what()) + "): analyse both again");
-    return 1;
-  }
+  if (!diff_aggregates("diff", a, b, o.diff, &d)) return 1;
   if (o.json) std::printf("%s\n", d.dump(2).c_str());
   else std::fputs(compare::render_diff_text(d, o.top).c_str(), stdout);
   return 0;

@@ -7,7 +7,6 @@
 
 #include "cli/aggregate_file.h"
 #include "cli/commands.h"
-#include "compare/experiment_diff.h"
 #include "export/analysis_run.h"
 #include "export/text_report.h"
 #include "report/html_report.h"
@@ -53,12 +52,9 @@ int run_report(const ReportOptions& o) {
       print_error("report: --baseline draws the changes in report.html: give --html (or use `sigmatrace diff` for text)");
       return 2;
     }
-    try {
-      j["diff"] = compare::diff_experiments(base, j, compare::DiffOptions{});
-    } catch (const nlohmann::json::exception& e) {
-      print_error("report --baseline: an aggregate.json is not as this sigmatrace writes it (" + std::string(e.what()) + "): analyse both again");
-      return 1;
-    }
+    nlohmann::json d;
+    if (!diff_aggregates("report --baseline", base, j, compare::DiffOptions{}, &d)) return 1;
+    j["diff"] = std::move(d);
   }
   if (o.html || !o.plots.empty()) return write_html(o, j);
   if (o.json) std::printf("%s\n", j.dump(2).c_str());

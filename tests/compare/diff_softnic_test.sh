@@ -7,9 +7,11 @@
 #   3. ibv_rc_pingpong with node-b's link slowed by 1 ms (SOFTNIC_TX_DELAY_US): node-b -> node-a
 #      is the process pair that explains the most time, its mean duration up by about the delay;
 # then report.html of (2) with its baseline in headless Chromium: the changes drawn and listed
-# exactly as `sigmatrace diff --json` says. The threshold is 50 %: on softnic the mean duration
-# of the same ping-pong moves by up to 20 % from run to run (docs/diff.md), while the changes
-# injected are +100 % (bytes) and about +2800 % (a 1 ms delay on a 35 us operation).
+# exactly as `sigmatrace diff --json` says. The threshold for mean durations is 150 %: on the
+# 2-vCPU CI machine the mean duration of the same ping-pong moves by 20 % between most runs and
+# by up to 72 % when the machine slows a whole run (docs/diff.md), while the changes injected are
+# +100 % in bytes (a count: its own 5 % threshold) and about +2800 % in duration (a 1 ms delay on a
+# 35 us operation).
 # ib_write_bw's durations are its queueing behind the WRs in flight and move by half from run to
 # run: the noise case is the ping-pong's.
 # Usage: diff_softnic_test.sh BUILD_DIR SOURCE_DIR. Exit 77 (skipped) without softnic or perftest.
@@ -49,7 +51,7 @@ pair write_b 0 ib_write_bw -n 300 -s 131072
 pair pingpong 0 ibv_rc_pingpong -n 300 -s 4096
 pair pingpong2 0 ibv_rc_pingpong -n 300 -s 4096
 pair pingpong_slow 1000 ibv_rc_pingpong -n 300 -s 4096
-threshold=(--threshold 50)
+threshold=(--threshold 150)
 for comparison in pingpong:pingpong2 write_a:write_b pingpong:pingpong_slow; do
   base=${comparison%%:*} d=${comparison##*:}
   "$st" diff "$work/$base" "$work/$d" "${threshold[@]}" --json >"$work/$d.diff.json" || fail "sigmatrace diff $base $d failed"
