@@ -63,11 +63,23 @@ json imbalance_json(const Imbalance& im) {
 // Ranges by (domain, name) over all processes, the longest in total first: how often, how long,
 // and the operations, bytes and kernel launches inside them (each counted in its innermost range).
 namespace {
+// The most frequent decoded payloads of one (domain, name): which sizes an NCCL collective kind
+// was called with, for one. Most frequent first, then in text order; kTopPayloads at most.
+json top_payloads(const std::map<std::string, uint64_t>& payloads) {
+  constexpr size_t kTopPayloads = 8;
+  std::vector<std::pair<std::string, uint64_t>> v(payloads.begin(), payloads.end());
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  json out = json::array();
+  for (size_t i = 0; i < v.size() && i < kTopPayloads; ++i) out.push_back({{"payload", v[i].first}, {"count", v[i].second}});
+  return out;
+}
+
 json nvtx_ranges_json(const ExperimentModel& m, const Aggregates& agg) {
   struct Sum {
     uint64_t count = 0, ops = 0, bytes = 0, launches = 0, marks = 0;
     int64_t total_ns = 0, max_ns = 0;
     std::set<uint32_t> processes;
+    std::map<std::string, uint64_t> payloads;  // decoded payload -> ranges and marks that carried it
   };
   std::map<std::pair<std::string, std::string>, Sum> by;
   for (const ProcessRow& p : m.processes) {
@@ -75,6 +87,7 @@ json nvtx_ranges_json(const ExperimentModel& m, const Aggregates& agg) {
     const std::vector<RangeTraffic>& t = agg.process[p.process_id].range_traffic;
     for (size_t i = 0; i < rows.size(); ++i) {
       Sum& s = by[{rows[i].domain, rows[i].name}];
+      if (!rows[i].payload.empty()) ++s.payloads[rows[i].payload];
       if (rows[i].kind == static_cast<uint64_t>(format::NvtxKind::mark)) {
         ++s.marks;
         continue;
@@ -91,7 +104,7 @@ json nvtx_ranges_json(const ExperimentModel& m, const Aggregates& agg) {
   for (const auto& [key, s] : sorted)
     out.push_back({{"domain", key.first}, {"name", key.second}, {"count", s.count}, {"marks", s.marks}, {"total_ns", s.total_ns},
                    {"max_ns", s.max_ns}, {"ops", s.ops}, {"bytes", s.bytes}, {"kernel_launches", s.launches},
-                   {"processes", s.processes.size()}});
+                   {"processes", s.processes.size()}, {"distinct_payloads", s.payloads.size()}, {"payloads", top_payloads(s.payloads)}});
   return out;
 }
 }  // namespace

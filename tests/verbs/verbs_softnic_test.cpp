@@ -692,8 +692,10 @@ TEST_P(NvtxRanges, EveryOperationLandsInItsRange) {
   for (const auto& r : j["nvtx_ranges"])
     if (r["name"] == "wr api") {
       saw_wr_api = true;
-      EXPECT_EQ(r.dump(), R"({"bytes":3200,"count":1,"domain":"verbs_probe","kernel_launches":0,"marks":0,"max_ns":)" +
-                              r["max_ns"].dump() + R"(,"name":"wr api","ops":50,"processes":1,"total_ns":)" + r["total_ns"].dump() + "}");
+      EXPECT_EQ(r.dump(), R"({"bytes":3200,"count":1,"distinct_payloads":1,"domain":"verbs_probe","kernel_launches":0,"marks":0,"max_ns":)" +
+                              r["max_ns"].dump() +
+                              R"(,"name":"wr api","ops":50,"payloads":[{"count":1,"payload":"Communicator=12648430 Message size [bytes]=3200 Reduction operation=ncclMax"}],"processes":1,"total_ns":)" +
+                              r["total_ns"].dump() + "}");
     }
   EXPECT_TRUE(saw_wr_api);
   // The summary names the ranges and the work in them.
