@@ -74,6 +74,8 @@ ConnectionFlows connection_flows(const ConnectionRow& c, const Aggregates& agg) 
 }
 
 void DoorbellCounters::add(const DoorbellCounters& o) {
+  last_before_own_dump_ns = std::max(last_before_own_dump_ns, o.last_before_own_dump_ns);
+  last_before_peer_dump_ns = std::max(last_before_peer_dump_ns, o.last_before_peer_dump_ns);
   doorbells += o.doorbells;
   wqebbs += o.wqebbs;
   blueflame += o.blueflame;

@@ -152,8 +152,9 @@ FileSummary scan_trace_file(const std::string& path, const ScanHooks* hooks) {
           fs.write_failure.events_lost = ev.values[2];
           fs.write_failure.error = std::string(ev.bytes[3]);
           break;
-        case EventType::hang_dump:  // reason idle_ns completions
-          if (ev.field_count >= 3) fs.hang_dumps.push_back({ev.tsc, ev.values[0], ev.values[1], ev.values[2]});
+        case EventType::hang_dump:  // reason idle_ns completions gpu_kernels_running
+          if (ev.field_count >= 3)
+            fs.hang_dumps.push_back({ev.tsc, ev.values[0], ev.values[1], ev.values[2], ev.field_count >= 4 ? ev.values[3] : 0});
           break;
         case EventType::rank_update:  // rank size source: MPI's own answer wins over the launcher's
           if (ev.field_count >= 3 && static_cast<int64_t>(ev.values[0]) >= 0 &&

@@ -68,6 +68,7 @@ struct WriteFailure {
 // SIGUSR1) and the completions the process had polled by then.
 struct HangDump {
   uint64_t tsc = 0, reason = 0, idle_ns = 0, completions = 0;
+  uint64_t gpu_kernels_running = 0;  // marked kernels not seen to end by then
 };
 
 struct ProviderState {

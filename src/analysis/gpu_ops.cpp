@@ -33,12 +33,31 @@ class GpuAssociation final : public LayerAssociator {
   int64_t peer_of(int64_t qp, uint64_t rkey, uint64_t raddr);
   int64_t dc_target_process(uint64_t dct, uint64_t rlid);
 
+  // The first hang dump of the QP's process and of its peer's (ns; -1: none).
+  struct DumpTimes {
+    int64_t own = -1, peer = -1;
+  };
+  const DumpTimes& dump_times(int64_t qp);
+
   FileContext& f_;
   uint64_t doorbell_seq_ = 0, launch_seq_ = 0;
+  std::unordered_map<int64_t, DumpTimes> dump_times_;    // per QP
   std::unordered_map<int64_t, uint64_t> last_doorbell_;  // per QP: the doorbell its next WQEs belong to
   std::unordered_map<uint64_t, int64_t> peer_by_rkey_;   // rkey -> process that registered it (or kNone)
   std::unordered_map<uint64_t, int64_t> dct_owner_;      // (rlid << 32 | DCT number) -> its process (or kNone)
 };
+
+const GpuAssociation::DumpTimes& GpuAssociation::dump_times(int64_t qp) {
+  auto [it, fresh] = dump_times_.try_emplace(qp);
+  if (!fresh) return it->second;
+  const auto first_dump = [](const ProcessRow& p) -> int64_t {
+    return p.file && !p.file->hang_dumps.empty() ? p.clock.to_ns(p.file->hang_dumps.front().tsc) : -1;
+  };
+  it->second.own = first_dump(f_.process);
+  const QpRow& q = f_.model.qps[static_cast<size_t>(qp)];
+  if (q.remote_qp_id != kNone) it->second.peer = first_dump(f_.model.processes[f_.model.qps[static_cast<size_t>(q.remote_qp_id)].process_id]);
+  return it->second;
+}
 
 DoorbellCounters& GpuAssociation::doorbell_counters(int64_t qp) {
   return qp == kNone ? f_.counters.doorbells_without_qp : f_.agg.qp_doorbells[static_cast<size_t>(qp)];
@@ -105,6 +124,11 @@ void GpuAssociation::doorbell(int64_t ts, const format::DecodedEvent& ev) {
   c.control_doorbells += d.wqe_class == static_cast<uint64_t>(format::DoorbellWqeClass::control);
   c.not_read_doorbells += d.wqe_class == static_cast<uint64_t>(format::DoorbellWqeClass::not_read);
   c.saw(ts);
+  if (d.qp_id != kNone) {
+    const DumpTimes& t = dump_times(d.qp_id);
+    if (t.own >= 0 && ts <= t.own) c.last_before_own_dump_ns = ts;
+    if (t.peer >= 0 && ts <= t.peer) c.last_before_peer_dump_ns = ts;
+  }
   last_doorbell_[d.qp_id] = d.doorbell_id;  // a poller records a doorbell right before its WQEs
   if (f_.sink) f_.sink->doorbell(d);
 }

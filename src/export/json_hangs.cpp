@@ -2,6 +2,8 @@
 #include "export/json_hangs.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
 
 #include "analysis/ibv_names.h"
 
@@ -63,18 +65,117 @@ std::string diagnosis(const ExperimentModel& m, const Aggregates& agg, const QpR
          " received here): it was lost on the way";
 }
 
+// GPU-initiated work (docs/hangs.md, "GPU kernels"): a kernel that waits for its peers' puts
+// posts and polls nothing the verbs layer sees; what tells is which kernels ran at the dump and
+// when each GPU last rang a doorbell towards the other.
+
+std::string ms_before(int64_t dump_ns, int64_t t_ns) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.3f s before the dump", static_cast<double>(dump_ns - t_ns) / 1e9);
+  return b;
+}
+
+// The kernels of p running at t_ns (started by then, not seen to end before it), by start.
+std::vector<const ProcessRow::Span*> kernels_running(const ProcessRow& p, int64_t t_ns) {
+  std::vector<const ProcessRow::Span*> out;
+  for (const auto& [gpu, spans] : p.spans_on)
+    for (const ProcessRow::Span& s : spans) {
+      const bool unended = s.end_tsc + p.span_slack_ticks == ~uint64_t{0};
+      if (p.clock.to_ns(s.start_tsc) <= t_ns && (unended || p.clock.to_ns(s.end_tsc) >= t_ns)) out.push_back(&s);
+    }
+  std::sort(out.begin(), out.end(), [](const ProcessRow::Span* a, const ProcessRow::Span* b) { return a->start_tsc < b->start_tsc; });
+  return out;
+}
+
+std::string kernel_label(const ProcessRow& p, uint64_t function) {
+  auto it = p.kernel_names.find(function);
+  return it == p.kernel_names.end() ? "(unnamed kernel)" : it->second;
+}
+
+// What p's GPU waits for from peer, from the peer's side: when its GPU last issued to p, whether
+// it ran a kernel at p's dump, whether it hung too.
+struct GpuPeer {
+  int64_t mine_ns = 0, theirs_ns = 0;  // last doorbell p -> peer, peer -> p, before p's dump (0: none)
+};
+
+std::string gpu_diagnosis(const ExperimentModel& m, const ProcessRow& p, uint32_t peer_id, const GpuPeer& g, int64_t dump,
+                          int64_t idle_since, const std::vector<int64_t>& dumps) {
+  const ProcessRow& r = m.processes[peer_id];
+  const std::string me = process_label(p), them = process_label(r);
+  const int64_t peer_end = ended_ns(r);
+  if (dumps[peer_id] < 0 && peer_end < dump)
+    return them + " ended before this dump (" + std::to_string((dump - peer_end) / 1000000) + " ms earlier): nothing it owed will come";
+  const std::string since = g.theirs_ns ? "since " + ms_before(dump, g.theirs_ns) : "at all";
+  if (g.theirs_ns && g.theirs_ns > idle_since)
+    return "not " + them + ": its GPU issued to " + me + " " + ms_before(dump, g.theirs_ns) + ", while " + me + " made no progress";
+  const std::vector<const ProcessRow::Span*> running = kernels_running(r, dump);
+  if (running.empty())
+    return "a put " + them + " never issued: its GPU issued nothing to " + me + " " + since + " and ran no kernel at the dump";
+  const std::string k = kernel_label(r, running.back()->function);
+  if (dumps[peer_id] >= 0)
+    return "each waits for the other: " + them + "'s kernel " + k + " also runs and has issued nothing to " + me + " " + since +
+           " (deadlock: each waits for the other's put)";
+  return "a put " + them + " has not issued: its kernel " + k + " runs but has issued nothing to " + me + " " + since;
+}
+
+// One entry per kernel of p running at its first dump, with each GPU peer's view.
+void gpu_waits(const ExperimentModel& m, const Aggregates& agg, const ProcessRow& p, const std::vector<int64_t>& dumps, json* out) {
+  const int64_t dump = dumps[p.process_id];
+  const std::vector<const ProcessRow::Span*> running = kernels_running(p, dump);
+  if (running.empty()) return;
+  const HangDump& d = p.file->hang_dumps.front();
+  const int64_t idle_since = dump - static_cast<int64_t>(d.idle_ns);
+  std::map<uint32_t, GpuPeer> peers;
+  int64_t last_doorbell = 0;
+  for (const auto& [num, ids] : p.qps_by_num)
+    for (uint32_t id : ids) {
+      const QpRow& q = m.qps[id];
+      if (!q.gpu_initiated) continue;
+      last_doorbell = std::max(last_doorbell, agg.qp_doorbells[id].last_before_own_dump_ns);
+      if (q.remote_qp_id == kNone) continue;
+      const QpRow& r = m.qps[static_cast<size_t>(q.remote_qp_id)];
+      if (r.process_id == p.process_id) continue;
+      GpuPeer& g = peers[r.process_id];
+      g.mine_ns = std::max(g.mine_ns, agg.qp_doorbells[id].last_before_own_dump_ns);
+      g.theirs_ns = std::max(g.theirs_ns, agg.qp_doorbells[r.qp_id].last_before_peer_dump_ns);
+    }
+  for (const ProcessRow::Span* s : running) {
+    const int64_t start = p.clock.to_ns(s->start_tsc);
+    json e = {{"process_id", p.process_id}, {"label", process_label(p)}, {"kernel", kernel_label(p, s->function)},
+              {"launched_ns", p.clock.to_ns(s->launch_tsc)}, {"running_at_dump_ns", dump - start},
+              {"gpu_kernels_running", d.gpu_kernels_running}};
+    if (last_doorbell) e["last_doorbell_ns"] = last_doorbell, e["last_doorbell_age_at_dump_ns"] = dump - last_doorbell;
+    json ps = json::array();
+    for (const auto& [peer_id, g] : peers) {
+      json j = {{"peer_process_id", peer_id}, {"peer_label", process_label(m.processes[peer_id])}, {"peer_dumped", dumps[peer_id] >= 0},
+                {"waits_for", gpu_diagnosis(m, p, peer_id, g, dump, idle_since, dumps)}};
+      if (g.mine_ns) j["last_issued_to_peer_ns"] = g.mine_ns;
+      if (g.theirs_ns) j["last_issued_by_peer_ns"] = g.theirs_ns;
+      json peer_kernels = json::array();
+      for (const ProcessRow::Span* k : kernels_running(m.processes[peer_id], dump)) peer_kernels.push_back(kernel_label(m.processes[peer_id], k->function));
+      j["peer_kernels_running"] = peer_kernels;
+      ps.push_back(j);
+    }
+    e["peers"] = ps;
+    out->push_back(e);
+  }
+}
+
 }  // namespace
 
 json hangs_json(const ExperimentModel& m, const Aggregates& agg) {
   const std::vector<int64_t> dumps = first_dump_ns(m);
-  json out_dumps = json::array(), waiting = json::array(), quiet = json::array();
+  json out_dumps = json::array(), waiting = json::array(), quiet = json::array(), gpu_waiting = json::array();
   for (const ProcessRow& p : m.processes) {
     if (!p.file) continue;
     for (const HangDump& d : p.file->hang_dumps)
       out_dumps.push_back({{"process_id", p.process_id}, {"label", process_label(p)}, {"ts_ns", p.clock.to_ns(d.tsc)},
-                           {"reason", d.reason == 2 ? "signal" : "no progress"}, {"idle_ns", d.idle_ns}, {"completions_polled", d.completions}});
+                           {"reason", d.reason == 2 ? "signal" : "no progress"}, {"idle_ns", d.idle_ns}, {"completions_polled", d.completions},
+                           {"gpu_kernels_running", d.gpu_kernels_running}});
     if (dumps[p.process_id] < 0) continue;
-    bool any = false;
+    const size_t gpu_before = gpu_waiting.size();
+    gpu_waits(m, agg, p, dumps, &gpu_waiting);
+    bool any = gpu_waiting.size() > gpu_before;
     for (const auto& [num, ids] : p.qps_by_num)
       for (uint32_t id : ids) {
         const QpRow& q = m.qps[id];
@@ -108,7 +209,7 @@ json hangs_json(const ExperimentModel& m, const Aggregates& agg) {
     };
     return age(a) > age(b);
   });
-  return {{"dumps", out_dumps}, {"waiting", waiting}, {"hung_without_waiting_qps", quiet}};
+  return {{"dumps", out_dumps}, {"waiting", waiting}, {"gpu_waiting", gpu_waiting}, {"hung_without_waiting_qps", quiet}};
 }
 
 }  // namespace sigmatrace::exporter

@@ -191,6 +191,15 @@ std::string render_text_report(const json& a, size_t top) {
           w.contains("peer_label") ? s(w, "peer_label").c_str() : "?", s(op, "opcode").c_str(), u(op, "bytes"),
           static_cast<double>(op["age_at_dump_ns"].get<int64_t>()) / 1e9, s(w, "waits_for").c_str());
     }
+    if (h.contains("gpu_waiting"))
+      for (const json& g : h["gpu_waiting"]) {
+        add(&out, "  %s kernel %s, running %.3f s at the dump", s(g, "label").c_str(), s(g, "kernel").c_str(),
+            static_cast<double>(g["running_at_dump_ns"].get<int64_t>()) / 1e9);
+        if (g.contains("last_doorbell_age_at_dump_ns"))
+          add(&out, ", its GPU's last doorbell %.3f s before", static_cast<double>(g["last_doorbell_age_at_dump_ns"].get<int64_t>()) / 1e9);
+        add(&out, "%s\n", g["peers"].empty() ? ": no GPU peer in the trace" : ":");
+        for (const json& pr : g["peers"]) add(&out, "    %s: %s\n", s(pr, "peer_label").c_str(), s(pr, "waits_for").c_str());
+      }
     for (const json& q : h["hung_without_waiting_qps"])
       add(&out, "  %s: no work outstanding on any QP (stuck outside the traced communication, or waiting for a peer's one-sided write)\n",
           s(q, "label").c_str());

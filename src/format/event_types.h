@@ -41,9 +41,11 @@ enum class FieldKind : uint8_t {
   /* recorded when it returned: it began `ticks` TSC ticks before this event. */                    \
   X(11, call_span, "call_span", F(u64, "ticks"))                                                    \
   /* sigmatrace profile --hang-dump: the process made no progress (no completion polled, no event */ \
-  /* recorded) for idle_ns (reason 1), or was sent SIGUSR1 (reason 2); completions: polled by then. */ \
+  /* recorded) for idle_ns (reason 1), or was sent SIGUSR1 (reason 2); completions: polled by then; */ \
+  /* gpu_kernels_running: marked GPU kernels not yet seen to end. */                                \
   /* (12 would share a field-delta slot with cuda_context_end, 524.) */                             \
-  X(13, hang_dump, "hang_dump", F(u64, "reason") F(u64, "idle_ns") F(u64, "completions"))          \
+  X(13, hang_dump, "hang_dump", F(u64, "reason") F(u64, "idle_ns") F(u64, "completions")          \
+    F(u64, "gpu_kernels_running"))                                                                 \
   /* libibverbs (layer 'ibv'). Objects are identified by their address in the process ("handle"); */ \
   /* QPs also by qp_num, which with the port's LID/GID is the hardware identity across processes. */ \
   X(100, ibv_device_open, "ibv_device_open", F(u64, "context") F(u64, "node_guid") F(bytes, "name")) \

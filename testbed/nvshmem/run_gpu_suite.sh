@@ -33,7 +33,7 @@ if cmake -S "$root" -B "$B" -DCMAKE_BUILD_TYPE=Release ${nv:+-DNVSHMEM_HOME=$nv}
 else
   step configure FAIL "see configure.log"; exit
 fi
-targets="softnic sigmatrace sigmatrace_cli nvshmem_ops moe_layer bfs_barrier wqe_oracle_check gda_bench gda_bench_static gda_probe gda_launch_errors doorbell_trace_check"
+targets="softnic sigmatrace sigmatrace_cli nvshmem_ops nvshmem_hang moe_layer bfs_barrier wqe_oracle_check gda_bench gda_bench_static gda_probe gda_launch_errors doorbell_trace_check"
 if cmake --build "$B" -j"$(nproc)" --target $targets > "$L/build.log" 2>&1; then
   step build PASS "$targets"
 else

@@ -79,6 +79,8 @@ CUresult cuGetExportTable(const void**, const void*);
 CUresult cuCtxGetCurrent(void**);
 CUresult cuCtxDestroy_v2(void*);
 CUresult cuDevicePrimaryCtxReset_v2(int);
+CUresult cuStreamCreate(void**, unsigned);
+void fake_cuda_kernel_done(void*);  // the test's stand-in driver: the kernel on the stream has ended
 }
 
 Driver linked_driver() {
@@ -189,6 +191,7 @@ bool verify_mix(const MixBlock& b, int q) {
 int main(int argc, char** argv) {
   std::string resolve = "link";
   int qps = 1, ops = 100, gap_ms = 0;
+  int hang_s = 0;  // the "kernel" runs on this long after its last doorbell, ringing nothing (a hang)
   bool probe = false, plain_page = false, mix = false, halves = false, blueflame = false, no_unregister = false, fork_child = false;
   bool shared_uar = false, second_bfreg = false;
   int lost_doorbells = 0;
@@ -200,6 +203,7 @@ int main(int argc, char** argv) {
     else if (a == "--qps" && i + 1 < argc) qps = atoi(argv[++i]);
     else if (a == "--ops" && i + 1 < argc) ops = atoi(argv[++i]);
     else if (a == "--gap-ms" && i + 1 < argc) gap_ms = atoi(argv[++i]);
+    else if (a == "--hang-s" && i + 1 < argc) hang_s = atoi(argv[++i]);
     else if (a == "--probe") probe = true;
     else if (a == "--plain-page") plain_page = true;
     else if (a == "--mix") mix = true;
@@ -218,7 +222,7 @@ int main(int argc, char** argv) {
     }
   }
   if (qps < 1 || qps > 8 || ops < 1 || ops > 60000 || gap_ms < 0 || gap_ms > 1000 || (resolve != "link" && resolve != "proc") ||
-      burst < 1 || burst > 16 || ops % burst || lost_doorbells < 0 || lost_doorbells > 1000 ||
+      burst < 1 || burst > 16 || ops % burst || hang_s < 0 || hang_s > 60 || lost_doorbells < 0 || lost_doorbells > 1000 ||
       (lost_doorbells && (!shared_uar || qps < 2)) || (!end_context.empty() && end_context != "destroy" && end_context != "reset")) {
     fprintf(stderr, "doorbell_client: bad arguments\n");
     return 2;
@@ -293,7 +297,10 @@ int main(int argc, char** argv) {
 
   void* kernel = nullptr;
   HOST_REQUIRE(d.module_get_function(&kernel, nullptr, "put_quiet_kernel") == 0);
-  HOST_REQUIRE(d.launch(kernel, unsigned(qps), 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr) == 0);
+  // With --hang-s the kernel goes on an explicit stream, where the profiler learns when it ends.
+  void* stream = nullptr;
+  if (hang_s) HOST_REQUIRE(cuStreamCreate(&stream, 1) == 0 && stream);
+  HOST_REQUIRE(d.launch(kernel, unsigned(qps), 1, 1, 32, 1, 1, 0, stream, nullptr, nullptr) == 0);
 
   for (int k = 0; k < lost_doorbells; ++k) {
     const uint16_t lost = post_nop(a[0], true);
@@ -340,6 +347,11 @@ int main(int argc, char** argv) {
       }
     });
   for (std::thread& t : threads) t.join();
+  if (hang_s) {  // the kernel "waits" on, for a put nobody makes, then gives up
+    std::this_thread::sleep_for(std::chrono::seconds(hang_s));
+    fake_cuda_kernel_done(stream);
+    printf("kernel: waited %d s after its last doorbell\n", hang_s);
+  }
   int bad = 0;
   for (int q = 0; q < qps; ++q) {
     if (failed[size_t(q)]) {

@@ -13,6 +13,8 @@
 #include <map>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "doorbell_client_run.h"
 #include "support/temp_dir.h"
 #include "support/timeline_check.h"
@@ -424,3 +426,45 @@ TEST(DoorbellPollers, TheProcessesOfANodeShareOutTheCpuList) {
 }
 
 }  // namespace
+
+// The hang dump on GPU-initiated work (docs/hangs.md): a kernel still running (launched on an
+// explicit stream, so the profiler learns when it ends) that rings nothing for longer than
+// --hang-dump is outstanding work: the process dumps once, and the analysis names the kernel,
+// how long it had run and when its GPU last rang. The stand-in driver's kernel "ends" when the
+// client says so. While doorbells keep coming, or once the kernel has ended, nothing is dumped.
+TEST(DoorbellHangDump, AKernelThatStopsRingingIsDumpedWithItsState) {
+  TempDir t;
+  const std::string st = build_path("bin/sigmatrace"), dir = t / "exp";
+  ClientRun r = run_client({"--qps", "1", "--ops", "20", "--hang-s", "3"}, "simple", dir, {{"SIGMATRACE_HANG_DUMP_S", "1"}});
+  expect_same_output(r);
+  EXPECT_NE(r.traced.err.find("no progress: hang state recorded"), std::string::npos) << r.traced.err;
+  ProcessResult a = run_process({st, "analyze", "-q", "--no-sqlite", dir});
+  ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+  std::ifstream in(dir + "/aggregate.json");
+  const nlohmann::json h = nlohmann::json::parse(in)["hangs"];
+  ASSERT_EQ(h["dumps"].size(), 1u) << h.dump(1);
+  EXPECT_EQ(h["dumps"][0]["reason"], "no progress");
+  EXPECT_EQ(h["dumps"][0]["gpu_kernels_running"], 1);
+  ASSERT_EQ(h["gpu_waiting"].size(), 1u) << h.dump(1);
+  const nlohmann::json& g = h["gpu_waiting"][0];
+  EXPECT_EQ(g["kernel"], "put_quiet_kernel");
+  // Dumped a second after the last doorbell (the last progress), the kernel having run since
+  // before the first: between 1 s and the 3 s it waited.
+  EXPECT_GE(g["last_doorbell_age_at_dump_ns"].get<int64_t>(), 1000000000);
+  EXPECT_LT(g["last_doorbell_age_at_dump_ns"].get<int64_t>(), 3000000000);
+  EXPECT_GT(g["running_at_dump_ns"].get<int64_t>(), g["last_doorbell_age_at_dump_ns"].get<int64_t>());
+  EXPECT_TRUE(g["peers"].empty()) << "the client's QPs are connected to its own: no other process owes it";
+  EXPECT_TRUE(h["hung_without_waiting_qps"].empty());
+  ProcessResult rep = run_process({st, "report", dir});
+  EXPECT_NE(rep.out.find("kernel put_quiet_kernel, running"), std::string::npos) << rep.out;
+
+  // A doorbell every 0.5 s, then a kernel that ends 1 s after its last: under --hang-dump 2, no dump.
+  const std::string quiet = t / "quiet";
+  ClientRun q = run_client({"--qps", "1", "--ops", "6", "--gap-ms", "500", "--hang-s", "1"}, "simple", quiet,
+                           {{"SIGMATRACE_HANG_DUMP_S", "2"}});
+  expect_same_output(q);
+  const ProcessEvents* p = q.client();
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->count(EventType::hang_dump), 0u) << q.traced.err;
+  EXPECT_EQ(p->count(EventType::gpu_doorbell), 6u);
+}

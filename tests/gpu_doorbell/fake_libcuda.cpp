@@ -3,11 +3,19 @@
 // versioned variants, the per-thread-default-stream forms with flag 2), over host memory. There
 // is no GPU here: a "device pointer" of registered host memory is its host address (as the
 // driver gives with unified addressing), so CPU threads of the test client can play the GPU
-// threads that ring doorbells. Launches run nothing; they only have to reach the driver.
+// threads that ring doorbells. Launches run nothing; they only have to reach the driver. A kernel
+// launched on a stream of the fake's own "runs" until the test client says it is done
+// (fake_cuda_kernel_done): events recorded after it complete then, so the profiler's kernel-end
+// markers work as on a GPU.
 // Nothing of this is used outside tests/gpu_doorbell.
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -39,6 +47,99 @@ bool registered(uintptr_t p, Range* out = nullptr) {
 }  // namespace
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+// Streams and events. A stream counts the kernels launched on it and the ends the client
+// reported, with when each ended; an event completes when the kernels launched on its stream
+// before it have ended, at the latest of those ends and its recording.
+constexpr CUresult kNotReady = 600;  // CUDA_ERROR_NOT_READY
+struct CUstream_st {
+  uint64_t launched = 0;
+  std::vector<uint64_t> end_ns;  // the i-th kernel's end
+};
+struct CUevent_st {
+  CUstream_st* stream = nullptr;
+  uint64_t kernels = 0;  // launched on the stream before it
+  uint64_t recorded_ns = 0;
+};
+namespace {
+uint64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+bool is_own_stream(CUstream_st* s) { return reinterpret_cast<uintptr_t>(s) > 2; }  // not NULL, legacy or per-thread
+// When the event completed (0: not yet). Under g_mutex.
+uint64_t completed_at(const CUevent_st* e) {
+  if (!e->stream || !e->kernels) return e->recorded_ns;
+  if (e->stream->end_ns.size() < e->kernels) return 0;
+  return std::max(e->recorded_ns, e->stream->end_ns[e->kernels - 1]);
+}
+}  // namespace
+FAKE_EXPORT CUresult cuStreamCreate(CUstream_st** s, unsigned) {
+  *s = new CUstream_st;
+  return kSuccess;
+}
+FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream_st* s) {
+  if (!is_own_stream(s)) return kInvalidValue;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  delete s;
+  return kSuccess;
+}
+FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream_st*, int* status) {
+  *status = 0;  // CU_STREAM_CAPTURE_STATUS_NONE
+  return kSuccess;
+}
+FAKE_EXPORT CUresult cuEventCreate(CUevent_st** e, unsigned) {
+  *e = new CUevent_st;
+  return kSuccess;
+}
+FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent_st* e) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  delete e;
+  return kSuccess;
+}
+FAKE_EXPORT CUresult cuEventRecord(CUevent_st* e, CUstream_st* s) {
+  if (!e) return kInvalidValue;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  e->stream = is_own_stream(s) ? s : nullptr;
+  e->kernels = e->stream ? s->launched : 0;
+  e->recorded_ns = now_ns();
+  return kSuccess;
+}
+FAKE_EXPORT CUresult cuEventQuery(CUevent_st* e) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return completed_at(e) ? kSuccess : kNotReady;
+}
+FAKE_EXPORT CUresult cuEventSynchronize(CUevent_st* e) {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      if (completed_at(e)) return kSuccess;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+FAKE_EXPORT CUresult cuEventElapsedTime(float* ms, CUevent_st* start, CUevent_st* end) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const uint64_t a = completed_at(start), b = completed_at(end);
+  if (!a || !b) return kNotReady;
+  *ms = static_cast<float>((static_cast<double>(b) - static_cast<double>(a)) / 1e6);
+  return kSuccess;
+}
+FAKE_EXPORT CUresult cuCtxSetCurrent(void* ctx) { return ctx == &g_context_dummy || !ctx ? kSuccess : kInvalidValue; }
+// For the test client only: the oldest kernel still running on s has ended.
+FAKE_EXPORT void fake_cuda_kernel_done(CUstream_st* s) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (is_own_stream(s) && s->end_ns.size() < s->launched) s->end_ns.push_back(now_ns());
+}
+namespace {
+CUresult launch_on(CUfunc_st* f, CUstream_st* s) {
+  if (!f) return kInvalidValue;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (is_own_stream(s)) ++s->launched;
+  return kSuccess;
+}
+}  // namespace
 
 FAKE_EXPORT CUresult cuInit(unsigned) { return kSuccess; }
 FAKE_EXPORT CUresult cuDriverGetVersion(int* v) {
@@ -126,13 +227,13 @@ FAKE_EXPORT CUresult cuFuncGetName(const char** name, CUfunc_st* f) {
   *name = f->name.c_str();
   return kSuccess;
 }
-FAKE_EXPORT CUresult cuLaunchKernel(CUfunc_st* f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
-                                    void**) {
-  return f ? kSuccess : kInvalidValue;
+FAKE_EXPORT CUresult cuLaunchKernel(CUfunc_st* f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream_st* s,
+                                    void**, void**) {
+  return launch_on(f, s);
 }
-FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunc_st* f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
+FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunc_st* f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream_st* s,
                                          void**, void**) {
-  return f ? kSuccess : kInvalidValue;
+  return launch_on(f, s);
 }
 FAKE_EXPORT CUresult cuGetExportTable(const void** table, const void*) {
   static const void* empty[1] = {nullptr};

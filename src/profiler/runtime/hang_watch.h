@@ -1,7 +1,8 @@
 // A hang's state on record (sigmatrace profile --hang-dump S, SIGMATRACE_HANG_DUMP_S): the writer
 // thread watches whether the process makes progress (completions polled, events recorded by any
 // thread: posts, doorbells its pollers saw) and, once nothing has moved for S seconds while work
-// is outstanding (signalled sends or receives posted and not completed), records a hang_dump
+// is outstanding (signalled sends or receives posted and not completed, or a GPU kernel that the
+// profiler marked still running), records a hang_dump
 // event and writes it out at once; SIGUSR1 asks for one at any time. The analysis then names the
 // QPs that wait and what they wait for (docs/hangs.md). Off (the default), the verbs post and poll
 // wrappers pay one relaxed load and a branch; on, relaxed adds to four process-wide counters.
@@ -13,16 +14,21 @@ namespace sigmatrace::profiler {
 
 extern std::atomic<bool> g_hang_watch_on;
 
-// Work posted that will complete (signalled sends, receives) and completions polled, process-wide.
+// Work posted that will complete (signalled sends, receives) and completions polled, process-wide;
+// and the GPU kernels running that the profiler will see end (marked launches on explicit streams
+// while a doorbell page is hijacked: a kernel that drives the NIC itself and waits on its peers).
 struct WorkCounters {
   std::atomic<uint64_t> sends_posted{0}, receives_posted{0}, send_completions{0}, receive_completions{0};
+  std::atomic<uint64_t> gpu_kernels_running{0};
   uint64_t completions() const {
     return send_completions.load(std::memory_order_relaxed) + receive_completions.load(std::memory_order_relaxed);
   }
-  // A signalled send or a receive has not completed. (A QP with sq_sig_all completes more sends
-  // than were posted signalled: its sends tell nothing, its receives still do.)
+  // A signalled send or a receive has not completed, or a marked GPU kernel runs. (A QP with
+  // sq_sig_all completes more sends than were posted signalled: its sends tell nothing, its
+  // receives still do.)
   bool outstanding() const {
-    return receives_posted.load(std::memory_order_relaxed) > receive_completions.load(std::memory_order_relaxed) ||
+    return gpu_kernels_running.load(std::memory_order_relaxed) != 0 ||
+           receives_posted.load(std::memory_order_relaxed) > receive_completions.load(std::memory_order_relaxed) ||
            sends_posted.load(std::memory_order_relaxed) > send_completions.load(std::memory_order_relaxed);
   }
 };

@@ -309,7 +309,8 @@ void Writer::watch_for_hang(uint64_t now_ms) {
   // one-sided writes) is not stuck.
   if (reason == HangDumpReason::no_progress && !g_work.outstanding()) return;
   const uint64_t completions = g_work.completions();
-  rt_->process_stream.append(EventType::hang_dump, read_tsc(), {static_cast<uint64_t>(reason), idle_ns, completions});
+  const uint64_t kernels = g_work.gpu_kernels_running.load(std::memory_order_relaxed);
+  rt_->process_stream.append(EventType::hang_dump, read_tsc(), {static_cast<uint64_t>(reason), idle_ns, completions, kernels});
   flush_process_stream();
   log_line("%s: hang state recorded in %s (sigmatrace analyze names what each QP waits for)",
            reason == HangDumpReason::signal ? "SIGUSR1" : "no progress", rt_->trace_path.c_str());

@@ -8,6 +8,7 @@
 #include "format/event_types.h"
 #include "profiler/doorbell/hijack.h"
 #include "profiler/providers/dl_resolver_hooks.h"
+#include "profiler/runtime/hang_watch.h"
 #include "profiler/runtime/recorder.h"
 #include "profiler/runtime/tsc.h"
 
@@ -61,6 +62,13 @@ size_t g_ncontexts = 0;
 std::atomic<bool> g_resolving{false};
 std::atomic<uint64_t> g_dropped{0}, g_marked{0}, g_resolved{0};
 std::atomic<size_t> g_pending{0};
+
+// Markers not yet settled are kernels still running (or finished less than a poller's look ago):
+// for the pollers, and for the hang watch, to which a running kernel is work outstanding. Under g_mutex.
+void publish_pending() {
+  g_pending.store(g_count, std::memory_order_release);
+  g_work.gpu_kernels_running.store(g_count, std::memory_order_relaxed);
+}
 
 template <typename Fn>
 Fn fn(RealSymbol& s) {
@@ -189,7 +197,7 @@ bool mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, i
   }
   g_markers[g_count++] = Marker{ev, ctx, stream, function, device, launch_tsc};
   g_marked.fetch_add(1, std::memory_order_relaxed);
-  g_pending.store(g_count, std::memory_order_release);
+  publish_pending();
   return true;
 }
 
@@ -203,7 +211,7 @@ void resolve_kernel_markers() {
   for (size_t i = 0; i < g_count; ++i)
     if (!settle(g_markers[i])) g_markers[kept++] = g_markers[i];
   g_count = kept;
-  g_pending.store(g_count, std::memory_order_release);
+  publish_pending();
   g_resolving.store(false, std::memory_order_release);
 }
 
@@ -228,7 +236,7 @@ uint64_t forget_context_markers(uintptr_t context, bool alive) {
     ++dropped;
   }
   g_count = kept;
-  g_pending.store(g_count, std::memory_order_release);
+  publish_pending();
   g_dropped.fetch_add(dropped, std::memory_order_relaxed);
   for (size_t i = 0; i < g_ncontexts; ++i) {
     ContextState& s = g_contexts[i];
