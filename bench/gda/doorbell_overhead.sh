@@ -81,5 +81,6 @@ for kind in "${kinds[@]}"; do
       if (w > 0) printf ", %.1f B per recovered WQE (doorbell and WQE events together)", b / w; printf "\n" }'
   done
 done
+python3 "$ROOT/bench/gda/paired_differences.py" "$W" "${kinds[@]}"
 echo "raw results: $W"
 exit $failed

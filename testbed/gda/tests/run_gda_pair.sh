@@ -8,7 +8,9 @@
 # peer is named before the pair is stopped), GDA_NIC_BUF (gpu or host: where SQ/CQ/doorbell
 # records live, default gda_bench's gpu), GDA_UAR_MAP (driver or runtime: the CUDA API that maps
 # the doorbell page, default gda_bench's driver), GDA_WRAP (a command the PEs run under, e.g.
-# "sigmatrace profile -o DIR --"), GDA_PAIR_TAG (names the JSON
+# "sigmatrace profile -o DIR --"), GDA_PE_CPUS ("LIST0 LIST1": each PE, with its softnic engine
+# threads, bound to its own CPU list with taskset, so that run-to-run placement leaves the
+# timings; pollers then take CPUs outside the list, or SIGMATRACE_DOORBELL_CPUS), GDA_PAIR_TAG (names the JSON
 # files and the fabric, for pairs run side by side), SOFTNIC_DEBUG (default 2: the devx engine
 # dumps its state when a QP stalls and on SIGUSR2).
 #
@@ -34,8 +36,11 @@ export SOFTNIC_DEBUG=${SOFTNIC_DEBUG:-2}
 j0=() ; j1=()
 if [ -n "$outdir" ]; then j0=(--json "$outdir/gda_${tag}_pe0.json"); j1=(--json "$outdir/gda_${tag}_pe1.json"); fi
 declare -A pid=() rc=()
+read -r -a pe_cpus <<< "${GDA_PE_CPUS:-}"
 start() {  # start PE
-  ${GDA_WRAP:-} "$bench" --pe "$1" --npes 2 --dir "$dir" --test "$test" --warmup "$warm" --iters "$iters" \
+  local bind=()
+  [ -n "${pe_cpus[$1]:-}" ] && bind=(taskset -c "${pe_cpus[$1]}")
+  "${bind[@]}" ${GDA_WRAP:-} "$bench" --pe "$1" --npes 2 --dir "$dir" --test "$test" --warmup "$warm" --iters "$iters" \
     ${GDA_DEVICE_TIMEOUT_S:+--device-timeout "$GDA_DEVICE_TIMEOUT_S"} --barrier-timeout "$barrier_s" \
     ${GDA_NIC_BUF:+--nic-buf "$GDA_NIC_BUF"} ${GDA_UAR_MAP:+--uar-map "$GDA_UAR_MAP"} \
     $([ "$1" = 0 ] && echo "${j0[@]}" || echo "${j1[@]}") > "$dir/pe$1.log" 2>&1 &

@@ -1,0 +1,61 @@
+"""Paired differences of doorbell_overhead.sh's runs: for each repetition, each kind's median (and
+p99) minus the untraced run's of the same repetition, per operation; reported as the median of
+those differences with a distribution-free 95 % confidence interval of that median (order
+statistics of the binomial), so a target like "forward adds at most 0.5 us" is met only where the
+interval's upper end is below it, and refuted only where its lower end is above it.
+usage: paired_differences.py RAW_DIR KIND... (the first kind is the baseline, "untraced")"""
+import json
+import math
+import sys
+from pathlib import Path
+
+raw, kinds = Path(sys.argv[1]), sys.argv[2:]
+base = kinds[0]
+ops = ["put", "get", "fadd", "pingpong"]
+
+
+def results(kind, rep):
+    f = raw / f"{kind.replace(':', '-')}-{rep}" / "gda_all_pe0.json"
+    out = {}
+    if f.exists():
+        for line in f.read_text().splitlines():
+            try:
+                j = json.loads(line)
+            except ValueError:
+                continue
+            out[j.get("benchmark")] = j
+    return out
+
+
+def median_ci(xs):
+    """The median and the narrowest interval [x_(k), x_(n-k+1)] (1-based) that holds it with >= 95 %."""
+    xs = sorted(xs)
+    n = len(xs)
+    med = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+    cover, k = 0.0, 0
+    for j in range(1, n // 2 + 1):
+        # P(x_(j) <= median < x_(n-j+1)) = 1 - 2 * P(Binomial(n, 1/2) < j)
+        below = sum(math.comb(n, i) for i in range(j)) / 2 ** n
+        if 1 - 2 * below >= 0.95:
+            cover, k = 1 - 2 * below, j
+    if not k:
+        return med, None, None, 0.0
+    return med, xs[k - 1], xs[n - k], cover
+
+
+reps = sorted({int(p.name.rsplit("-", 1)[1]) for p in raw.iterdir() if p.is_dir() and p.name.rsplit("-", 1)[-1].isdigit()})
+print(f"paired differences to {base} (each repetition's run minus its own {base} run), {len(reps)} repetitions, us:")
+print(f"{'operation':<10} {'stat':<7} {'kind':<12} {'n':>3} {'median':>8}  95 % interval of the median")
+for op in ops:
+    for stat in ("median_us", "p99_us"):
+        for kind in kinds[1:]:
+            d = []
+            for r in reps:
+                a, b = results(base, r).get(op), results(kind, r).get(op)
+                if a and b and stat in a and stat in b:
+                    d.append(b[stat] - a[stat])
+            if not d:
+                continue
+            med, lo, hi, cover = median_ci(d)
+            ci = f"[{lo:+.2f}, {hi:+.2f}] ({cover * 100:.1f} %)" if lo is not None else "(too few repetitions for 95 %)"
+            print(f"{op:<10} {stat[:-3]:<7} {kind:<12} {len(d):>3} {med:+8.2f}  {ci}")
