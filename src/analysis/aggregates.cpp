@@ -76,6 +76,7 @@ ConnectionFlows connection_flows(const ConnectionRow& c, const Aggregates& agg) 
 void DoorbellCounters::add(const DoorbellCounters& o) {
   last_before_own_dump_ns = std::max(last_before_own_dump_ns, o.last_before_own_dump_ns);
   last_before_peer_dump_ns = std::max(last_before_peer_dump_ns, o.last_before_peer_dump_ns);
+  wqebbs_before_own_dump += o.wqebbs_before_own_dump;  // (a producer index is a QP's own: not summed)
   doorbells += o.doorbells;
   wqebbs += o.wqebbs;
   blueflame += o.blueflame;

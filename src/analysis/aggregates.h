@@ -51,8 +51,10 @@ struct DoorbellCounters {
   uint64_t unrecovered() const { return lost_wqebbs + damaged + unread_wqebbs; }
   int64_t first_ns = 0, last_ns = 0;
   // For a hang (docs/hangs.md): the last doorbell at or before its process's first hang dump, and
-  // at or before its peer's (0: none, or no dump).
+  // at or before its peer's (0: none, or no dump); up to its own dump, the WQEBBs announced and the
+  // last producer index (the QP's state at the dump: a GPU QP's posted work).
   int64_t last_before_own_dump_ns = 0, last_before_peer_dump_ns = 0;
+  uint64_t wqebbs_before_own_dump = 0, producer_index_at_own_dump = 0;
   void saw(int64_t ts) {
     if (!first_ns || ts < first_ns) first_ns = ts;
     if (ts > last_ns) last_ns = ts;

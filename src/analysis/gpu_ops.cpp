@@ -126,7 +126,7 @@ void GpuAssociation::doorbell(int64_t ts, const format::DecodedEvent& ev) {
   c.saw(ts);
   if (d.qp_id != kNone) {
     const DumpTimes& t = dump_times(d.qp_id);
-    if (t.own >= 0 && ts <= t.own) c.last_before_own_dump_ns = ts;
+    if (t.own >= 0 && ts <= t.own) c.last_before_own_dump_ns = ts, c.wqebbs_before_own_dump += d.delta, c.producer_index_at_own_dump = d.producer_index;
     if (t.peer >= 0 && ts <= t.peer) c.last_before_peer_dump_ns = ts;
   }
   last_doorbell_[d.qp_id] = d.doorbell_id;  // a poller records a doorbell right before its WQEs

@@ -127,11 +127,19 @@ void gpu_waits(const ExperimentModel& m, const Aggregates& agg, const ProcessRow
   const int64_t idle_since = dump - static_cast<int64_t>(d.idle_ns);
   std::map<uint32_t, GpuPeer> peers;
   int64_t last_doorbell = 0;
+  json qps = json::array();  // each GPU-initiated QP's state at the dump: what its GPU had posted
   for (const auto& [num, ids] : p.qps_by_num)
     for (uint32_t id : ids) {
       const QpRow& q = m.qps[id];
-      if (!q.gpu_initiated) continue;
-      last_doorbell = std::max(last_doorbell, agg.qp_doorbells[id].last_before_own_dump_ns);
+      if (!q.gpu_initiated || (q.create_ns && q.create_ns > dump)) continue;
+      const DoorbellCounters& c = agg.qp_doorbells[id];
+      last_doorbell = std::max(last_doorbell, c.last_before_own_dump_ns);
+      if (c.last_before_own_dump_ns) {
+        json j = {{"qp_id", id}, {"qp_num", q.qp_num}, {"producer_index", c.producer_index_at_own_dump},
+                  {"wqebbs", c.wqebbs_before_own_dump}, {"last_doorbell_ns", c.last_before_own_dump_ns}};
+        if (q.remote_qp_id != kNone) j["peer_label"] = process_label(m.processes[m.qps[static_cast<size_t>(q.remote_qp_id)].process_id]);
+        qps.push_back(j);
+      }
       if (q.remote_qp_id == kNone) continue;
       const QpRow& r = m.qps[static_cast<size_t>(q.remote_qp_id)];
       if (r.process_id == p.process_id) continue;
@@ -157,6 +165,7 @@ void gpu_waits(const ExperimentModel& m, const Aggregates& agg, const ProcessRow
       ps.push_back(j);
     }
     e["peers"] = ps;
+    e["qps"] = qps;
     out->push_back(e);
   }
 }

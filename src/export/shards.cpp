@@ -14,7 +14,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(QpOutstanding, sends, receives, oldest_send, 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DoorbellCounters, doorbells, wqebbs, blueflame, from_record, data_doorbells, control_doorbells,
                                    not_read_doorbells, recovered, recovered_wqebbs, lost_wqebbs, damaged, unread_wqebbs,
                                    index_errors, batches, wait_ns, max_wait_ns, wqes_read, first_ns, last_ns, last_before_own_dump_ns,
-                                   last_before_peer_dump_ns)
+                                   last_before_peer_dump_ns, wqebbs_before_own_dump, producer_index_at_own_dump)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(HijackCounters, pages_hijacked, pages_not_hijacked, pages_doorbells_off, map_failures, pollers,
                                    poller_doorbells, poller_cpu_ns, poller_wall_ns, launches, kernels_marked, kernel_ends,
                                    kernel_markers_dropped, kernel_markers_unresolved)

@@ -454,6 +454,11 @@ TEST(DoorbellHangDump, AKernelThatStopsRingingIsDumpedWithItsState) {
   EXPECT_LT(g["last_doorbell_age_at_dump_ns"].get<int64_t>(), 3000000000);
   EXPECT_GT(g["running_at_dump_ns"].get<int64_t>(), g["last_doorbell_age_at_dump_ns"].get<int64_t>());
   EXPECT_TRUE(g["peers"].empty()) << "the client's QPs are connected to its own: no other process owes it";
+  // The QP's state at the dump: its 20 WQEs posted, the last doorbell announcing index 20.
+  ASSERT_EQ(g["qps"].size(), 1u) << g.dump(1);
+  EXPECT_EQ(g["qps"][0]["producer_index"], 20);
+  EXPECT_EQ(g["qps"][0]["wqebbs"], 20);
+  EXPECT_EQ(g["qps"][0]["last_doorbell_ns"], g["last_doorbell_ns"]);
   EXPECT_TRUE(h["hung_without_waiting_qps"].empty());
   ProcessResult rep = run_process({st, "report", dir});
   EXPECT_NE(rep.out.find("kernel put_quiet_kernel, running"), std::string::npos) << rep.out;
