@@ -1,0 +1,58 @@
+#!/bin/bash
+# A trace the GPU tests recorded on the GPU machine (data/RECORDING: the trace files, the manifest
+# and the program's own output), analysed here without a GPU and checked as the GPU test checks it
+# there; with SQLite, also what only trace.sqlite holds:
+#   hang_peer_silent, hang_deadlock (testbed/nvshmem/check_hang.py): who dumped, the kernel each
+#     waited in, what it waited for; the summary says it too;
+#   torch_nccl (tests/gpu_nvtx/check_torch_nccl.py): NCCL's ranges once per call with their sizes
+#     and reductions decoded; each collective's range lies in its step's range (SQL).
+# Usage: recorded_trace_test.sh BUILD_DIR SOURCE_DIR RECORDING. Exit 77 (skipped) when the command
+# is not built.
+set -u
+build=$1 src=$2 rec=$3
+keep=${SIGMATRACE_KEEP_TEST_DIRS:-}
+unset SIGMATRACE_KEEP_TEST_DIRS
+st=$build/bin/sigmatrace
+fail() { echo "FAIL: $*"; exit 1; }
+[ -x "$st" ] || { echo "SKIPPED: $st is not built"; exit 77; }
+data=$src/tests/gpu_recorded/data/$rec
+work=$(mktemp -d)
+[ -n "$keep" ] && echo "keeping $work" || trap 'rm -rf "$work"' EXIT
+exp=$work/exp
+mkdir -p "$exp"
+cp "$data"/*.sgt "$data/manifest.json" "$exp/"
+"$st" analyze -q "$exp" >"$work/analyze.log" 2>&1 || { cat "$work/analyze.log"; fail "analyze failed"; }
+case "$rec" in
+  hang_*)
+    mode=${rec#hang_}; mode=${mode//_/-}
+    python3 "$src/testbed/nvshmem/check_hang.py" "$mode" 6 "$exp/aggregate.json" "$data/pe0.log" "$data/pe1.log" || fail "the hang is not diagnosed"
+    "$st" report "$exp" > "$work/report.txt" || fail "report failed"
+    sed -n '/^hang dumps/,/^$/p' "$work/report.txt"
+    grep -q "kernel wait_" "$work/report.txt" || fail "the summary does not name the waiting kernel"
+    ;;
+  torch_nccl)
+    python3 "$src/tests/gpu_nvtx/check_torch_nccl.py" "$exp/aggregate.json" "$data/program.out" || fail "NCCL's ranges are not as called"
+    if [ -f "$exp/trace.sqlite" ]; then
+      # Every collective of a step lies in that step's range on its thread (a path names the
+      # outermost range's domain: "step 0 / ncclAllReduce"; the warm-up's is "NCCL / ncclAllReduce").
+      bad=$("$st" sql --csv "$exp" "SELECT count(*) FROM range WHERE domain = 'NCCL' AND name IN ('ncclAllReduce', 'ncclBroadcast', 'ncclAllGather') AND path NOT LIKE 'step % / nccl%' AND path NOT LIKE 'NCCL / nccl%'" | tail -1)
+      in_steps=$("$st" sql --csv "$exp" "SELECT count(*) FROM range WHERE domain = 'NCCL' AND path LIKE 'step % / nccl%'" | tail -1)
+      "$st" sql "$exp" "SELECT path, count(*), min(payload) FROM range WHERE domain = 'NCCL' GROUP BY path ORDER BY path" | head -20
+      # docs/sql.md's "per NVTX range name (per collective kind)" query, as the docs show it.
+      q=$(python3 - "$src/docs/sql.md" <<'PY'
+import re, sys
+for block in re.findall(r"```sql\n(.*?)```", open(sys.argv[1]).read(), re.S):
+    if block.startswith("SELECT r.domain, r.name, COUNT(DISTINCT r.range_id)"):
+        print(block.strip())
+PY
+)
+      [ -n "$q" ] || fail "docs/sql.md has no per-range-name query"
+      allreduce=$("$st" sql --csv "$exp" "$q" | grep '^NCCL,ncclAllReduce,' | cut -d, -f3)
+      [ "$allreduce" = 7 ] || fail "docs/sql.md's query counts $allreduce ncclAllReduce ranges, the program called it 7 times"
+      [ "$bad" = 0 ] || fail "$bad collective ranges lie neither in a step nor outside every range"
+      [ "$in_steps" = 12 ] || fail "$in_steps NCCL ranges lie in a step's range: the 3 steps call 4 collectives each"
+    fi
+    ;;
+  *) fail "unknown recording $rec" ;;
+esac
+echo PASS
