@@ -6,6 +6,7 @@
 #include <map>
 
 #include "analysis/ibv_names.h"
+#include "analysis/kernel_names.h"
 
 namespace sigmatrace::exporter {
 
@@ -87,9 +88,15 @@ std::vector<const ProcessRow::Span*> kernels_running(const ProcessRow& p, int64_
   return out;
 }
 
-std::string kernel_label(const ProcessRow& p, uint64_t function) {
+// The kernel's name as a person reads it (the driver's symbol is mangled, often behind nvcc's
+// internal-linkage prefix); the symbol itself is in the output too.
+std::string kernel_symbol(const ProcessRow& p, uint64_t function) {
   auto it = p.kernel_names.find(function);
-  return it == p.kernel_names.end() ? "(unnamed kernel)" : it->second;
+  return it == p.kernel_names.end() ? "" : it->second;
+}
+std::string kernel_label(const ProcessRow& p, uint64_t function) {
+  const std::string symbol = kernel_symbol(p, function);
+  return symbol.empty() ? "(unnamed kernel)" : readable_kernel_name(symbol);
 }
 
 // What p's GPU waits for from peer, from the peer's side: when its GPU last issued to p, whether
@@ -150,6 +157,7 @@ void gpu_waits(const ExperimentModel& m, const Aggregates& agg, const ProcessRow
   for (const ProcessRow::Span* s : running) {
     const int64_t start = p.clock.to_ns(s->start_tsc);
     json e = {{"process_id", p.process_id}, {"label", process_label(p)}, {"kernel", kernel_label(p, s->function)},
+              {"kernel_symbol", kernel_symbol(p, s->function)},
               {"launched_ns", p.clock.to_ns(s->launch_tsc)}, {"running_at_dump_ns", dump - start},
               {"gpu_kernels_running", d.gpu_kernels_running}};
     if (last_doorbell) e["last_doorbell_ns"] = last_doorbell, e["last_doorbell_age_at_dump_ns"] = dump - last_doorbell;
