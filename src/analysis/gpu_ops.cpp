@@ -4,6 +4,7 @@
 // that announced it, its GPU, the kernel running, and its peer — the peer QP's process from the
 // QP topology, or else the process that registered the memory its rkey names. Integrity counts
 // (recovered, lost, damaged, unread WQEs) go to the QP's DoorbellCounters.
+#include <algorithm>
 #include <unordered_map>
 
 #include "analysis/associator_list.h"
@@ -55,7 +56,10 @@ const GpuAssociation::DumpTimes& GpuAssociation::dump_times(int64_t qp) {
   };
   it->second.own = first_dump(f_.process);
   const QpRow& q = f_.model.qps[static_cast<size_t>(qp)];
-  if (q.remote_qp_id != kNone) it->second.peer = first_dump(f_.model.processes[f_.model.qps[static_cast<size_t>(q.remote_qp_id)].process_id]);
+  if (q.remote_qp_id != kNone) {
+    const QpRow& r = f_.model.qps[static_cast<size_t>(q.remote_qp_id)];
+    it->second.peer = first_dump(f_.model.processes[r.process_id]);
+  }
   return it->second;
 }
 
@@ -126,8 +130,12 @@ void GpuAssociation::doorbell(int64_t ts, const format::DecodedEvent& ev) {
   c.saw(ts);
   if (d.qp_id != kNone) {
     const DumpTimes& t = dump_times(d.qp_id);
-    if (t.own >= 0 && ts <= t.own) c.last_before_own_dump_ns = ts, c.wqebbs_before_own_dump += d.delta, c.producer_index_at_own_dump = d.producer_index;
-    if (t.peer >= 0 && ts <= t.peer) c.last_before_peer_dump_ns = ts;
+    // (Pollers write several QPs' doorbells out of time order: the latest wins, not the last read.)
+    if (t.own >= 0 && ts <= t.own) {
+      c.wqebbs_before_own_dump += d.delta;
+      if (ts >= c.last_before_own_dump_ns) c.last_before_own_dump_ns = ts, c.producer_index_at_own_dump = d.producer_index;
+    }
+    if (t.peer >= 0 && ts <= t.peer) c.last_before_peer_dump_ns = std::max(c.last_before_peer_dump_ns, ts);
   }
   last_doorbell_[d.qp_id] = d.doorbell_id;  // a poller records a doorbell right before its WQEs
   if (f_.sink) f_.sink->doorbell(d);

@@ -66,11 +66,11 @@ std::string diagnosis(const ExperimentModel& m, const Aggregates& agg, const QpR
          " received here): it was lost on the way";
 }
 
-// GPU-initiated work (docs/hangs.md, "GPU kernels"): a kernel that waits for its peers' puts
+// GPU-initiated work (docs/hangs.md, "GPU kernels that wait"): a kernel that waits for its peers' puts
 // posts and polls nothing the verbs layer sees; what tells is which kernels ran at the dump and
 // when each GPU last rang a doorbell towards the other.
 
-std::string ms_before(int64_t dump_ns, int64_t t_ns) {
+std::string age_before_dump(int64_t dump_ns, int64_t t_ns) {
   char b[64];
   std::snprintf(b, sizeof b, "%.3f s before the dump", static_cast<double>(dump_ns - t_ns) / 1e9);
   return b;
@@ -112,9 +112,9 @@ std::string gpu_diagnosis(const ExperimentModel& m, const ProcessRow& p, uint32_
   const int64_t peer_end = ended_ns(r);
   if (dumps[peer_id] < 0 && peer_end < dump)
     return them + " ended before this dump (" + std::to_string((dump - peer_end) / 1000000) + " ms earlier): nothing it owed will come";
-  const std::string since = g.theirs_ns ? "since " + ms_before(dump, g.theirs_ns) : "at all";
+  const std::string since = g.theirs_ns ? "since " + age_before_dump(dump, g.theirs_ns) : "at all";
   if (g.theirs_ns && g.theirs_ns > idle_since)
-    return "not " + them + ": its GPU issued to " + me + " " + ms_before(dump, g.theirs_ns) + ", while " + me + " made no progress";
+    return "not " + them + ": its GPU issued to " + me + " " + age_before_dump(dump, g.theirs_ns) + ", while " + me + " made no progress";
   const std::vector<const ProcessRow::Span*> running = kernels_running(r, dump);
   if (running.empty())
     return "a put " + them + " never issued: its GPU issued nothing to " + me + " " + since + " and ran no kernel at the dump";
@@ -125,6 +125,37 @@ std::string gpu_diagnosis(const ExperimentModel& m, const ProcessRow& p, uint32_
   return "a put " + them + " has not issued: its kernel " + k + " runs but has issued nothing to " + me + " " + since;
 }
 
+// p's GPU-initiated QPs at its first dump: each one's posted work, its GPU's last doorbell, and per
+// GPU peer (RC QPs to another process) when either side last rang towards the other.
+struct GpuStateAtDump {
+  std::map<uint32_t, GpuPeer> peers;
+  int64_t last_doorbell_ns = 0;
+  json qps = json::array();
+};
+
+GpuStateAtDump gpu_state_at_dump(const ExperimentModel& m, const Aggregates& agg, const ProcessRow& p, int64_t dump) {
+  GpuStateAtDump st;
+  for (const auto& [num, ids] : p.qps_by_num)
+    for (uint32_t id : ids) {
+      const QpRow& q = m.qps[id];
+      if (!q.gpu_initiated || (q.create_ns && q.create_ns > dump)) continue;
+      const DoorbellCounters& c = agg.qp_doorbells[id];
+      const QpRow* r = q.remote_qp_id == kNone ? nullptr : &m.qps[static_cast<size_t>(q.remote_qp_id)];
+      st.last_doorbell_ns = std::max(st.last_doorbell_ns, c.last_before_own_dump_ns);
+      if (c.last_before_own_dump_ns) {
+        json j = {{"qp_id", id}, {"qp_num", q.qp_num}, {"producer_index", c.producer_index_at_own_dump},
+                  {"wqebbs", c.wqebbs_before_own_dump}, {"last_doorbell_ns", c.last_before_own_dump_ns}};
+        if (r) j["peer_label"] = process_label(m.processes[r->process_id]);
+        st.qps.push_back(j);
+      }
+      if (!r || r->process_id == p.process_id) continue;
+      GpuPeer& g = st.peers[r->process_id];
+      g.mine_ns = std::max(g.mine_ns, c.last_before_own_dump_ns);
+      g.theirs_ns = std::max(g.theirs_ns, agg.qp_doorbells[r->qp_id].last_before_peer_dump_ns);
+    }
+  return st;
+}
+
 // One entry per kernel of p running at its first dump, with each GPU peer's view.
 void gpu_waits(const ExperimentModel& m, const Aggregates& agg, const ProcessRow& p, const std::vector<int64_t>& dumps, json* out) {
   const int64_t dump = dumps[p.process_id];
@@ -132,48 +163,25 @@ void gpu_waits(const ExperimentModel& m, const Aggregates& agg, const ProcessRow
   if (running.empty()) return;
   const HangDump& d = p.file->hang_dumps.front();
   const int64_t idle_since = dump - static_cast<int64_t>(d.idle_ns);
-  std::map<uint32_t, GpuPeer> peers;
-  int64_t last_doorbell = 0;
-  json qps = json::array();  // each GPU-initiated QP's state at the dump: what its GPU had posted
-  for (const auto& [num, ids] : p.qps_by_num)
-    for (uint32_t id : ids) {
-      const QpRow& q = m.qps[id];
-      if (!q.gpu_initiated || (q.create_ns && q.create_ns > dump)) continue;
-      const DoorbellCounters& c = agg.qp_doorbells[id];
-      last_doorbell = std::max(last_doorbell, c.last_before_own_dump_ns);
-      if (c.last_before_own_dump_ns) {
-        json j = {{"qp_id", id}, {"qp_num", q.qp_num}, {"producer_index", c.producer_index_at_own_dump},
-                  {"wqebbs", c.wqebbs_before_own_dump}, {"last_doorbell_ns", c.last_before_own_dump_ns}};
-        if (q.remote_qp_id != kNone) j["peer_label"] = process_label(m.processes[m.qps[static_cast<size_t>(q.remote_qp_id)].process_id]);
-        qps.push_back(j);
-      }
-      if (q.remote_qp_id == kNone) continue;
-      const QpRow& r = m.qps[static_cast<size_t>(q.remote_qp_id)];
-      if (r.process_id == p.process_id) continue;
-      GpuPeer& g = peers[r.process_id];
-      g.mine_ns = std::max(g.mine_ns, agg.qp_doorbells[id].last_before_own_dump_ns);
-      g.theirs_ns = std::max(g.theirs_ns, agg.qp_doorbells[r.qp_id].last_before_peer_dump_ns);
-    }
+  const GpuStateAtDump st = gpu_state_at_dump(m, agg, p, dump);
+  json peers = json::array();
+  for (const auto& [peer_id, g] : st.peers) {
+    const ProcessRow& r = m.processes[peer_id];
+    json j = {{"peer_process_id", peer_id}, {"peer_label", process_label(r)}, {"peer_dumped", dumps[peer_id] >= 0},
+              {"waits_for", gpu_diagnosis(m, p, peer_id, g, dump, idle_since, dumps)}};
+    if (g.mine_ns) j["last_issued_to_peer_ns"] = g.mine_ns;
+    if (g.theirs_ns) j["last_issued_by_peer_ns"] = g.theirs_ns;
+    json kernels = json::array();
+    for (const ProcessRow::Span* k : kernels_running(r, dump)) kernels.push_back(kernel_label(r, k->function));
+    j["peer_kernels_running"] = kernels;
+    peers.push_back(j);
+  }
   for (const ProcessRow::Span* s : running) {
-    const int64_t start = p.clock.to_ns(s->start_tsc);
     json e = {{"process_id", p.process_id}, {"label", process_label(p)}, {"kernel", kernel_label(p, s->function)},
-              {"kernel_symbol", kernel_symbol(p, s->function)},
-              {"launched_ns", p.clock.to_ns(s->launch_tsc)}, {"running_at_dump_ns", dump - start},
-              {"gpu_kernels_running", d.gpu_kernels_running}};
-    if (last_doorbell) e["last_doorbell_ns"] = last_doorbell, e["last_doorbell_age_at_dump_ns"] = dump - last_doorbell;
-    json ps = json::array();
-    for (const auto& [peer_id, g] : peers) {
-      json j = {{"peer_process_id", peer_id}, {"peer_label", process_label(m.processes[peer_id])}, {"peer_dumped", dumps[peer_id] >= 0},
-                {"waits_for", gpu_diagnosis(m, p, peer_id, g, dump, idle_since, dumps)}};
-      if (g.mine_ns) j["last_issued_to_peer_ns"] = g.mine_ns;
-      if (g.theirs_ns) j["last_issued_by_peer_ns"] = g.theirs_ns;
-      json peer_kernels = json::array();
-      for (const ProcessRow::Span* k : kernels_running(m.processes[peer_id], dump)) peer_kernels.push_back(kernel_label(m.processes[peer_id], k->function));
-      j["peer_kernels_running"] = peer_kernels;
-      ps.push_back(j);
-    }
-    e["peers"] = ps;
-    e["qps"] = qps;
+              {"kernel_symbol", kernel_symbol(p, s->function)}, {"launched_ns", p.clock.to_ns(s->launch_tsc)},
+              {"running_at_dump_ns", dump - p.clock.to_ns(s->start_tsc)}, {"gpu_kernels_running", d.gpu_kernels_running},
+              {"peers", peers}, {"qps", st.qps}};
+    if (st.last_doorbell_ns) e["last_doorbell_ns"] = st.last_doorbell_ns, e["last_doorbell_age_at_dump_ns"] = dump - st.last_doorbell_ns;
     out->push_back(e);
   }
 }
