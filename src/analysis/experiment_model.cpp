@@ -62,6 +62,10 @@ ProcessRow::KernelHit ProcessRow::kernel_hit_at(uint64_t tsc, int64_t gpu) const
   return l ? KernelHit{true, l->function, l->tsc, l->tid} : KernelHit{};
 }
 
+int64_t ProcessRow::first_hang_dump_ns() const {
+  return file && !file->hang_dumps.empty() ? clock.to_ns(file->hang_dumps.front().tsc) : -1;
+}
+
 const std::string* ProcessRow::kernel_at(uint64_t tsc, int64_t gpu) const { return kernel_name(kernel_hit_at(tsc, gpu)); }
 
 const std::string* ProcessRow::kernel_name(const KernelHit& hit) const {

@@ -135,6 +135,8 @@ struct ProcessRow {
   // was launched: GPU-initiated work belongs where its kernel was launched; -1: none.
   int64_t launch_range(const KernelHit& hit) const;
   uint64_t span_slack_ticks = 0;  // a doorbell is seen a little after the GPU wrote it
+  // When its first hang dump was recorded (ns on the normalized timeline; -1: none).
+  int64_t first_hang_dump_ns() const;
   ProcessRanges ranges;           // NVTX
 };
 

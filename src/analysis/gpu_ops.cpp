@@ -51,14 +51,11 @@ class GpuAssociation final : public LayerAssociator {
 const GpuAssociation::DumpTimes& GpuAssociation::dump_times(int64_t qp) {
   auto [it, fresh] = dump_times_.try_emplace(qp);
   if (!fresh) return it->second;
-  const auto first_dump = [](const ProcessRow& p) -> int64_t {
-    return p.file && !p.file->hang_dumps.empty() ? p.clock.to_ns(p.file->hang_dumps.front().tsc) : -1;
-  };
-  it->second.own = first_dump(f_.process);
+  it->second.own = f_.process.first_hang_dump_ns();
   const QpRow& q = f_.model.qps[static_cast<size_t>(qp)];
   if (q.remote_qp_id != kNone) {
     const QpRow& r = f_.model.qps[static_cast<size_t>(q.remote_qp_id)];
-    it->second.peer = first_dump(f_.model.processes[r.process_id]);
+    it->second.peer = f_.model.processes[r.process_id].first_hang_dump_ns();
   }
   return it->second;
 }

@@ -18,8 +18,7 @@ namespace {
 // The first dump of each process (ns on the normalized timeline; -1: none).
 std::vector<int64_t> first_dump_ns(const ExperimentModel& m) {
   std::vector<int64_t> out(m.processes.size(), -1);
-  for (const ProcessRow& p : m.processes)
-    if (p.file && !p.file->hang_dumps.empty()) out[p.process_id] = p.clock.to_ns(p.file->hang_dumps.front().tsc);
+  for (const ProcessRow& p : m.processes) out[p.process_id] = p.first_hang_dump_ns();
   return out;
 }
 
@@ -105,8 +104,10 @@ struct GpuPeer {
   int64_t mine_ns = 0, theirs_ns = 0;  // last doorbell p -> peer, peer -> p, before p's dump (0: none)
 };
 
-std::string gpu_diagnosis(const ExperimentModel& m, const ProcessRow& p, uint32_t peer_id, const GpuPeer& g, int64_t dump,
-                          int64_t idle_since, const std::vector<int64_t>& dumps) {
+// peer_running: the peer's kernels running at p's dump (kernels_running).
+std::string gpu_diagnosis(const ExperimentModel& m, const ProcessRow& p, uint32_t peer_id, const GpuPeer& g,
+                          const std::vector<const ProcessRow::Span*>& peer_running, int64_t dump, int64_t idle_since,
+                          const std::vector<int64_t>& dumps) {
   const ProcessRow& r = m.processes[peer_id];
   const std::string me = process_label(p), them = process_label(r);
   const int64_t peer_end = ended_ns(r);
@@ -115,10 +116,9 @@ std::string gpu_diagnosis(const ExperimentModel& m, const ProcessRow& p, uint32_
   const std::string since = g.theirs_ns ? "since " + age_before_dump(dump, g.theirs_ns) : "at all";
   if (g.theirs_ns && g.theirs_ns > idle_since)
     return "not " + them + ": its GPU issued to " + me + " " + age_before_dump(dump, g.theirs_ns) + ", while " + me + " made no progress";
-  const std::vector<const ProcessRow::Span*> running = kernels_running(r, dump);
-  if (running.empty())
+  if (peer_running.empty())
     return "a put " + them + " never issued: its GPU issued nothing to " + me + " " + since + " and ran no kernel at the dump";
-  const std::string k = kernel_label(r, running.back()->function);
+  const std::string k = kernel_label(r, peer_running.back()->function);
   if (dumps[peer_id] >= 0)
     return "each waits for the other: " + them + "'s kernel " + k + " also runs and has issued nothing to " + me + " " + since +
            " (deadlock: each waits for the other's put)";
@@ -167,12 +167,13 @@ void gpu_waits(const ExperimentModel& m, const Aggregates& agg, const ProcessRow
   json peers = json::array();
   for (const auto& [peer_id, g] : st.peers) {
     const ProcessRow& r = m.processes[peer_id];
+    const std::vector<const ProcessRow::Span*> peer_running = kernels_running(r, dump);
     json j = {{"peer_process_id", peer_id}, {"peer_label", process_label(r)}, {"peer_dumped", dumps[peer_id] >= 0},
-              {"waits_for", gpu_diagnosis(m, p, peer_id, g, dump, idle_since, dumps)}};
+              {"waits_for", gpu_diagnosis(m, p, peer_id, g, peer_running, dump, idle_since, dumps)}};
     if (g.mine_ns) j["last_issued_to_peer_ns"] = g.mine_ns;
     if (g.theirs_ns) j["last_issued_by_peer_ns"] = g.theirs_ns;
     json kernels = json::array();
-    for (const ProcessRow::Span* k : kernels_running(r, dump)) kernels.push_back(kernel_label(r, k->function));
+    for (const ProcessRow::Span* k : peer_running) kernels.push_back(kernel_label(r, k->function));
     j["peer_kernels_running"] = kernels;
     peers.push_back(j);
   }
