@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # What tracing GPU doorbells costs (the paper's Fig. 4, side by side in one run): testbed/gda's
 # four microbenchmarks (Put+Quiet, Get, Atomic FetchAdd, Ping-Pong RTT; 8 bytes, two PEs on one
-# GPU under MPS), untraced and under `sigmatrace profile` in each of KINDS, in turn, REPS times
+# GPU under MPS), untraced and under `sigmatrace profile` in each of KINDS, in turn (the order
+# rotating from one repetition to the next), REPS times
 # each. Kinds: untraced; off (the profiler loaded, the doorbell page left alone); forward
-# (doorbells recorded and forwarded); wqe:N (and their WQEs recovered, parsed in batches of N
+# (doorbells recorded and forwarded); spin (untraced, with two busy CPU threads for its length, on
+# SIGMATRACE_DOORBELL_CPUS when set: what two spinning pollers cost the machine, without any
+# forwarding); KIND+aggregate (KIND in aggregate mode: per-QP counts, no event per doorbell, no
+# kernel markers); wqe:N (and their WQEs recovered, parsed in batches of N
 # WQE slots; wqe:sync reads them before forwarding; wqe:N:doorbell enqueues each copy right
 # after forwarding instead of in the poller's next idle moment: SIGMATRACE_WQE_COPY). Reports per operation the median over the
 # repetitions of each run's median and p99, and each kind's difference to untraced; the pollers'
@@ -12,6 +16,8 @@
 # WQEs they posted).
 #   bench/gda/doorbell_overhead.sh BUILD_DIR [REPS] [WARMUP] [ITERS]
 #   KINDS="untraced forward wqe:128" bench/gda/doorbell_overhead.sh ...   (default: all below)
+#   DEADLINE_S=N: start no repetition after N seconds (a bounded session still ends with its table,
+#   over the repetitions it completed)
 # Needs MPS running (CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY set) and a GPU.
 set -u
 B=${1:?usage: doorbell_overhead.sh BUILD_DIR [REPS] [WARMUP] [ITERS]}
@@ -24,13 +30,32 @@ W=$(mktemp -d /tmp/doorbell-overhead.XXXXXX)
 export GDA_PAIR_TIMEOUT_S=${GDA_PAIR_TIMEOUT_S:-120}
 failed=0
 tag() { echo "${1//:/-}"; }
+T0=$(date +%s)
 for rep in $(seq "$REPS"); do
-  for kind in "${kinds[@]}"; do
+  if [ -n "${DEADLINE_S:-}" ] && [ $(( $(date +%s) - T0 )) -ge "$DEADLINE_S" ]; then
+    echo "DEADLINE_S=$DEADLINE_S reached: $((rep - 1)) of $REPS repetitions run"
+    break
+  fi
+  # The kinds' order rotates from one repetition to the next, so that a drift of the machine over
+  # the session does not favour the kind that always runs first.
+  n=${#kinds[@]}
+  for k in $(seq 0 $((n - 1))); do
+    kind=${kinds[$(( (k + rep - 1) % n ))]}
     d=$W/$(tag "$kind")-$rep
     mkdir -p "$d"
-    wrap=() flags=()
-    if [ "$kind" != untraced ]; then
-      export SIGMATRACE_RUN_ID="overhead-$(tag "$kind")-$rep" SIGMATRACE_DOORBELLS=${kind%%:*}
+    wrap=() flags=() spinners=()
+    if [ "$kind" = spin ]; then
+      spin_cpus=("" "")
+      [ -n "${SIGMATRACE_DOORBELL_CPUS:-}" ] && IFS=, read -r -a spin_cpus <<< "$SIGMATRACE_DOORBELL_CPUS"
+      [ ${#spin_cpus[@]} = 1 ] && spin_cpus+=("${spin_cpus[0]}")
+      for c in "${spin_cpus[@]:0:2}"; do
+        ${c:+taskset -c "$c"} bash -c 'while :; do :; done' &
+        spinners+=($!)
+      done
+    elif [ "$kind" != untraced ]; then
+      base=${kind%+aggregate}
+      [ "$base" = "$kind" ] || export SIGMATRACE_MODE=aggregate
+      export SIGMATRACE_RUN_ID="overhead-$(tag "$kind")-$rep" SIGMATRACE_DOORBELLS=${base%%:*}
       case $kind in
         wqe:*:*) b=${kind#wqe:}; export SIGMATRACE_WQE_BATCH=${b%%:*} SIGMATRACE_WQE_COPY=${b#*:}; flags=(--wqes) ;;
         wqe:*) export SIGMATRACE_WQE_BATCH=${kind#wqe:}; flags=(--wqes) ;;
@@ -39,12 +64,13 @@ for rep in $(seq "$REPS"); do
     fi
     env "${wrap[@]}" GDA_PAIR_TAG=all "$PAIR" "$B/bin/gda_probe" "$B/bin/gda_bench" "$B/softnic" all "$WARM" "$ITERS" "$d" \
       > "$d/pair.log" 2>&1 || { echo "rep $rep $kind: pair FAILED"; failed=1; }
-    if [ "$kind" != untraced ] && [ "$kind" != off ]; then
+    [ ${#spinners[@]} = 0 ] || { kill "${spinners[@]}"; wait "${spinners[@]}" 2>/dev/null; }
+    if [ "$kind" != untraced ] && [ "$kind" != off ] && [ "$kind" != spin ] && [ "${kind%+aggregate}" = "$kind" ]; then
       "$B/tests/bin/doorbell_trace_check" "${flags[@]}" "$d/exp" "$d/pair.log" > "$d/check.log" 2>&1 \
         || { echo "rep $rep $kind: doorbell check FAILED"; cat "$d/check.log"; failed=1; }
       "$B/bin/sigmatrace" info "$d/exp" > "$d/info.log" 2>&1
     fi
-    unset SIGMATRACE_RUN_ID SIGMATRACE_DOORBELLS SIGMATRACE_WQE_BATCH SIGMATRACE_WQE_COPY
+    unset SIGMATRACE_RUN_ID SIGMATRACE_DOORBELLS SIGMATRACE_WQE_BATCH SIGMATRACE_WQE_COPY SIGMATRACE_MODE
   done
 done
 # One JSON object per line: "benchmark": "put", ... "median_us": x, "p99_us": y
@@ -67,7 +93,7 @@ for op in put get fadd pingpong; do
 done
 echo "checks (QPs whose doorbells, and WQEs with wqe, were all recorded exactly):"
 for kind in "${kinds[@]}"; do
-  [ "$kind" = untraced ] || [ "$kind" = off ] && continue
+  [ "$kind" = untraced ] || [ "$kind" = off ] || [ "$kind" = spin ] || [ "${kind%+aggregate}" != "$kind" ] && continue
   logs=("$W/$(tag "$kind")"-[0-9]*/check.log)
   echo "  $kind: $(cat "${logs[@]}" | grep -c ': ok$') of $(cat "${logs[@]}" | grep -c '^QP ') QP checks ok"
   grep -h "WQEs:" "${logs[@]}" | sed 's/.*recovered \([0-9]*\).*; \([0-9]*\) batches, \([0-9.]*\) us waited.*/    recovered \1 WQEs in \2 batches, \3 us waited/' | head -2

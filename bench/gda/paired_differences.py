@@ -15,16 +15,13 @@ ops = ["put", "get", "fadd", "pingpong"]
 
 
 def results(kind, rep):
+    """gda_bench's results of one run (a JSON array of one object per benchmark), by benchmark."""
     f = raw / f"{kind.replace(':', '-')}-{rep}" / "gda_all_pe0.json"
-    out = {}
-    if f.exists():
-        for line in f.read_text().splitlines():
-            try:
-                j = json.loads(line)
-            except ValueError:
-                continue
-            out[j.get("benchmark")] = j
-    return out
+    try:
+        rows = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return {}  # the run failed: doorbell_overhead.sh says so
+    return {j.get("benchmark"): j for j in rows if isinstance(j, dict)}
 
 
 def median_ci(xs):

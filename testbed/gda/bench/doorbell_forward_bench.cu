@@ -105,6 +105,9 @@ int main(int argc, char** argv) {
   const int rounds = warmup + iters;
   uint64_t* ns = nullptr;
   CHECK(cudaMallocManaged(&ns, sizeof(uint64_t) * size_t(rounds)) == cudaSuccess, "cudaMallocManaged failed");
+  // A round the kernel never reached keeps this value (a run once printed all zeros: no kernel ran).
+  constexpr uint64_t kNotRun = ~0ull - 1;
+  for (int r = 0; r < rounds; ++r) ns[r] = kNotRun;
 
   // The "NIC": answers every new value of the register it watches with that value.
   std::atomic<bool> stop{false};
@@ -121,6 +124,8 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess, "cudaStreamCreate failed");
   ring_kernel<<<1, 1, 0, s>>>(dev_reg, dev_answer, ns, rounds, burst, 2000000000ull);
+  const cudaError_t launched = cudaGetLastError();
+  CHECK(launched == cudaSuccess, cudaGetErrorString(launched));
   CHECK(cudaStreamSynchronize(s) == cudaSuccess, "the kernel failed");
   stop = true;
   nic.join();
@@ -128,6 +133,10 @@ int main(int argc, char** argv) {
   for (int r = warmup; r < rounds; ++r) {
     if (ns[r] == ~0ull) {
       fprintf(stderr, "doorbell_forward_bench: round %d: no answer within 2 s\n", r);
+      return 3;
+    }
+    if (ns[r] == kNotRun) {
+      fprintf(stderr, "doorbell_forward_bench: round %d never ran (the kernel did not run to its end)\n", r);
       return 3;
     }
     us.push_back(double(ns[r]) / 1e3);
