@@ -473,3 +473,25 @@ TEST(DoorbellHangDump, AKernelThatStopsRingingIsDumpedWithItsState) {
   EXPECT_EQ(p->count(EventType::hang_dump), 0u) << q.traced.err;
   EXPECT_EQ(p->count(EventType::gpu_doorbell), 6u);
 }
+
+// SIGMATRACE_KERNEL_MARKERS=0 (docs/gpu-doorbells.md, "Kernel markers"): no event is recorded
+// after a launch, so the pollers never ask the driver about one; every doorbell is still
+// forwarded and recorded. By default the same launch is marked and its end recorded.
+TEST(DoorbellKernelMarkers, OffLeavesLaunchesUnmarkedAndEveryDoorbellRecorded) {
+  TempDir t;
+  for (const bool on : {true, false}) {
+    const std::string dir = t / (on ? "on" : "off");
+    std::map<std::string, std::string> env;
+    if (!on) env["SIGMATRACE_KERNEL_MARKERS"] = "0";
+    // --hang-s: the kernel runs on an explicit stream (markable) and ends 1 s after its last doorbell.
+    ClientRun r = run_client({"--qps", "1", "--ops", "20", "--hang-s", "1"}, "simple", dir, env);
+    expect_same_output(r);
+    const ProcessEvents* p = r.client();
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->count(EventType::gpu_doorbell), 20u);
+    auto launches = p->of(EventType::cuda_launch);
+    ASSERT_EQ(launches.size(), 1u);
+    EXPECT_EQ((*launches[0])[12], on ? 1u : 0u) << "the launch's marker";
+    EXPECT_EQ(p->count(EventType::cuda_kernel_end), on ? 1u : 0u);
+  }
+}

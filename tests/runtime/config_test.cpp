@@ -25,6 +25,7 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(c.providers, kKnown);
   EXPECT_EQ(c.buffer_mb, 64u);
   EXPECT_EQ(c.codec, sigmatrace::format::Codec::zstd);
+  EXPECT_TRUE(c.kernel_markers);
 }
 
 TEST(Config, ParsesEveryVariable) {
@@ -32,7 +33,8 @@ TEST(Config, ParsesEveryVariable) {
   std::string err;
   ASSERT_TRUE(parse({"SIGMATRACE_MODE=full", "SIGMATRACE_PROVIDERS=user", "SIGMATRACE_OUTPUT=/x", "SIGMATRACE_BUFFER_MB=8",
                      "SIGMATRACE_CHUNK_KB=64", "SIGMATRACE_COMPRESSION=lz4", "SIGMATRACE_CLOCK_SYNC_MS=50",
-                     "SIGMATRACE_ENABLE=on", "SIGMATRACE_FORCE=1", "SIGMATRACE_HOST=nodeA", "SIGMATRACE_RUN_ID=j7"},
+                     "SIGMATRACE_ENABLE=on", "SIGMATRACE_FORCE=1", "SIGMATRACE_HOST=nodeA", "SIGMATRACE_RUN_ID=j7",
+                     "SIGMATRACE_KERNEL_MARKERS=off"},
                     &c, &err))
       << err;
   EXPECT_EQ(c.mode, TraceMode::full);
@@ -45,6 +47,7 @@ TEST(Config, ParsesEveryVariable) {
   EXPECT_TRUE(c.force);
   EXPECT_EQ(c.host, "nodeA");
   EXPECT_EQ(c.run_id, "j7");
+  EXPECT_FALSE(c.kernel_markers);
 }
 
 TEST(Config, ProvidersNoneAndAll) {
@@ -66,6 +69,7 @@ TEST(Config, BadValuesNameTheVariableTheValueAndWhatIsAccepted) {
       {"SIGMATRACE_BUFFER_MB=-4", "invalid SIGMATRACE_BUFFER_MB='-4'"},
       {"SIGMATRACE_COMPRESSION=gzip", "invalid SIGMATRACE_COMPRESSION='gzip' (accepted: zstd|lz4|none)"},
       {"SIGMATRACE_ENABLE=maybe", "invalid SIGMATRACE_ENABLE='maybe'"},
+      {"SIGMATRACE_KERNEL_MARKERS=2", "invalid SIGMATRACE_KERNEL_MARKERS='2' (accepted: 1|0|on|off|true|false)"},
       {"SIGMATRACE_PROVIDERS=ibverbs,nccl", "unknown provider 'nccl' (accepted: all, none, ibverbs, user)"},
       {"SIGMATRACE_OUTPUT=", "invalid SIGMATRACE_OUTPUT=''"},
       {"SIGMATRACE_MDOE=full", "unknown variable SIGMATRACE_MDOE"},

@@ -47,6 +47,7 @@ struct Config {
   std::vector<int> doorbell_cpus;      // pollers pinned round-robin to these CPUs (empty: not pinned)
   uint32_t doorbell_pages_per_poller = 64;  // a bounded pool: one thread per 64 pages
   uint32_t doorbell_spin_ms = 1000;    // a poller idle this long polls every 20 us instead of spinning
+  bool kernel_markers = true;          // an event after each launch while doorbells are hijacked
   // WQE slots copied before a batch is waited for and parsed (capped at each SQ's size), or
   // kWqeBatchSync.
   uint32_t wqe_batch = 128;

@@ -200,6 +200,7 @@ void* hand_out(const char* symbol, void* found, int version, uint64_t flags, for
 
 bool init_cuda(const Config& config, std::string*) {
   g_mode = config.mode;
+  enable_kernel_markers(config.kernel_markers);
   doorbell::configure_pollers(config, &g_active);
   doorbell::configure_hijack(config, &g_active);
   g_hijack.store(true, std::memory_order_release);

@@ -60,6 +60,7 @@ size_t g_count = 0;
 ContextState g_contexts[kMaxContexts];
 size_t g_ncontexts = 0;
 std::atomic<bool> g_resolving{false};
+std::atomic<bool> g_enabled{true};
 std::atomic<uint64_t> g_dropped{0}, g_marked{0}, g_resolved{0};
 std::atomic<size_t> g_pending{0};
 
@@ -171,7 +172,9 @@ class CurrentContextKept {
 
 bool mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, int64_t device) {
   const auto st = reinterpret_cast<uintptr_t>(stream);
-  if (st == 0 || st == kLegacyStream || st == kPerThreadStream || !doorbell::doorbells_hijacked()) return false;
+  if (st == 0 || st == kLegacyStream || st == kPerThreadStream || !g_enabled.load(std::memory_order_relaxed) ||
+      !doorbell::doorbells_hijacked())
+    return false;
   auto capturing = fn<CUresult (*)(CUstream, int*)>(g_stream_is_capturing);
   auto current = fn<CUresult (*)(CUcontext*)>(g_ctx_get_current);
   auto create_event = fn<CUresult (*)(CUevent*, unsigned)>(g_event_create);
@@ -200,6 +203,8 @@ bool mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, i
   publish_pending();
   return true;
 }
+
+void enable_kernel_markers(bool on) { g_enabled.store(on, std::memory_order_relaxed); }
 
 bool kernel_markers_pending() { return g_pending.load(std::memory_order_acquire) != 0; }
 

@@ -17,6 +17,9 @@
 
 namespace sigmatrace::profiler::cuda {
 
+// SIGMATRACE_KERNEL_MARKERS: off, no launch is marked (set once, at init).
+void enable_kernel_markers(bool on);
+
 // In the launch wrappers, after a successful launch stamped launch_tsc. True if a marker was
 // recorded (its cuda_kernel_end will follow once the kernel finished and a poller looked).
 bool mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, int64_t device);
