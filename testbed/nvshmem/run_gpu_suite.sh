@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Real NVSHMEM over softnic on a fresh GPU machine, from the repository root (docs/nvshmem.md):
-#     OUT=DIR [PERFTESTS=DIR] [REPEAT=3] testbed/nvshmem/run_gpu_suite.sh
+#     OUT=DIR [PERFTESTS=DIR [FIG4=0]] [REPEAT=3] testbed/nvshmem/run_gpu_suite.sh
 # 1. configure and build (softnic, the profiler, nvshmem_ops, the checks, gda), against the
 #    installed NVSHMEM (NVSHMEM_HOME, or the nvidia-nvshmem Python package);
 # 2. the GPU tests, gda's and NVSHMEM's (ctest -L gpu: each PE count untraced and traced, every
 #    WQE checked against softnic's log);
-# 3. with PERFTESTS (NVSHMEM's perftest binaries): the Fig. 4 table (bench/nvshmem).
+#    with PERFTESTS (NVSHMEM's perftest binaries), nvtx.nvshmem_perftest among them;
+# 3. with PERFTESTS, unless FIG4=0: the Fig. 4 table (bench/nvshmem).
 # Writes OUT/summary.txt, OUT/logs.tar.gz and, with 3, OUT/fig4.md and OUT/results.tsv.
 # Exit status 0 when every step passed.
 set -u
@@ -28,7 +29,8 @@ finish() {
 trap finish EXIT
 
 nv=${NVSHMEM_HOME:-$(python3 -c 'import nvidia.nvshmem as m; print(list(m.__path__)[0])' 2>/dev/null)}
-if cmake -S "$root" -B "$B" -DCMAKE_BUILD_TYPE=Release ${nv:+-DNVSHMEM_HOME=$nv} > "$L/configure.log" 2>&1; then
+if cmake -S "$root" -B "$B" -DCMAKE_BUILD_TYPE=Release ${nv:+-DNVSHMEM_HOME=$nv} -DNVSHMEM_PERFTESTS="${PERFTESTS:-}" \
+  > "$L/configure.log" 2>&1; then
   step configure PASS "NVSHMEM in ${nv:-(none found)}"
 else
   step configure FAIL "see configure.log"; exit
@@ -42,7 +44,7 @@ fi
 (cd "$B" && ctest -L '^gpu$' --output-on-failure --timeout 200 > "$L/ctest-gpu.log" 2>&1)
 rc=$?
 step "ctest -L gpu" "$([ $rc = 0 ] && echo PASS || echo FAIL)" "$(grep -E 'tests passed' "$L/ctest-gpu.log")"
-if [ -n "${PERFTESTS:-}" ]; then
+if [ -n "${PERFTESTS:-}" ] && [ "${FIG4:-1}" != 0 ]; then
   export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/gda-mps-pipe} CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/gda-mps-log}
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
@@ -54,5 +56,5 @@ if [ -n "${PERFTESTS:-}" ]; then
   cp "$OUT/fig4/fig4.md" "$OUT/fig4/results.tsv" "$OUT/" 2>/dev/null
   step "Fig. 4 (perftests)" "$([ $rc = 0 ] && echo PASS || echo FAIL)" "REPEAT=${REPEAT:-3}; table in fig4.md"
 else
-  step "Fig. 4 (perftests)" SKIP "PERFTESTS not set"
+  step "Fig. 4 (perftests)" SKIP "PERFTESTS not set, or FIG4=0"
 fi

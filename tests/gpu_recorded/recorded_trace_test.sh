@@ -5,7 +5,10 @@
 #   hang_peer_silent, hang_deadlock (testbed/nvshmem/check_hang.py): who dumped, the kernel each
 #     waited in, what it waited for; the summary says it too;
 #   torch_nccl (tests/gpu_nvtx/check_torch_nccl.py): NCCL's ranges once per call with their sizes
-#     and reductions decoded; each collective's range lies in its step's range (SQL).
+#     and reductions decoded; each collective's range lies in its step's range (SQL);
+#   nvshmem_perftest_nvtx (testbed/nvshmem/check_perftest_nvtx.py): NVSHMEM's own ranges on its
+#     perftest shmem_put_latency; the perftest's kernels' puts in no range, the barrier kernel's
+#     operations in the NVSHMEM call that launched it, each barrier with its atomic (SQL).
 # Usage: recorded_trace_test.sh BUILD_DIR SOURCE_DIR RECORDING. Exit 77 (skipped) when the command
 # is not built.
 set -u
@@ -51,6 +54,19 @@ PY
       [ "$allreduce" = 7 ] || fail "docs/sql.md's query counts $allreduce ncclAllReduce ranges, the program called it 7 times"
       [ "$bad" = 0 ] || fail "$bad collective ranges lie neither in a step nor outside every range"
       [ "$in_steps" = 12 ] || fail "$in_steps NCCL ranges lie in a step's range: the 3 steps call 4 collectives each"
+    fi
+    ;;
+  nvshmem_perftest_nvtx)
+    python3 "$src/testbed/nvshmem/check_perftest_nvtx.py" "$exp/aggregate.json" 8 4096 512 220 || fail "NVSHMEM's ranges do not hold what it issued in them"
+    if [ -f "$exp/trace.sqlite" ]; then
+      q() { "$st" sql --csv "$exp" "$1" | tail -1; }
+      "$st" sql "$exp" "SELECT g.kernel, r.path, count(*) AS ops, sum(o.bytes) AS bytes FROM gpu_op g JOIN op o USING (op_id) LEFT JOIN range r ON r.range_id = o.range_id GROUP BY 1, 2 ORDER BY 1, 2"
+      outside=$(q "SELECT count(*) FROM gpu_op g JOIN op o USING (op_id) WHERE g.kernel LIKE 'latency_kern%' AND o.range_id IS NOT NULL")
+      [ "$outside" = 0 ] || fail "$outside operations of the perftest's own kernels lie in a range: it opens none around them"
+      unranged=$(q "SELECT count(*) FROM gpu_op g JOIN op o USING (op_id) WHERE g.kernel NOT LIKE 'latency_kern%' AND o.range_id IS NULL")
+      [ "$unranged" = 0 ] || fail "$unranged operations of NVSHMEM's kernels lie in no range: each was launched inside an NVSHMEM call"
+      silent=$(q "SELECT count(*) FROM range r WHERE r.name = 'nvshmem_barrier_all' AND NOT EXISTS (SELECT 1 FROM op o WHERE o.range_id = r.range_id AND o.opcode LIKE 'ATOMIC%')")
+      [ "$silent" = 0 ] || fail "$silent nvshmem_barrier_all ranges hold no atomic: each barrier signals its peer with one"
     fi
     ;;
   *) fail "unknown recording $rec" ;;
