@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
-# What tracing GPU doorbells costs (the paper's Fig. 4, side by side in one run): testbed/gda's
-# four microbenchmarks (Put+Quiet, Get, Atomic FetchAdd, Ping-Pong RTT; 8 bytes, two PEs on one
-# GPU under MPS), untraced and under `sigmatrace profile` in each of KINDS, in turn (the order
-# rotating from one repetition to the next), REPS times
-# each. Kinds: untraced; off (the profiler loaded, the doorbell page left alone); forward
-# (doorbells recorded and forwarded); spin (untraced, with two busy CPU threads for its length, on
-# SIGMATRACE_DOORBELL_CPUS when set: what two spinning pollers cost the machine, without any
-# forwarding); KIND+aggregate (KIND in aggregate mode: per-QP counts, no event per doorbell, no
-# kernel markers); wqe:N (and their WQEs recovered, parsed in batches of N
-# WQE slots; wqe:sync reads them before forwarding; wqe:N:doorbell enqueues each copy right
-# after forwarding instead of in the poller's next idle moment: SIGMATRACE_WQE_COPY). Reports per operation the median over the
-# repetitions of each run's median and p99, and each kind's difference to untraced; the pollers'
-# CPU use and the batches' waits; the trace size per event and per recovered WQE. Every traced
-# run is also checked to hold exactly the doorbells the GPUs rang (and, with wqe, exactly the
-# WQEs they posted).
+# What tracing GPU doorbells costs (the paper's Fig. 4, side by side in one run): testbed/gda's four
+# microbenchmarks (Put+Quiet, Get, Atomic FetchAdd, Ping-Pong RTT; 8 bytes, two PEs on one GPU under
+# MPS), untraced and under `sigmatrace profile` in each of KINDS, in turn (the order rotating from
+# one repetition to the next), REPS times each. Kinds: untraced; off (the profiler loaded, the
+# doorbell page left alone); forward (doorbells recorded and forwarded); spin (untraced, with two
+# busy CPU threads for its length, on SIGMATRACE_DOORBELL_CPUS when set: what two spinning pollers
+# cost the machine, without any forwarding); KIND+aggregate (KIND in aggregate mode: per-QP counts,
+# no event per doorbell, no kernel markers); wqe:N (and their WQEs recovered, parsed in batches of N
+# WQE slots; wqe:sync reads them before forwarding; wqe:N:doorbell enqueues each copy right after
+# forwarding instead of in the poller's next idle moment: SIGMATRACE_WQE_COPY). Reports per
+# operation the median over the repetitions of each run's median and p99, and each kind's difference
+# to untraced; the pollers' CPU use and the batches' waits; the trace size per event and per
+# recovered WQE. Every traced run is also checked to hold exactly the doorbells the GPUs rang (and,
+# with wqe, exactly the WQEs they posted).
 #   bench/gda/doorbell_overhead.sh BUILD_DIR [REPS] [WARMUP] [ITERS]
 #   KINDS="untraced forward wqe:128" bench/gda/doorbell_overhead.sh ...   (default: all below)
 #   DEADLINE_S=N: start no repetition after N seconds (a bounded session still ends with its table,

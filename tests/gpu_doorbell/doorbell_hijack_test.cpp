@@ -474,7 +474,7 @@ TEST(DoorbellHangDump, AKernelThatStopsRingingIsDumpedWithItsState) {
   EXPECT_EQ(p->count(EventType::gpu_doorbell), 6u);
 }
 
-// SIGMATRACE_KERNEL_MARKERS=0 (docs/gpu-doorbells.md, "Kernel markers"): no event is recorded
+// SIGMATRACE_KERNEL_MARKERS=0 (docs/gpu-doorbells.md, "Kernels"): no event is recorded
 // after a launch, so the pollers never ask the driver about one; every doorbell is still
 // forwarded and recorded. By default the same launch is marked and its end recorded.
 TEST(DoorbellKernelMarkers, OffLeavesLaunchesUnmarkedAndEveryDoorbellRecorded) {
