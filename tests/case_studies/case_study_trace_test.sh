@@ -10,8 +10,6 @@
 # or Chromium.
 set -u
 build=$1 src=$2 study=$3
-keep=${SIGMATRACE_KEEP_TEST_DIRS:-}
-unset SIGMATRACE_KEEP_TEST_DIRS
 st=$build/bin/sigmatrace
 ex=$src/examples/nvshmem
 skip() { echo "SKIPPED: $*"; exit 77; }
@@ -19,12 +17,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 [ -x "$st" ] || skip "$st is not built"
 data=$src/tests/case_studies/data/$study
 [ -f "$data/expected.json" ] || fail "no recorded trace in $data"
-work=$(mktemp -d)
-[ -n "$keep" ] && echo "keeping $work" || trap 'rm -rf "$work"' EXIT
-exp=$work/exp
-mkdir -p "$exp"
-cp "$data"/*.sgt "$data/manifest.json" "$exp/"
-"$st" analyze -q "$exp" >"$work/analyze.log" 2>&1 || { cat "$work/analyze.log"; fail "analyze failed"; }
+source "$src/scripts/lib/recorded_trace.sh"
+analyze_recorded "$st" "$data"
 python3 "$ex/check_${study}_trace.py" "$data/expected.json" "$exp/aggregate.json" || fail "aggregate.json does not hold the finding"
 [ -f "$exp/trace.sqlite" ] || skip "this build has no SQLite: the queries of docs/case-studies.md cannot run"
 python3 "$ex/check_case_study_sql.py" "$study" "$st" "$exp" "$data/expected.json" "$ex/queries" || fail "the queries do not find it"

@@ -9,18 +9,10 @@ import os
 import sys
 import tempfile
 
-try:
-    import torch
-    import torch.distributed as dist
-except ImportError:
-    print("skipped: no torch")
-    sys.exit(77)
-if not torch.cuda.is_available():
-    print("skipped: no CUDA device")
-    sys.exit(77)
-if not dist.is_available() or not dist.is_nccl_available():
-    print("skipped: this torch has no NCCL")
-    sys.exit(77)
+from need_torch import torch_or_skip
+
+torch = torch_or_skip(nccl=True)
+import torch.distributed as dist  # noqa: E402 (torch is there now)
 
 STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 dev = torch.device("cuda", 0)

@@ -3,14 +3,9 @@
 kernels. Prints the plan; exit 77 (skip) without torch or a CUDA device."""
 import sys
 
-try:
-    import torch
-except ImportError:
-    print("skipped: no torch")
-    sys.exit(77)
-if not torch.cuda.is_available():
-    print("skipped: no CUDA device")
-    sys.exit(77)
+from need_torch import torch_or_skip
+
+torch = torch_or_skip()
 
 STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 torch.manual_seed(0)

@@ -13,18 +13,12 @@
 # is not built.
 set -u
 build=$1 src=$2 rec=$3
-keep=${SIGMATRACE_KEEP_TEST_DIRS:-}
-unset SIGMATRACE_KEEP_TEST_DIRS
 st=$build/bin/sigmatrace
 fail() { echo "FAIL: $*"; exit 1; }
 [ -x "$st" ] || { echo "SKIPPED: $st is not built"; exit 77; }
 data=$src/tests/gpu_recorded/data/$rec
-work=$(mktemp -d)
-[ -n "$keep" ] && echo "keeping $work" || trap 'rm -rf "$work"' EXIT
-exp=$work/exp
-mkdir -p "$exp"
-cp "$data"/*.sgt "$data/manifest.json" "$exp/"
-"$st" analyze -q "$exp" >"$work/analyze.log" 2>&1 || { cat "$work/analyze.log"; fail "analyze failed"; }
+source "$src/scripts/lib/recorded_trace.sh"
+analyze_recorded "$st" "$data"
 case "$rec" in
   hang_*)
     mode=${rec#hang_}; mode=${mode//_/-}
