@@ -8,7 +8,9 @@
 # cost the machine, without any forwarding); KIND+aggregate (KIND in aggregate mode: per-QP counts,
 # no event per doorbell, no kernel markers); wqe:N (and their WQEs recovered, parsed in batches of N
 # WQE slots; wqe:sync reads them before forwarding; wqe:N:doorbell enqueues each copy right after
-# forwarding instead of in the poller's next idle moment: SIGMATRACE_WQE_COPY). Reports per
+# forwarding instead of in the poller's next idle moment: SIGMATRACE_WQE_COPY); KIND/VAR=VALUE...
+# (KIND with these variables set for its runs only, e.g. forward/SIGMATRACE_KERNEL_MARKERS=0, so
+# that a setting is paired with the same kind without it in one session). Reports per
 # operation the median over the repetitions of each run's median and p99, and each kind's difference
 # to untraced; the pollers' CPU use and the batches' waits; the trace size per event and per
 # recovered WQE. Every traced run is also checked to hold exactly the doorbells the GPUs rang (and,
@@ -28,9 +30,9 @@ PAIR=$ROOT/testbed/gda/tests/run_gda_pair.sh
 W=$(mktemp -d /tmp/doorbell-overhead.XXXXXX)
 export GDA_PAIR_TIMEOUT_S=${GDA_PAIR_TIMEOUT_S:-120}
 failed=0
-tag() { echo "${1//:/-}"; }
+tag() { local t=${1//[:\/=,]/-}; echo "$t"; }
 # Kinds whose trace holds every doorbell (and WQE), so that it is checked against what the GPUs rang.
-checked() { case $1 in untraced | off | spin | *+aggregate) return 1 ;; esac; }
+checked() { case ${1%%/*} in untraced | off | spin | *+aggregate) return 1 ;; esac; }
 T0=$(date +%s)
 for rep in $(seq "$REPS"); do
   if [ -n "${DEADLINE_S:-}" ] && [ $(( $(date +%s) - T0 )) -ge "$DEADLINE_S" ]; then
@@ -41,10 +43,12 @@ for rep in $(seq "$REPS"); do
   # the session does not favour the kind that always runs first.
   n=${#kinds[@]}
   for k in $(seq 0 $((n - 1))); do
-    kind=${kinds[$(( (k + rep - 1) % n ))]}
-    d=$W/$(tag "$kind")-$rep
+    name=${kinds[$(( (k + rep - 1) % n ))]}
+    d=$W/$(tag "$name")-$rep
     mkdir -p "$d"
-    wrap=() flags=() spinners=()
+    wrap=() flags=() spinners=() extra=()
+    IFS=/ read -r -a extra <<< "$name"
+    kind=${extra[0]} extra=("${extra[@]:1}")
     if [ "$kind" = spin ]; then
       spin_cpus=("" "")
       [ -n "${SIGMATRACE_DOORBELL_CPUS:-}" ] && IFS=, read -r -a spin_cpus <<< "$SIGMATRACE_DOORBELL_CPUS"
@@ -63,12 +67,12 @@ for rep in $(seq "$REPS"); do
       esac
       wrap=(GDA_WRAP="$B/bin/sigmatrace profile -o $d/exp --")
     fi
-    env "${wrap[@]}" GDA_PAIR_TAG=all "$PAIR" "$B/bin/gda_probe" "$B/bin/gda_bench" "$B/softnic" all "$WARM" "$ITERS" "$d" \
-      > "$d/pair.log" 2>&1 || { echo "rep $rep $kind: pair FAILED"; failed=1; }
+    env "${extra[@]}" "${wrap[@]}" GDA_PAIR_TAG=all "$PAIR" "$B/bin/gda_probe" "$B/bin/gda_bench" "$B/softnic" all "$WARM" "$ITERS" "$d" \
+      > "$d/pair.log" 2>&1 || { echo "rep $rep $name: pair FAILED"; failed=1; }
     [ ${#spinners[@]} = 0 ] || { kill "${spinners[@]}"; wait "${spinners[@]}" 2>/dev/null; }
     if checked "$kind"; then
       "$B/tests/bin/doorbell_trace_check" "${flags[@]}" "$d/exp" "$d/pair.log" > "$d/check.log" 2>&1 \
-        || { echo "rep $rep $kind: doorbell check FAILED"; cat "$d/check.log"; failed=1; }
+        || { echo "rep $rep $name: doorbell check FAILED"; cat "$d/check.log"; failed=1; }
       "$B/bin/sigmatrace" info "$d/exp" > "$d/info.log" 2>&1
     fi
     unset SIGMATRACE_RUN_ID SIGMATRACE_DOORBELLS SIGMATRACE_WQE_BATCH SIGMATRACE_WQE_COPY SIGMATRACE_MODE

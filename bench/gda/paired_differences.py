@@ -6,6 +6,7 @@ interval's upper end is below it, and refuted only where its lower end is above 
 usage: paired_differences.py RAW_DIR KIND... (the first kind is the baseline, "untraced")"""
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ ops = ["put", "get", "fadd", "pingpong"]
 
 def results(kind, rep):
     """gda_bench's results of one run (a JSON array of one object per benchmark), by benchmark."""
-    f = raw / f"{kind.replace(':', '-')}-{rep}" / "gda_all_pe0.json"
+    f = raw / f"{re.sub('[:/=,]', '-', kind)}-{rep}" / "gda_all_pe0.json"  # doorbell_overhead.sh's tag
     try:
         rows = json.loads(f.read_text())
     except (OSError, ValueError):
