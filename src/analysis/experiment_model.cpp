@@ -107,7 +107,7 @@ struct SpanBuilder {
           continue;
         }
         if (e->second >= start) p->spans_on[l.device].push_back({start, e->second, l.function, l.tsc, l.tid});
-        prev_end = e->second;
+        prev_end = std::max(prev_end, e->second);  // an end taken early (untimed) never moves the stream back
       }
     }
     for (auto& [gpu, v] : p->spans_on)
@@ -144,7 +144,7 @@ bool is_control(uint16_t type) {
     case EventType::ibv_qp_destroy: case EventType::ibv_qp_modify: case EventType::ibv_mr_reg:
     case EventType::ibv_mr_dereg: case EventType::devx_qp_create: case EventType::devx_qp_modify:
     case EventType::devx_obj_destroy: case EventType::cuda_function: case EventType::cuda_launch:
-    case EventType::cuda_kernel_end:
+    case EventType::cuda_kernel_end: case EventType::cuda_kernel_seen_end:
       return true;
     default: return false;
   }
@@ -436,6 +436,15 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
           spans.end_of[{c.v[1], c.v[3]}] = c.v[4] + static_cast<uint64_t>(static_cast<int64_t>(ticks));
           break;
         }
+        case EventType::cuda_kernel_seen_end:
+          // function stream device launch_tsc running_tsc: it ended after running_tsc and before
+          // this event. It ends at that last look that found it unfinished: the pollers look after
+          // each doorbell, so a kernel's doorbells come before that look, and its successor's
+          // after (docs/gpu-doorbells.md, "Kernels"). A look can come late (a poller backs off
+          // while no doorbell comes); taking the end that early never gives a successor's
+          // doorbells to the kernel before it.
+          spans.end_of[{c.v[1], c.v[3]}] = c.v[4];
+          break;
         case EventType::ibv_mr_reg: {
           MrRow r;
           r.mr_id = static_cast<uint32_t>(m.mrs.size());

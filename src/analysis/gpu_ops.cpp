@@ -76,7 +76,7 @@ void GpuAssociation::on_event(int64_t thread, int64_t ts, const format::DecodedE
     case EventType::cuda_context_end:
       control(thread, ts, ev);
       return;
-    default: return;  // cuda_kernel_end (kernel spans: read in the first pass), lookups, registrations
+    default: return;  // cuda_kernel_end / _seen_end (kernel spans: read in the first pass), lookups, registrations
   }
 }
 

@@ -230,13 +230,21 @@ enum class FieldKind : uint8_t {
     F(u64, "wqebbs") F(u64, "lost_wqebbs") F(u64, "damaged") F(u64, "unread_wqebbs")              \
     F(u64, "index_errors") F(u64, "copies") F(u64, "batches") F(u64, "wait_ns") F(u64, "max_wait_ns") \
     F(u64, "batch"))                                                                              \
-  /* When a kernel launched on an explicit stream finished on its GPU (a CUDA event the profiler */ \
-  /* recorded on that stream after the launch, while GPU doorbells are hijacked): at ref_tsc + */   \
+  /* When a kernel launched on an explicit stream finished on its GPU (a timed CUDA event the */  \
+  /* profiler recorded on that stream after the launch, while GPU doorbells are hijacked, with */  \
+  /* SIGMATRACE_KERNEL_MARKERS=timed; recorded by default before 2026-12-06): at ref_tsc + */       \
   /* end_offset_ns, ref_tsc being a host time the GPU's event clock was matched to. launch_tsc */  \
   /* is the cuda_launch event's timestamp. */                                                      \
   X(511, cuda_kernel_end, "cuda_kernel_end",                                                      \
     F(u64, "function") F(u64, "stream") F(i64, "device") F(u64, "launch_tsc") F(u64, "ref_tsc")  \
     F(i64, "end_offset_ns"))                                                                      \
+  /* When a kernel launched on an explicit stream was seen finished (SIGMATRACE_KERNEL_MARKERS=on: */ \
+  /* an event without timing the profiler recorded on that stream after the launch, asked about */ \
+  /* by a doorbell poller): it ended after running_tsc, the last host time it was seen running */  \
+  /* (launch_tsc if never), and before this event's own time. launch_tsc is the cuda_launch */     \
+  /* event's timestamp. (cuda_kernel_end is the same with the GPU's own time: timed markers.) */   \
+  X(526, cuda_kernel_seen_end, "cuda_kernel_seen_end",                                            \
+    F(u64, "function") F(u64, "stream") F(i64, "device") F(u64, "launch_tsc") F(u64, "running_tsc")) \
   /* At exit, when any launch was marked: markers recorded, ends reported, markers dropped (table */ \
   /* full, an event failed, the context went away) and still unresolved (kernel running). */       \
   X(512, cuda_kernel_markers, "cuda_kernel_markers",                                              \

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -474,24 +475,45 @@ TEST(DoorbellHangDump, AKernelThatStopsRingingIsDumpedWithItsState) {
   EXPECT_EQ(p->count(EventType::gpu_doorbell), 6u);
 }
 
-// SIGMATRACE_KERNEL_MARKERS=0 (docs/gpu-doorbells.md, "Kernels"): no event is recorded
-// after a launch, so the pollers never ask the driver about one; every doorbell is still
-// forwarded and recorded. By default the same launch is marked and its end recorded.
-TEST(DoorbellKernelMarkers, OffLeavesLaunchesUnmarkedAndEveryDoorbellRecorded) {
+// SIGMATRACE_KERNEL_MARKERS (docs/gpu-doorbells.md, "Kernels"). By default (on) the launch gets
+// an event without timing (the stand-in driver refuses to time it, as CUDA does), and its end is
+// recorded as seen by the poller: after a look that found it still running, which came after its
+// last doorbell (it runs on for a second after that), and soon after it ended. timed: a timed
+// event, and the end on the GPU's clock. 0: no event after a launch, so the pollers never ask the
+// driver about one; every doorbell is still forwarded and recorded.
+TEST(DoorbellKernelMarkers, UntimedByDefaultTimedOnRequestOffLeavesLaunchesUnmarked) {
   TempDir t;
-  for (const bool on : {true, false}) {
-    const std::string dir = t / (on ? "on" : "off");
+  for (const char* mode : {"default", "timed", "0"}) {
+    const std::string dir = t / mode;
+    const bool on = strcmp(mode, "0") != 0, timed = strcmp(mode, "timed") == 0;
     std::map<std::string, std::string> env;
-    if (!on) env["SIGMATRACE_KERNEL_MARKERS"] = "0";
+    if (strcmp(mode, "default")) env["SIGMATRACE_KERNEL_MARKERS"] = mode;
     // --hang-s: the kernel runs on an explicit stream (markable) and ends 1 s after its last doorbell.
     ClientRun r = run_client({"--qps", "1", "--ops", "20", "--hang-s", "1"}, "simple", dir, env);
     expect_same_output(r);
     const ProcessEvents* p = r.client();
     ASSERT_NE(p, nullptr);
-    EXPECT_EQ(p->count(EventType::gpu_doorbell), 20u);
+    auto doorbells = p->of(EventType::gpu_doorbell);
+    EXPECT_EQ(doorbells.size(), 20u) << mode;
     auto launches = p->of(EventType::cuda_launch);
     ASSERT_EQ(launches.size(), 1u);
-    EXPECT_EQ((*launches[0])[12], on ? 1u : 0u) << "the launch's marker";
-    EXPECT_EQ(p->count(EventType::cuda_kernel_end), on ? 1u : 0u);
+    EXPECT_EQ((*launches[0])[12], on ? 1u : 0u) << mode << ": the launch's marker";
+    EXPECT_EQ(p->count(EventType::cuda_kernel_end), timed ? 1u : 0u) << mode;
+    auto seen = p->of(EventType::cuda_kernel_seen_end);
+    ASSERT_EQ(seen.size(), on && !timed ? 1u : 0u) << mode;
+    if (seen.empty()) continue;
+    const TraceEvent& e = *seen[0];
+    EXPECT_EQ(e[3], launches[0]->tsc) << "the launch it ends";
+    uint64_t last_doorbell = 0;
+    for (const TraceEvent* d : doorbells) last_doorbell = std::max(last_doorbell, d->tsc);
+    EXPECT_GT(e[4], last_doorbell) << "seen running after its last doorbell";
+    EXPECT_GT(e.tsc, e[4]);
+    const auto markers = p->of(EventType::cuda_kernel_markers);
+    ASSERT_EQ(markers.size(), 1u);
+    EXPECT_EQ((*markers[0])[0], 1u);
+    EXPECT_EQ((*markers[0])[1], 1u) << "resolved";
+    // The bracket: its width in TSC ticks against the second the kernel ran after its last doorbell.
+    const double bracket = double(e.tsc - e[4]), after_last = double(e.tsc - last_doorbell);
+    EXPECT_LT(bracket, after_last / 5) << "found ended within a fifth of a second of a look that saw it running";
   }
 }

@@ -21,7 +21,7 @@
 
 using CUresult = int;
 using CUdeviceptr = unsigned long long;
-constexpr CUresult kSuccess = 0, kInvalidValue = 1, kNotFound = 500, kAlreadyRegistered = 712, kNotRegistered = 713;
+constexpr CUresult kSuccess = 0, kInvalidValue = 1, kInvalidHandle = 400, kNotFound = 500, kAlreadyRegistered = 712, kNotRegistered = 713;
 
 struct CUfunc_st {
   std::string name;
@@ -57,6 +57,7 @@ struct CUstream_st {
   std::vector<uint64_t> end_ns;  // the i-th kernel's end
 };
 struct CUevent_st {
+  bool timed = true;  // not created with CU_EVENT_DISABLE_TIMING
   CUstream_st* stream = nullptr;
   uint64_t kernels = 0;  // launched on the stream before it
   uint64_t recorded_ns = 0;
@@ -89,8 +90,9 @@ FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream_st*, int* status) {
   *status = 0;  // CU_STREAM_CAPTURE_STATUS_NONE
   return kSuccess;
 }
-FAKE_EXPORT CUresult cuEventCreate(CUevent_st** e, unsigned) {
+FAKE_EXPORT CUresult cuEventCreate(CUevent_st** e, unsigned flags) {
   *e = new CUevent_st;
+  (*e)->timed = !(flags & 0x2);
   return kSuccess;
 }
 FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent_st* e) {
@@ -121,6 +123,7 @@ FAKE_EXPORT CUresult cuEventSynchronize(CUevent_st* e) {
 }
 FAKE_EXPORT CUresult cuEventElapsedTime(float* ms, CUevent_st* start, CUevent_st* end) {
   std::lock_guard<std::mutex> lock(g_mutex);
+  if (!start->timed || !end->timed) return kInvalidHandle;  // as the driver answers for an untimed event
   const uint64_t a = completed_at(start), b = completed_at(end);
   if (!a || !b) return kNotReady;
   *ms = static_cast<float>((static_cast<double>(b) - static_cast<double>(a)) / 1e6);

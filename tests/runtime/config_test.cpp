@@ -25,7 +25,7 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(c.providers, kKnown);
   EXPECT_EQ(c.buffer_mb, 64u);
   EXPECT_EQ(c.codec, sigmatrace::format::Codec::zstd);
-  EXPECT_TRUE(c.kernel_markers);
+  EXPECT_EQ(c.kernel_markers, KernelMarkers::on);
 }
 
 TEST(Config, ParsesEveryVariable) {
@@ -47,7 +47,11 @@ TEST(Config, ParsesEveryVariable) {
   EXPECT_TRUE(c.force);
   EXPECT_EQ(c.host, "nodeA");
   EXPECT_EQ(c.run_id, "j7");
-  EXPECT_FALSE(c.kernel_markers);
+  EXPECT_EQ(c.kernel_markers, KernelMarkers::off);
+  ASSERT_TRUE(parse({"SIGMATRACE_KERNEL_MARKERS=timed"}, &c, &err)) << err;
+  EXPECT_EQ(c.kernel_markers, KernelMarkers::timed);
+  ASSERT_TRUE(parse({"SIGMATRACE_KERNEL_MARKERS=1"}, &c, &err)) << err;
+  EXPECT_EQ(c.kernel_markers, KernelMarkers::on);
 }
 
 TEST(Config, ProvidersNoneAndAll) {
@@ -69,7 +73,7 @@ TEST(Config, BadValuesNameTheVariableTheValueAndWhatIsAccepted) {
       {"SIGMATRACE_BUFFER_MB=-4", "invalid SIGMATRACE_BUFFER_MB='-4'"},
       {"SIGMATRACE_COMPRESSION=gzip", "invalid SIGMATRACE_COMPRESSION='gzip' (accepted: zstd|lz4|none)"},
       {"SIGMATRACE_ENABLE=maybe", "invalid SIGMATRACE_ENABLE='maybe'"},
-      {"SIGMATRACE_KERNEL_MARKERS=2", "invalid SIGMATRACE_KERNEL_MARKERS='2' (accepted: 1|0|on|off|true|false)"},
+      {"SIGMATRACE_KERNEL_MARKERS=2", "invalid SIGMATRACE_KERNEL_MARKERS='2' (accepted: 1|0|on|off|true|false|timed)"},
       {"SIGMATRACE_PROVIDERS=ibverbs,nccl", "unknown provider 'nccl' (accepted: all, none, ibverbs, user)"},
       {"SIGMATRACE_OUTPUT=", "invalid SIGMATRACE_OUTPUT=''"},
       {"SIGMATRACE_MDOE=full", "unknown variable SIGMATRACE_MDOE"},

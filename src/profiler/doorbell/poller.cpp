@@ -116,18 +116,31 @@ uint64_t now_ns(clockid_t clock) {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-// Between doorbells (the poller's first idle moment after each), markers are asked about at most
-// once a millisecond: each ask is two driver calls per pending kernel, made after every doorbell
-// before. (Suspected of simple mode's forwarding gap, then measured on the H200: a build without
-// markers was no closer to untraced; docs/performance.md, "Kernel markers are not the gap".)
-constexpr uint64_t kMarkerIntervalNs = 1000000;
-bool markers_due_between_doorbells(uint64_t* last_ns) {
-  if (!markers_due()) return false;
-  const uint64_t now = now_ns(CLOCK_MONOTONIC);
-  if (now - *last_ns < kMarkerIntervalNs) return false;
-  *last_ns = now;
-  return true;
-}
+// Between doorbells, once the GPU paused for a moment, pending markers are asked about: after
+// each doorbell, and every 10 us while none comes (every 100 us once the poller backs off, about
+// every 1.5 ms once it sleeps). An untimed marker's end is known only by these
+// looks; a look after each doorbell puts every doorbell of a kernel that then waits (for its
+// completions, a barrier) before a look that saw it running (docs/gpu-doorbells.md, "Kernels").
+// Each ask is a driver call or two per stream with kernels in flight, about 1 us on an H100;
+// asking after every doorbell was not measurably slower for gda's operations than asking once a
+// millisecond (docs/performance.md, "What in the kernel markers costs"), and a burst without
+// pauses is asked about once, at its end. Timed markers carry the GPU's own end time: asked about
+// once a millisecond.
+constexpr uint64_t kMarkerLookNs = 10000, kBackedOffMarkerLookNs = 100000, kTimedMarkerLookNs = 1000000;
+struct MarkerLooks {
+  uint64_t last_ns = 0;
+  bool doorbell_since = false;
+  bool due(bool backed_off) {
+    if (!markers_due()) return false;
+    const bool timed = cuda::kernel_markers_mode() == KernelMarkers::timed;
+    const uint64_t interval = timed ? kTimedMarkerLookNs : backed_off ? kBackedOffMarkerLookNs : kMarkerLookNs;
+    const uint64_t now = now_ns(CLOCK_MONOTONIC);
+    if ((timed || !doorbell_since) && now - last_ns < interval) return false;
+    last_ns = now;
+    doorbell_since = false;
+    return true;
+  }
+};
 
 // The poller's SqRecovery of the QP a doorbell named (WQE recovery only). A QP destroyed, or its
 // number reused by a new QP, is reported and replaced; the new QP counts from index 0.
@@ -375,7 +388,7 @@ void* poller_main(void* arg) {
   uint32_t pages_served = 0, pauses = 1;
   uint64_t idle_rounds = 0;
   uint64_t idle_since = 0;
-  uint64_t markers_asked_ns = 0;
+  MarkerLooks marker_looks;
   bool sleeping = false;  // idle for longer than SIGMATRACE_DOORBELL_SPIN_MS: one look every 20 us
   bool totals_recorded = false;
   while (!p->stop.load(std::memory_order_relaxed)) {
@@ -420,6 +433,7 @@ void* poller_main(void* arg) {
     let_go_of_context(*p);
     p->passes.fetch_add(1, std::memory_order_release);
     if (any) {
+      marker_looks.doorbell_since = true;
       idle_rounds = 0;
       pauses = 1;
       sleeping = false;
@@ -429,8 +443,8 @@ void* poller_main(void* arg) {
       if (++idle_rounds == kCopyIdleRounds) {  // nothing to forward: time for the WQE copies
         for (auto& slot : p->pages)
           if (WatchedPage* w = slot.load(std::memory_order_acquire)) for_each_recovery(*w, RecoveryStep::copy);
-        if (markers_due_between_doorbells(&markers_asked_ns)) cuda::resolve_kernel_markers();
       }
+      if (idle_rounds >= kCopyIdleRounds && (idle_rounds & 15) == 0 && marker_looks.due(false)) cuda::resolve_kernel_markers();
       cpu_relax();
       continue;
     }
@@ -447,13 +461,13 @@ void* poller_main(void* arg) {
       if ((++idle_rounds & 63) == 0 && markers_due()) cuda::resolve_kernel_markers();  // about every 1.5 ms
       continue;
     }
+    if ((idle_rounds & 15) == 0 && marker_looks.due(true)) cuda::resolve_kernel_markers();
     if (seen == 1 && g_settings.wait != format::PollerWait::pause) {
       // On the line written last (the next store most likely goes there), every register looked
       // at again once it is armed; the deadline bounds a store to another line.
       wait_for_write(g_settings.wait, only->shadow + only->registers[only->last_written].offset, kMonitorCycles, &page_idle, only);
       continue;
     }
-    if ((idle_rounds & 4095) == 0 && markers_due()) cuda::resolve_kernel_markers();
     if (p->placement.shared && pauses == kMaxBackoffPauses) {
       sched_yield();  // an application thread that wants this CPU gets it
       continue;

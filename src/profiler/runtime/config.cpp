@@ -37,8 +37,8 @@ const std::vector<ConfigVariable>& config_variables() {
       {"SIGMATRACE_WQE_COPY", "idle|doorbell", "when WQE copies are enqueued: in the poller's first idle moment after the doorbell (default), or right after forwarding it"},
       {"SIGMATRACE_DOORBELL_CPUS", "comma-separated CPU numbers", "pin the doorbell pollers to these CPUs, round-robin"},
       {"SIGMATRACE_DOORBELL_PAGES_PER_POLLER", "integer 1..64", "doorbell pages one poller thread watches (default 64: one thread serves up to 64 pages)"},
-      {"SIGMATRACE_KERNEL_MARKERS", "1|0|on|off|true|false",
-       "while doorbells are hijacked, an event after each kernel launch tells when the kernel ended (default on; off: no driver call per launch or between doorbells, and no kernel end times or running kernels in the analysis and hang dumps)"},
+      {"SIGMATRACE_KERNEL_MARKERS", "1|0|on|off|true|false|timed",
+       "while doorbells are hijacked, an event after each kernel launch tells when the kernel ended, to within the pollers' looks (default on); timed: the GPU's own end time, at a cost per GPU-initiated operation (docs/gpu-doorbells.md); off: no driver call per launch or between doorbells, and no kernel end times or running kernels in the analysis and hang dumps"},
       {"SIGMATRACE_DOORBELL_SPIN_MS", "integer 0..3600000", "a poller idle this long polls every 20 us instead of spinning (default 1000)"},
       {"SIGMATRACE_CHROMIUM", "an executable's path", "the headless Chromium `sigmatrace report --plots` draws figures with (default: chromium on PATH); the profiler ignores it"},
       {"SIGMATRACE_DEBUG_WRITER_DELAY_US", "integer 0..10000000", "testing: the writer sleeps this long per chunk"},
@@ -196,7 +196,11 @@ bool parse_config(char** envp, const std::vector<std::string>& known, Config* cf
     } else if (name == "SIGMATRACE_DOORBELL_CPUS") ok = parse_cpu_list(v, &c.doorbell_cpus);
     else if (name == "SIGMATRACE_DOORBELL_PAGES_PER_POLLER") ok = parse_uint(v, 1, 64, &c.doorbell_pages_per_poller);
     else if (name == "SIGMATRACE_DOORBELL_SPIN_MS") ok = parse_uint(v, 0, 3600000, &c.doorbell_spin_ms);
-    else if (name == "SIGMATRACE_KERNEL_MARKERS") ok = parse_bool(v, &c.kernel_markers);
+    else if (name == "SIGMATRACE_KERNEL_MARKERS") {
+      bool on = false;
+      if (!strcmp(v, "timed")) c.kernel_markers = KernelMarkers::timed;
+      else if ((ok = parse_bool(v, &on))) c.kernel_markers = on ? KernelMarkers::on : KernelMarkers::off;
+    }
     if (!ok) {
       *error = bad(var->name, v, var->accepted);
       return false;

@@ -18,6 +18,12 @@ const char* mode_name(TraceMode m);
 // wqe also reads the work-queue entries each doorbell announced (docs/gpu-doorbells.md).
 enum class DoorbellMode { off, forward, wqe };
 
+// When kernels ended (SIGMATRACE_KERNEL_MARKERS; docs/gpu-doorbells.md, "Kernels"): on records an
+// event without timing after each launch, its end bracketed by the pollers' looks; timed records
+// a timed event, for the GPU's own end time (measured to slow GPU-initiated operations by 2-4 us
+// each on an H100 under MPS: the timestamp is not free); off records none.
+enum class KernelMarkers { off, on, timed };
+
 // SIGMATRACE_WQE_BATCH=sync: the WQEs are read before their doorbell is forwarded (for debugging).
 constexpr uint32_t kWqeBatchSync = 0;
 
@@ -47,7 +53,7 @@ struct Config {
   std::vector<int> doorbell_cpus;      // pollers pinned round-robin to these CPUs (empty: not pinned)
   uint32_t doorbell_pages_per_poller = 64;  // a bounded pool: one thread per 64 pages
   uint32_t doorbell_spin_ms = 1000;    // a poller idle this long polls every 20 us instead of spinning
-  bool kernel_markers = true;          // an event after each launch while doorbells are hijacked
+  KernelMarkers kernel_markers = KernelMarkers::on;  // an event after each launch while doorbells are hijacked
   // WQE slots copied before a batch is waited for and parsed (capped at each SQ's size), or
   // kWqeBatchSync.
   uint32_t wqe_batch = 128;

@@ -17,6 +17,7 @@ namespace sigmatrace::profiler::cuda {
 namespace {
 
 constexpr unsigned kEventDefault = 0;        // CU_EVENT_DEFAULT: timing enabled
+constexpr unsigned kEventDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING
 constexpr unsigned kStreamNonBlocking = 1;
 const uintptr_t kLegacyStream = 1, kPerThreadStream = 2;  // CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
 constexpr size_t kMaxMarkers = 8192;          // kernels in flight at once
@@ -42,6 +43,7 @@ struct Marker {
   uintptr_t function;
   int64_t device;
   uint64_t launch_tsc;
+  uint64_t running_tsc;  // the last look that found it (or its stream before it) unfinished
 };
 
 // Per context: free events, and the reference that maps its event clock to the TSC.
@@ -60,7 +62,7 @@ size_t g_count = 0;
 ContextState g_contexts[kMaxContexts];
 size_t g_ncontexts = 0;
 std::atomic<bool> g_resolving{false};
-std::atomic<bool> g_enabled{true};
+std::atomic<KernelMarkers> g_mode{KernelMarkers::on};
 std::atomic<uint64_t> g_dropped{0}, g_marked{0}, g_resolved{0};
 std::atomic<size_t> g_pending{0};
 
@@ -113,6 +115,33 @@ bool calibrate(ContextState* s) {
   return true;
 }
 
+// One pass over the markers. A stream's work completes in order, so once its oldest marker is
+// found unfinished, its later ones are not asked about: they were unfinished then too. A context
+// made current once serves the pass's other markers in it.
+class Pass {
+ public:
+  // When m's stream was found unfinished in this pass (0: it was not).
+  uint64_t stream_busy_at(const Marker& m) const {
+    for (int i = 0; i < n_; ++i)
+      if (busy_[i].stream == m.stream && busy_[i].context == m.context) return busy_[i].tsc;
+    return 0;
+  }
+  void saw_busy(const Marker& m, uint64_t tsc) {
+    if (n_ < kStreams) busy_[n_++] = Busy{m.context, m.stream, tsc};
+  }
+  CUcontext current = nullptr;
+
+ private:
+  static constexpr int kStreams = 32;  // streams with kernels in flight; more are simply asked
+  struct Busy {
+    CUcontext context;
+    CUstream stream;
+    uint64_t tsc;
+  };
+  Busy busy_[kStreams];
+  int n_ = 0;
+};
+
 // Keeps a finished marker's event for the next launch in its context (a few), or destroys it.
 void give_back(ContextState* s, CUevent ev) {
   auto destroy = fn<CUresult (*)(CUevent)>(g_event_destroy);
@@ -120,21 +149,44 @@ void give_back(ContextState* s, CUevent ev) {
   else if (destroy) destroy(ev);
 }
 
-// A marker whose kernel finished gets its cuda_kernel_end recorded (or is dropped when it cannot
-// be timed) and its event given back: true. False while the kernel runs, or when the driver calls
-// are missing. Makes the marker's context current on the calling thread. Under g_mutex.
-bool settle(const Marker& m) {
+// A marker whose kernel finished gets its end recorded (cuda_kernel_seen_end; cuda_kernel_end
+// with timed markers, dropped when it cannot be timed) and its event given back: true. False
+// while the kernel runs (its running_tsc moved on), or when the driver calls are missing. Makes
+// the marker's context current on the calling thread. Under g_mutex.
+bool settle(Marker& m, Pass& pass) {
+  if (const uint64_t busy = pass.stream_busy_at(m)) {
+    m.running_tsc = busy;
+    return false;
+  }
   auto query = fn<CUresult (*)(CUevent)>(g_event_query);
   auto elapsed = fn<CUresult (*)(float*, CUevent, CUevent)>(g_event_elapsed);
   auto set_current = fn<CUresult (*)(CUcontext)>(g_ctx_set_current);
   ContextState* s = state_of(m.context);
   if (!query || !elapsed || !set_current || !s) return false;
-  if (set_current(m.context) != kSuccess) {  // the context is gone, and its events with it
-    g_dropped.fetch_add(1, std::memory_order_relaxed);
+  if (pass.current != m.context) {
+    if (set_current(m.context) != kSuccess) {  // the context is gone, and its events with it
+      g_dropped.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    pass.current = m.context;
+  }
+  const uint64_t asked_tsc = read_tsc();  // running at least until then, if not ready
+  const CUresult q = query(m.event);
+  if (q == kErrorNotReady) {
+    m.running_tsc = asked_tsc;
+    pass.saw_busy(m, asked_tsc);
+    return false;
+  }
+  if (g_mode.load(std::memory_order_relaxed) != KernelMarkers::timed) {
+    if (q == kSuccess) {
+      record<format::EventType::cuda_kernel_seen_end>(uint64_t{m.function}, reinterpret_cast<uint64_t>(m.stream), m.device,
+                                                      m.launch_tsc, m.running_tsc);
+      g_resolved.fetch_add(1, std::memory_order_relaxed);
+    } else
+      g_dropped.fetch_add(1, std::memory_order_relaxed);
+    give_back(s, m.event);
     return true;
   }
-  const CUresult q = query(m.event);
-  if (q == kErrorNotReady) return false;
   float ms = 0;
   const bool fresh = s->ref && monotonic_ns() - s->ref_at_ns < kRecalibrateNs;
   const bool timed = q == kSuccess && (fresh || calibrate(s)) && elapsed(&ms, s->ref, m.event) == kSuccess;
@@ -172,7 +224,8 @@ class CurrentContextKept {
 
 bool mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, int64_t device) {
   const auto st = reinterpret_cast<uintptr_t>(stream);
-  if (st == 0 || st == kLegacyStream || st == kPerThreadStream || !g_enabled.load(std::memory_order_relaxed) ||
+  const KernelMarkers mode = g_mode.load(std::memory_order_relaxed);
+  if (st == 0 || st == kLegacyStream || st == kPerThreadStream || mode == KernelMarkers::off ||
       !doorbell::doorbells_hijacked())
     return false;
   auto capturing = fn<CUresult (*)(CUstream, int*)>(g_stream_is_capturing);
@@ -192,19 +245,21 @@ bool mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, i
     return false;
   }
   if (s->nfree) ev = s->free_events[--s->nfree];
-  else if (create_event(&ev, kEventDefault) != kSuccess) ev = nullptr;
+  else if (create_event(&ev, mode == KernelMarkers::timed ? kEventDefault : kEventDisableTiming) != kSuccess) ev = nullptr;
   if (!ev || record(ev, stream) != kSuccess) {
     if (ev) give_back(s, ev);
     g_dropped.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  g_markers[g_count++] = Marker{ev, ctx, stream, function, device, launch_tsc};
+  g_markers[g_count++] = Marker{ev, ctx, stream, function, device, launch_tsc, launch_tsc};
   g_marked.fetch_add(1, std::memory_order_relaxed);
   publish_pending();
   return true;
 }
 
-void enable_kernel_markers(bool on) { g_enabled.store(on, std::memory_order_relaxed); }
+void enable_kernel_markers(KernelMarkers mode) { g_mode.store(mode, std::memory_order_relaxed); }
+
+KernelMarkers kernel_markers_mode() { return g_mode.load(std::memory_order_relaxed); }
 
 bool kernel_markers_pending() { return g_pending.load(std::memory_order_acquire) != 0; }
 
@@ -212,9 +267,10 @@ void resolve_kernel_markers() {
   if (g_resolving.exchange(true, std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(g_mutex);
   const CurrentContextKept current;
+  Pass pass;
   size_t kept = 0;
   for (size_t i = 0; i < g_count; ++i)
-    if (!settle(g_markers[i])) g_markers[kept++] = g_markers[i];
+    if (!settle(g_markers[i], pass)) g_markers[kept++] = g_markers[i];
   g_count = kept;
   publish_pending();
   g_resolving.store(false, std::memory_order_release);
@@ -231,12 +287,13 @@ uint64_t forget_context_markers(uintptr_t context, bool alive) {
   const bool settling = alive && current.kept();
   uint64_t dropped = 0;
   size_t kept = 0;
+  Pass pass;
   for (size_t i = 0; i < g_count; ++i) {
     if (g_markers[i].context != c) {
       g_markers[kept++] = g_markers[i];
       continue;
     }
-    if (settling && settle(g_markers[i])) continue;
+    if (settling && settle(g_markers[i], pass)) continue;
     if (alive && destroy_event) destroy_event(g_markers[i].event);
     ++dropped;
   }

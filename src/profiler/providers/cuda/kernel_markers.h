@@ -2,10 +2,15 @@
 // kernels queued at once (gda's barrier, put, barrier), so the last launch before a doorbell is
 // not necessarily the kernel that rang it. While GPU doorbells are hijacked, the profiler records
 // one CUDA event on the launch's stream right after each launch: it completes when the kernel
-// does. A doorbell poller later asks the completed events for their time on the GPU's event
-// clock, matched to a host TSC reading (a reference event recorded and synchronised on a stream
-// of the profiler's own), and records cuda_kernel_end. The analysis then knows each kernel's
-// span on its stream: from its launch, or its predecessor's end, to its own end.
+// does. The doorbell pollers ask about it between doorbells, and record cuda_kernel_seen_end
+// when they find it complete: the kernel ended between the last look that found it running and
+// that one. The event has no timing: a timed event (the GPU stamping its completion) slowed each
+// GPU-initiated operation by 2-4 us on an H100 under MPS, while one without timing cost nothing
+// measurable (docs/performance.md, "What in the kernel markers costs"). SIGMATRACE_KERNEL_MARKERS
+// =timed records timed events instead, whose time on the GPU's event clock, matched to a host TSC
+// reading (a reference event recorded and synchronised on a stream of the profiler's own), gives
+// cuda_kernel_end. The analysis then knows each kernel's span on its stream: from its launch, or
+// its predecessor's end, to its own end.
 //
 // Never on the NULL / legacy / per-thread default stream (an event there would order the
 // application's other streams against it), never on a stream being captured into a graph, and
@@ -14,11 +19,13 @@
 #include <cstdint>
 
 #include "profiler/providers/cuda/cuda_abi.h"
+#include "profiler/runtime/config.h"
 
 namespace sigmatrace::profiler::cuda {
 
-// SIGMATRACE_KERNEL_MARKERS: off, no launch is marked (set once, at init).
-void enable_kernel_markers(bool on);
+// SIGMATRACE_KERNEL_MARKERS (set once, at init): off, no launch is marked.
+void enable_kernel_markers(KernelMarkers mode);
+KernelMarkers kernel_markers_mode();
 
 // In the launch wrappers, after a successful launch stamped launch_tsc. True if a marker was
 // recorded (its cuda_kernel_end will follow once the kernel finished and a poller looked).
