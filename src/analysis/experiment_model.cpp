@@ -49,7 +49,7 @@ ProcessRow::KernelHit ProcessRow::kernel_hit_at(uint64_t tsc, int64_t gpu) const
     auto it = std::upper_bound(v.begin(), v.end(), tsc, [](uint64_t t, const Span& s) { return t < s.start_tsc; });
     for (int steps = 0; it != v.begin() && steps < 64; ++steps) {
       --it;
-      if (tsc <= it->end_tsc + span_slack_ticks) return {true, it->function, it->launch_tsc, it->tid};
+      if (it->attributable && tsc <= it->end_tsc + span_slack_ticks) return {true, it->function, it->launch_tsc, it->tid};
     }
   }
   auto last_before = [tsc](const std::vector<Launch>& v) -> const Launch* {
@@ -92,7 +92,11 @@ struct SpanBuilder {
     uint32_t tid;
   };
   std::map<uint64_t, std::vector<Launched>> by_stream;             // stream -> launches in time order
-  std::map<std::pair<uint64_t, uint64_t>, uint64_t> end_of;        // (stream, launch tsc) -> end tsc
+  struct End {
+    uint64_t end_tsc;   // where the kernel ends (the GPU's time, or the last look that saw it unfinished)
+    uint64_t seen_tsc;  // when it was known to have ended (the same for the GPU's time)
+  };
+  std::map<std::pair<uint64_t, uint64_t>, End> end_of;             // (stream, launch tsc) -> its end
   void build(ProcessRow* p) const {
     for (const auto& [stream, launched] : by_stream) {
       uint64_t prev_end = 0;
@@ -106,8 +110,10 @@ struct SpanBuilder {
           prev_end = l.end_marked ? ~uint64_t{0} : 0;
           continue;
         }
-        if (e->second >= start) p->spans_on[l.device].push_back({start, e->second, l.function, l.tsc, l.tid});
-        prev_end = std::max(prev_end, e->second);  // an end taken early (untimed) never moves the stream back
+        const End& end = e->second;
+        if (end.end_tsc >= start) p->spans_on[l.device].push_back({start, end.end_tsc, l.function, l.tsc, l.tid});
+        else if (end.seen_tsc > start) p->spans_on[l.device].push_back({start, end.seen_tsc, l.function, l.tsc, l.tid, false});
+        prev_end = std::max(prev_end, end.end_tsc);  // an end taken early (untimed) never moves the stream back
       }
     }
     for (auto& [gpu, v] : p->spans_on)
@@ -433,7 +439,8 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
         case EventType::cuda_kernel_end: {
           // function stream device launch_tsc ref_tsc end_offset_ns
           const double ticks = static_cast<double>(static_cast<int64_t>(c.v[5])) / (p.clock.ns_per_tick > 0 ? p.clock.ns_per_tick : 1.0);
-          spans.end_of[{c.v[1], c.v[3]}] = c.v[4] + static_cast<uint64_t>(static_cast<int64_t>(ticks));
+          const uint64_t end = c.v[4] + static_cast<uint64_t>(static_cast<int64_t>(ticks));
+          spans.end_of[{c.v[1], c.v[3]}] = {end, end};
           break;
         }
         case EventType::cuda_kernel_seen_end:
@@ -443,7 +450,7 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
           // after (docs/gpu-doorbells.md, "Kernels"). A look can come late (a poller backs off
           // while no doorbell comes); taking the end that early never gives a successor's
           // doorbells to the kernel before it.
-          spans.end_of[{c.v[1], c.v[3]}] = c.v[4];
+          spans.end_of[{c.v[1], c.v[3]}] = {c.v[4], c.tsc};
           break;
         case EventType::ibv_mr_reg: {
           MrRow r;

@@ -117,6 +117,10 @@ struct ProcessRow {
     uint64_t start_tsc, end_tsc, function;
     uint64_t launch_tsc = 0;
     uint32_t tid = 0;  // the launching thread
+    // False for a kernel no look saw running (untimed markers: a short kernel), shown from its
+    // start to the look that found it done but given no doorbells: its successor's may come
+    // before that look.
+    bool attributable = true;
   };
   std::unordered_map<int64_t, std::vector<Span>> spans_on;
   // The kernel that rang a doorbell at tsc on gpu: the one running then by its span (the latest

@@ -4,6 +4,8 @@
 // found it done).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "analysis/experiment_model.h"
 #include "format/trace_writer.h"
 #include "support/temp_dir.h"
@@ -51,6 +53,19 @@ TEST(KernelSpans, UntimedEndsEndAtTheLastLookThatSawTheKernelRunning) {
   EXPECT_EQ(at(2500), "k3");
   // k2's end, taken at its launch, is earlier than k1's: k3 still starts after k1, not at k2's end.
   EXPECT_EQ(at(1300), "k1");
+  // k2 is still shown, from k1's end to the look that found it done, but given no doorbells.
+  ASSERT_EQ(p.spans_on.count(0), 1u);
+  const auto& spans = p.spans_on.at(0);
+  ASSERT_EQ(spans.size(), 3u);
+  std::map<uint64_t, analysis::ProcessRow::Span> by_function;
+  for (const auto& s : spans) by_function.emplace(s.function, s);
+  EXPECT_EQ(by_function.at(0xf1).end_tsc, 1500u);
+  EXPECT_TRUE(by_function.at(0xf1).attributable);
+  EXPECT_EQ(by_function.at(0xf2).start_tsc, 1500u);
+  EXPECT_EQ(by_function.at(0xf2).end_tsc, 1601u);
+  EXPECT_FALSE(by_function.at(0xf2).attributable);
+  EXPECT_EQ(by_function.at(0xf3).start_tsc, 1500u);
+  EXPECT_EQ(by_function.at(0xf3).end_tsc, 2900u);
 }
 
 }  // namespace
