@@ -20,7 +20,7 @@ enum class DoorbellMode { off, forward, wqe };
 
 // When kernels ended (SIGMATRACE_KERNEL_MARKERS; docs/gpu-doorbells.md, "Kernels"): on records an
 // event without timing after each launch, its end bracketed by the pollers' looks; timed records
-// a timed event, for the GPU's own end time (measured to slow GPU-initiated operations by 2-4 us
+// a timed event, for the GPU's own end time (measured to slow GPU-initiated operations by 1-4 us
 // each on an H100 under MPS: the timestamp is not free); off records none.
 enum class KernelMarkers { off, on, timed };
 
