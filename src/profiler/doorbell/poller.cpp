@@ -458,7 +458,7 @@ void* poller_main(void* arg) {
     if (sleeping) {
       timespec ts{0, kSleepPollNs};
       nanosleep(&ts, nullptr);
-      if ((++idle_rounds & 63) == 0 && markers_due()) cuda::resolve_kernel_markers();  // about every 1.5 ms
+      if ((++idle_rounds & 63) == 0 && marker_looks.due(true)) cuda::resolve_kernel_markers();  // about every 1.5 ms
       continue;
     }
     if ((idle_rounds & 15) == 0 && marker_looks.due(true)) cuda::resolve_kernel_markers();

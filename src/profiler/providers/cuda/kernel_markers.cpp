@@ -158,11 +158,12 @@ bool settle(Marker& m, Pass& pass) {
     m.running_tsc = busy;
     return false;
   }
+  const bool timed = g_mode.load(std::memory_order_relaxed) == KernelMarkers::timed;
   auto query = fn<CUresult (*)(CUevent)>(g_event_query);
   auto elapsed = fn<CUresult (*)(float*, CUevent, CUevent)>(g_event_elapsed);
   auto set_current = fn<CUresult (*)(CUcontext)>(g_ctx_set_current);
   ContextState* s = state_of(m.context);
-  if (!query || !elapsed || !set_current || !s) return false;
+  if (!query || (timed && !elapsed) || !set_current || !s) return false;
   if (pass.current != m.context) {
     if (set_current(m.context) != kSuccess) {  // the context is gone, and its events with it
       g_dropped.fetch_add(1, std::memory_order_relaxed);
@@ -177,25 +178,21 @@ bool settle(Marker& m, Pass& pass) {
     pass.saw_busy(m, asked_tsc);
     return false;
   }
-  if (g_mode.load(std::memory_order_relaxed) != KernelMarkers::timed) {
-    if (q == kSuccess) {
-      record<format::EventType::cuda_kernel_seen_end>(uint64_t{m.function}, reinterpret_cast<uint64_t>(m.stream), m.device,
-                                                      m.launch_tsc, m.running_tsc);
-      g_resolved.fetch_add(1, std::memory_order_relaxed);
-    } else
-      g_dropped.fetch_add(1, std::memory_order_relaxed);
-    give_back(s, m.event);
-    return true;
+  bool recorded = false;
+  if (q == kSuccess && !timed) {
+    record<format::EventType::cuda_kernel_seen_end>(uint64_t{m.function}, reinterpret_cast<uint64_t>(m.stream), m.device,
+                                                    m.launch_tsc, m.running_tsc);
+    recorded = true;
+  } else if (q == kSuccess) {
+    float ms = 0;
+    const bool fresh = s->ref && monotonic_ns() - s->ref_at_ns < kRecalibrateNs;
+    if ((fresh || calibrate(s)) && elapsed(&ms, s->ref, m.event) == kSuccess) {
+      record<format::EventType::cuda_kernel_end>(uint64_t{m.function}, reinterpret_cast<uint64_t>(m.stream), m.device, m.launch_tsc,
+                                                 s->ref_tsc, static_cast<int64_t>(double(ms) * 1e6));
+      recorded = true;
+    }
   }
-  float ms = 0;
-  const bool fresh = s->ref && monotonic_ns() - s->ref_at_ns < kRecalibrateNs;
-  const bool timed = q == kSuccess && (fresh || calibrate(s)) && elapsed(&ms, s->ref, m.event) == kSuccess;
-  if (timed) {
-    record<format::EventType::cuda_kernel_end>(uint64_t{m.function}, reinterpret_cast<uint64_t>(m.stream), m.device, m.launch_tsc,
-                                               s->ref_tsc, static_cast<int64_t>(double(ms) * 1e6));
-    g_resolved.fetch_add(1, std::memory_order_relaxed);
-  } else
-    g_dropped.fetch_add(1, std::memory_order_relaxed);
+  (recorded ? g_resolved : g_dropped).fetch_add(1, std::memory_order_relaxed);
   give_back(s, m.event);
   return true;
 }

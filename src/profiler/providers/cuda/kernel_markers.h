@@ -5,7 +5,7 @@
 // does. The doorbell pollers ask about it between doorbells, and record cuda_kernel_seen_end
 // when they find it complete: the kernel ended between the last look that found it running and
 // that one. The event has no timing: a timed event (the GPU stamping its completion) slowed each
-// GPU-initiated operation by 2-4 us on an H100 under MPS, while one without timing cost nothing
+// GPU-initiated operation by 1-4 us on an H100 under MPS, while one without timing cost nothing
 // measurable (docs/performance.md, "What in the kernel markers costs"). SIGMATRACE_KERNEL_MARKERS
 // =timed records timed events instead, whose time on the GPU's event clock, matched to a host TSC
 // reading (a reference event recorded and synchronised on a stream of the profiler's own), gives
@@ -28,10 +28,11 @@ void enable_kernel_markers(KernelMarkers mode);
 KernelMarkers kernel_markers_mode();
 
 // In the launch wrappers, after a successful launch stamped launch_tsc. True if a marker was
-// recorded (its cuda_kernel_end will follow once the kernel finished and a poller looked).
+// recorded (its cuda_kernel_seen_end, or cuda_kernel_end when timed, will follow once the kernel
+// finished and a poller looked).
 bool mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, int64_t device);
 
-// Records cuda_kernel_end for every marker whose kernel finished, and gives its event back: on a
+// Records the end of every marker whose kernel finished, and gives its event back: on a
 // doorbell poller thread, and once at exit on the exiting thread (the calling thread's current
 // context is left as it was). Returns at once when another thread is resolving.
 void resolve_kernel_markers();
