@@ -19,6 +19,8 @@
 #   KINDS="untraced forward wqe:128" bench/gda/doorbell_overhead.sh ...   (default: all below)
 #   DEADLINE_S=N: start no repetition after N seconds (a bounded session still ends with its table,
 #   over the repetitions it completed)
+#   RESULTS_TAR=FILE.tar.gz: every run's results, logs and checks (not the traces) packed into FILE,
+#   for paired_differences.py on another machine (the raw directory is in /tmp)
 # Needs MPS running (CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY set) and a GPU.
 set -u
 B=${1:?usage: doorbell_overhead.sh BUILD_DIR [REPS] [WARMUP] [ITERS]}
@@ -114,4 +116,9 @@ for kind in "${kinds[@]}"; do
 done
 python3 "$ROOT/bench/gda/paired_differences.py" "$W" "${kinds[@]}"
 echo "raw results: $W"
+if [ -n "${RESULTS_TAR:-}" ]; then
+  RESULTS_TAR=$(realpath -m "$RESULTS_TAR")
+  (cd "$W" && find . -maxdepth 2 -type f \( -name '*.json' -o -name '*.log' \) | tar -czf "$RESULTS_TAR" -T -) \
+    && echo "results packed: $RESULTS_TAR" || { echo "RESULTS_TAR=$RESULTS_TAR: could not write it"; failed=1; }
+fi
 exit $failed

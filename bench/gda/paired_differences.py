@@ -3,7 +3,8 @@ p99) minus the untraced run's of the same repetition, per operation; reported as
 those differences with a distribution-free 95 % confidence interval of that median (order
 statistics of the binomial), so a target like "forward adds at most 0.5 us" is met only where the
 interval's upper end is below it, and refuted only where its lower end is above it.
-usage: paired_differences.py RAW_DIR KIND... (the first kind is the baseline, "untraced")"""
+usage: paired_differences.py RAW_DIR KIND... (the first kind is the baseline: untraced, or any kind
+the others are to be paired with, e.g. forward against forward/SIGMATRACE_KERNEL_MARKERS=0)"""
 import json
 import math
 import re
