@@ -5,8 +5,9 @@
 // does. The doorbell pollers ask about it between doorbells, and record cuda_kernel_seen_end
 // when they find it complete: the kernel ended between the last look that found it running and
 // that one. The event has no timing: a timed event (the GPU stamping its completion) slowed each
-// GPU-initiated operation by 1-4 us on an H100 under MPS, while one without timing cost nothing
-// measurable (docs/performance.md, "What in the kernel markers costs"). SIGMATRACE_KERNEL_MARKERS
+// GPU-initiated operation by 1-4 us on an H100 under MPS; untimed events with the pollers' looks
+// add 0.4-1.4 us (docs/performance.md, "What in the kernel markers costs" and "Forwarding with
+// untimed markers and without"). SIGMATRACE_KERNEL_MARKERS
 // =timed records timed events instead, whose time on the GPU's event clock, matched to a host TSC
 // reading (a reference event recorded and synchronised on a stream of the profiler's own), gives
 // cuda_kernel_end. The analysis then knows each kernel's span on its stream: from its launch, or
