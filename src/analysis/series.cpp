@@ -111,6 +111,8 @@ class SeriesFileSink : public FileSink {
     h->ops += 1;
     h->sum_ns += static_cast<uint64_t>(r.dur_ns);
     h->sum_sq_ns2 += static_cast<double>(r.dur_ns) * static_cast<double>(r.dur_ns);
+    const double l = log_duration(r.dur_ns);
+    h->sum_log_ns += l, h->sum_log_sq += l * l;
     // A receive's duration is how long it waited for its sender, not what an operation cost.
     if (r.qp_id >= 0 && r.op_class != kOpRecv) s_->qp_durations[r.qp_id].add(r.dur_ns);
     h->min_ns = std::min(h->min_ns, r.dur_ns);

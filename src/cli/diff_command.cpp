@@ -33,12 +33,12 @@ CommandRunner add_diff_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("diff", "what changed between two analysed experiments, ranked by the time it explains");
   sub->add_option("baseline", o->baseline, "the experiment compared against (analysed)")->required();
   sub->add_option("experiment", o->experiment, "the experiment compared (analysed)")->required();
-  sub->add_option("--threshold", o->diff.threshold_percent, "smallest change of a mean duration reported, in percent (default 25)")
+  sub->add_option("--threshold", o->diff.threshold_percent, "smallest change of a row's durations (their geometric mean) reported, in percent (default 25)")
       ->check(CLI::Range(0.0, 1e9));
   sub->add_option("--count-threshold", o->diff.count_threshold_percent,
                   "smallest change of a count or byte total reported, in percent (default 5)")
       ->check(CLI::Range(0.0, 1e9));
-  sub->add_option("--min-z", o->diff.min_z, "a mean duration's change must also be this many standard errors (default 3)")
+  sub->add_option("--min-z", o->diff.min_z, "a change of durations must also be this many standard errors of their mean logarithm (default 3)")
       ->check(CLI::Range(0.0, 1e9));
   sub->add_flag("--json", o->json, "print the diff as JSON");
   sub->add_option("--top", o->top, "changes listed (default 25)");

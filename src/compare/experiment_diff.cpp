@@ -18,10 +18,17 @@ using nlohmann::json;
 struct Side {
   double ops = 0, bytes = 0, doorbells = 0, wqes = 0;
   double dur_ops = 0, dur_sum_ns = 0, dur_sum_sq = 0;
+  // The sums of the durations' logarithms and of their squares; absent from an aggregate.json
+  // written before they were (has_logs false): its durations are compared by their arithmetic mean.
+  double dur_sum_log = 0, dur_sum_log_sq = 0;
+  bool has_logs = true;
   double active_ns = 0;
   double p50_ns = -1, p99_ns = -1;  // operation kinds only (the duration histograms)
   double mean_ns() const { return dur_ops > 0 ? dur_sum_ns / dur_ops : 0; }
   double variance() const { return dur_ops > 1 ? std::max(0.0, dur_sum_sq / dur_ops - mean_ns() * mean_ns()) : 0; }
+  double mean_log() const { return dur_ops > 0 ? dur_sum_log / dur_ops : 0; }
+  double variance_log() const { return dur_ops > 1 ? std::max(0.0, dur_sum_log_sq / dur_ops - mean_log() * mean_log()) : 0; }
+  double geomean_ns() const { return std::exp(mean_log()); }
   void add_durations(const json& d);
 };
 
@@ -34,6 +41,24 @@ void Side::add_durations(const json& d) {
   dur_ops += number(d, "ops");
   dur_sum_ns += number(d, "sum_ns");
   dur_sum_sq += number(d, "sum_sq_ns2");
+  has_logs = has_logs && d.contains("sum_log_ns");
+  dur_sum_log += number(d, "sum_log_ns");
+  dur_sum_log_sq += number(d, "sum_log_sq");
+}
+
+// A change of durations, Welch's test on what the two runs' means are of: the durations'
+// logarithms where both runs have them (the geometric mean: RDMA operations' durations are
+// heavy-tailed, and a few stalls of the machine make the arithmetic mean and its standard
+// error as large as a real change), else the durations. Returns the relative change of the mean
+// compared, 0 when it is within min_z standard errors.
+double duration_change(const Side& a, const Side& b, double min_z) {
+  const bool logs = a.has_logs && b.has_logs;
+  const double ma = logs ? a.mean_log() : a.mean_ns(), mb = logs ? b.mean_log() : b.mean_ns();
+  const double va = logs ? a.variance_log() : a.variance(), vb = logs ? b.variance_log() : b.variance();
+  const double se = std::sqrt(va / a.dur_ops + vb / b.dur_ops);
+  const double z = se > 0 ? std::fabs(mb - ma) / se : (ma != mb ? std::numeric_limits<double>::infinity() : 0);
+  if (z < min_z) return 0;
+  return logs ? std::fabs(std::exp(mb - ma) - 1) : (ma != 0 ? std::fabs(mb - ma) / std::fabs(ma) : std::numeric_limits<double>::infinity());
 }
 
 // The groups, in the order they are listed when they explain the same time.
@@ -122,6 +147,8 @@ Rows rows_of(const json& agg) {
     r.dur_ops = r.ops;
     r.dur_sum_ns = h.contains("sum_ns") ? number(h, "sum_ns") : number(h, "mean_ns") * r.dur_ops;
     r.dur_sum_sq = number(h, "sum_sq_ns2");
+    r.has_logs = h.contains("sum_log_ns");
+    r.dur_sum_log = number(h, "sum_log_ns"), r.dur_sum_log_sq = number(h, "sum_log_sq");
     r.p50_ns = number(h, "p50_ns"), r.p99_ns = number(h, "p99_ns");
   }
   std::map<int64_t, const json*> qp_by_id;
@@ -168,6 +195,7 @@ json side_json(const Side& s) {
     j["durations"] = s.dur_ops;
     j["mean_ns"] = s.mean_ns();
     j["stddev_ns"] = std::sqrt(s.variance());
+    if (s.has_logs) j["geomean_ns"] = s.geomean_ns();
     j["sum_ns"] = s.dur_sum_ns;
   }
   if (s.p50_ns >= 0) j["p50_ns"] = s.p50_ns, j["p99_ns"] = s.p99_ns;
@@ -184,7 +212,8 @@ double relative_change(double a, double b) {
 }
 
 // The time a row's change explains: the change of its summed durations where both runs have
-// them, else the time its change in bytes takes at its own rate in the baseline.
+// them (the time spent, a stall of the machine in it too: additive, a connection's is its two
+// QPs'), else the time its change in bytes takes at its own rate in the baseline.
 double explained_ns(const Side& a, const Side& b) {
   if (a.dur_ops > 0 && b.dur_ops > 0) return b.dur_sum_ns - a.dur_sum_ns;
   if (a.bytes > 0 && a.active_ns > 0) return (b.bytes - a.bytes) * a.active_ns / a.bytes;
@@ -236,10 +265,8 @@ json diff_experiments(const json& baseline, const json& experiment, const DiffOp
     test("doorbells", sa.doorbells, sb.doorbells);
     test("wqes", sa.wqes, sb.wqes);
     if (sa.dur_ops > 1 && sb.dur_ops > 1) {
-      const double rel = relative_change(sa.mean_ns(), sb.mean_ns());
-      const double se = std::sqrt(sa.variance() / sa.dur_ops + sb.variance() / sb.dur_ops);
-      const double z = se > 0 ? std::fabs(sb.mean_ns() - sa.mean_ns()) / se : (rel > 0 ? std::numeric_limits<double>::infinity() : 0);
-      if (rel * 100 > o.threshold_percent && z >= o.min_z) changed.push_back("mean_ns"), largest = std::max(largest, rel);
+      const double rel = duration_change(sa, sb, o.min_z);
+      if (rel * 100 > o.threshold_percent) changed.push_back(sa.has_logs && sb.has_logs ? "geomean_ns" : "mean_ns"), largest = std::max(largest, rel);
     }
     if (changed.empty()) {
       ++unchanged;
@@ -270,8 +297,8 @@ std::string render_diff_text(const json& d, size_t top) {
   char buf[512];
   const json& changes = d["changes"];
   std::snprintf(buf, sizeof buf,
-                "sigmatrace diff: %s (baseline) -> %s\n%zu rows compared: %zu changed (counts and bytes by more than %g %%, mean durations by more "
-                "than %g %% and %g standard errors), %zu within that\n",
+                "sigmatrace diff: %s (baseline) -> %s\n%zu rows compared: %zu changed (counts and bytes by more than %g %%, durations' geometric "
+                "means by more than %g %% and %g standard errors), %zu within that\n",
                 d.value("baseline", "").c_str(), d.value("experiment", "").c_str(), d.value("rows_compared", size_t{0}), changes.size(),
                 d.value("count_threshold_percent", 0.0), d.value("threshold_percent", 0.0), d.value("min_z", 0.0), d.value("rows_unchanged", size_t{0}));
   out += buf;

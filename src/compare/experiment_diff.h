@@ -13,11 +13,12 @@
 namespace sigmatrace::compare {
 
 struct DiffOptions {
-  // A mean duration must change by more than this to be reported (on softnic the same ping-pong's
-  // mean moves by up to 20 % from run to run).
+  // A row's durations must change by more than this to be reported: their geometric mean, or
+  // their arithmetic mean for an aggregate.json without the logarithms' sums (on softnic the same
+  // ping-pong's mean moves by up to 20 % from run to run).
   double threshold_percent = 25.0;
-  // ...and by this many standard errors of the difference (Welch): jitter of a few operations is
-  // not a change.
+  // ...and by this many standard errors of the difference of the means compared (Welch): jitter
+  // of a few operations is not a change.
   double min_z = 3.0;
   // Counts and byte totals (operations, bytes, doorbells, WQEs: exact in a program whose traffic
   // does not depend on time) must change by more than this.

@@ -228,7 +228,8 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
     o["connection_id"] = q.connection_id == kNone ? json(nullptr) : json(q.connection_id);
     const auto& durations = agg.process[q.process_id].series.qp_durations;
     if (auto d = durations.find(q.qp_id); d != durations.end())  // its operations with a completion
-      o["durations"] = {{"ops", d->second.ops}, {"sum_ns", d->second.sum_ns}, {"max_ns", d->second.max_ns}, {"sum_sq_ns2", d->second.sum_sq_ns2}};
+      o["durations"] = {{"ops", d->second.ops}, {"sum_ns", d->second.sum_ns}, {"max_ns", d->second.max_ns}, {"sum_sq_ns2", d->second.sum_sq_ns2},
+                        {"sum_log_ns", d->second.sum_log_ns}, {"sum_log_sq", d->second.sum_log_sq}};
     if (q.gpu_initiated) {
       const DoorbellCounters& d = agg.qp_doorbells[q.qp_id];
       o["gpu_initiated"] = true;

@@ -132,6 +132,7 @@ json latency_json(const ExperimentModel& m, const Aggregates& agg) {
       LatencyHistogram& t = it->second;
       for (size_t b = 0; b < t.counts.size() && b < h.counts.size(); ++b) t.counts[b] += h.counts[b];
       t.ops += h.ops, t.sum_ns += h.sum_ns, t.sum_sq_ns2 += h.sum_sq_ns2;
+      t.sum_log_ns += h.sum_log_ns, t.sum_log_sq += h.sum_log_sq;
       t.min_ns = std::min(t.min_ns, h.min_ns), t.max_ns = std::max(t.max_ns, h.max_ns);
     }
   json out = json::array();
@@ -142,7 +143,7 @@ json latency_json(const ExperimentModel& m, const Aggregates& agg) {
     out.push_back({{"layer", kLayerNames[key.first]}, {"opcode", op_class_name(key.second)}, {"ops", h.ops},
                    {"min_ns", h.min_ns}, {"max_ns", h.max_ns},
                    {"mean_ns", h.ops ? static_cast<double>(h.sum_ns) / static_cast<double>(h.ops) : 0.0}, {"sum_ns", h.sum_ns},
-                   {"sum_sq_ns2", h.sum_sq_ns2},
+                   {"sum_sq_ns2", h.sum_sq_ns2}, {"sum_log_ns", h.sum_log_ns}, {"sum_log_sq", h.sum_log_sq},
                    {"p50_ns", quantile_ns(h, 0.5)}, {"p99_ns", quantile_ns(h, 0.99)}, {"buckets", buckets}});
   }
   return out;

@@ -303,7 +303,7 @@
   if (diff) {
     heading('Changes from the baseline');
     grid.before(note(exact(diff.changes.length) + ' of ' + exact(diff.rows_compared) + ' rows compared changed from ' + diff.baseline +
-                     ' (counts and bytes by more than ' + diff.count_threshold_percent + ' %, mean durations by more than ' + diff.threshold_percent +
+                     ' (counts and bytes by more than ' + diff.count_threshold_percent + ' %, durations\' geometric means by more than ' + diff.threshold_percent +
                      ' % and ' + diff.min_z + ' standard errors); ' +
                      exact(diff.only_in_baseline.length) + ' rows only in the baseline, ' + exact(diff.only_in_experiment.length) + ' only here.'));
     const top = diff.changes.slice(0, 15);
