@@ -117,9 +117,10 @@ uint64_t now_ns(clockid_t clock) {
 }
 
 // Between doorbells, once the GPU paused for a moment, pending markers are asked about: after
-// each doorbell, and every 10 us while none comes (every 100 us once the poller backs off, about
-// every 1.5 ms once it sleeps). An untimed marker's end is known only by these
-// looks; a look after each doorbell puts every doorbell of a kernel that then waits (for its
+// each doorbell, and every 10 us while none comes (every 100 us once the poller backs off, every
+// 1.5 ms once it sleeps: by the clock, not by rounds, since on a loaded machine a 20 us nanosleep
+// can last milliseconds and 64 of them a fifth of a second). An untimed marker's end is known
+// only by these looks; a look after each doorbell puts every doorbell of a kernel that then waits (for its
 // completions, a barrier) before a look that saw it running (docs/gpu-doorbells.md, "Kernels").
 // Each ask is a driver call or two per stream with kernels in flight, about 1 us on an H100, and a
 // burst without pauses is asked about once, at its end. With untimed markers and these looks,
@@ -128,14 +129,19 @@ uint64_t now_ns(clockid_t clock) {
 // (docs/performance.md, "Forwarding with untimed markers and without"). Timed markers carry the
 // GPU's own end time: asked about once a millisecond (for them, asking after every doorbell cost
 // no more: "What in the kernel markers costs").
-constexpr uint64_t kMarkerLookNs = 10000, kBackedOffMarkerLookNs = 100000, kTimedMarkerLookNs = 1000000;
+constexpr uint64_t kMarkerLookNs = 10000, kBackedOffMarkerLookNs = 100000, kSleepingMarkerLookNs = 1500000,
+                   kTimedMarkerLookNs = 1000000;
+enum class PollerPace { hot, backed_off, sleeping };
 struct MarkerLooks {
   uint64_t last_ns = 0;
   bool doorbell_since = false;
-  bool due(bool backed_off) {
+  bool due(PollerPace pace) {
     if (!markers_due()) return false;
     const bool timed = cuda::kernel_markers_mode() == KernelMarkers::timed;
-    const uint64_t interval = timed ? kTimedMarkerLookNs : backed_off ? kBackedOffMarkerLookNs : kMarkerLookNs;
+    const uint64_t interval = timed                             ? kTimedMarkerLookNs
+                              : pace == PollerPace::hot         ? kMarkerLookNs
+                              : pace == PollerPace::backed_off  ? kBackedOffMarkerLookNs
+                                                                : kSleepingMarkerLookNs;
     const uint64_t now = now_ns(CLOCK_MONOTONIC);
     if ((timed || !doorbell_since) && now - last_ns < interval) return false;
     last_ns = now;
@@ -446,7 +452,7 @@ void* poller_main(void* arg) {
         for (auto& slot : p->pages)
           if (WatchedPage* w = slot.load(std::memory_order_acquire)) for_each_recovery(*w, RecoveryStep::copy);
       }
-      if (idle_rounds >= kCopyIdleRounds && (idle_rounds & 15) == 0 && marker_looks.due(false)) cuda::resolve_kernel_markers();
+      if (idle_rounds >= kCopyIdleRounds && (idle_rounds & 15) == 0 && marker_looks.due(PollerPace::hot)) cuda::resolve_kernel_markers();
       cpu_relax();
       continue;
     }
@@ -460,10 +466,10 @@ void* poller_main(void* arg) {
     if (sleeping) {
       timespec ts{0, kSleepPollNs};
       nanosleep(&ts, nullptr);
-      if ((++idle_rounds & 63) == 0 && marker_looks.due(true)) cuda::resolve_kernel_markers();  // about every 1.5 ms
+      if (marker_looks.due(PollerPace::sleeping)) cuda::resolve_kernel_markers();
       continue;
     }
-    if ((idle_rounds & 15) == 0 && marker_looks.due(true)) cuda::resolve_kernel_markers();
+    if ((idle_rounds & 15) == 0 && marker_looks.due(PollerPace::backed_off)) cuda::resolve_kernel_markers();
     if (seen == 1 && g_settings.wait != format::PollerWait::pause) {
       // On the line written last (the next store most likely goes there), every register looked
       // at again once it is armed; the deadline bounds a store to another line.
