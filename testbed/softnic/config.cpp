@@ -34,6 +34,17 @@ static Config load() {
     c.identity = Identity::Classic;
   if (const char* v = getenv("SOFTNIC_SPIN_US")) c.spin_us = (uint32_t)strtoul(v, nullptr, 10);
   if (const char* v = getenv("SOFTNIC_TX_DELAY_US")) c.tx_delay_ns = strtoull(v, nullptr, 10) * 1000;
+  if (const char* v = getenv("SOFTNIC_TX_STALL"); v && *v) {
+    char* at = nullptr;
+    const unsigned long long us = strtoull(v, &at, 10);
+    char* end = nullptr;
+    const unsigned long long n = at && *at == '@' ? strtoull(at + 1, &end, 10) : 0;
+    if (at == v || !end || end == at + 1 || *end || n == 0) {
+      fprintf(stderr, "softnic: SOFTNIC_TX_STALL=%s: expected MICROSECONDS@N (N >= 1, the message to hold)\n", v);
+      exit(2);
+    }
+    c.tx_stall_ns = us * 1000, c.tx_stall_at = n;
+  }
   // SOFTNIC_DEBUG is a set of bits: 1 trace lines, 2 devx state dumps (devx_debug.cpp).
   if (const char* v = getenv("SOFTNIC_DEBUG")) c.debug = (atoi(v) & 1) != 0;
   return c;

@@ -17,6 +17,9 @@ struct Config {
   // SOFTNIC_TX_DELAY_US: every message this host's QPs send leaves that long after it was first
   // seen (a slow or long link out of this host); responses and ACKs are not held.
   uint64_t tx_delay_ns = 0;
+  // SOFTNIC_TX_STALL=MICROSECONDS@N: the N-th message this process's engine sends (from 1)
+  // leaves that much later again, once: a stall of the machine, for sigmatrace diff's test.
+  uint64_t tx_stall_ns = 0, tx_stall_at = 0;
 };
 
 // Parsed on first use; never changes afterwards.

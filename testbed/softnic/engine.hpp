@@ -88,6 +88,7 @@ class Engine {
   bool started_ = false;
   uint64_t last_peer_check_ns_ = 0;
   uint64_t next_deadline_ns_ = 0;
+  uint64_t tx_messages_ = 0;  // messages given a departure time (SOFTNIC_TX_DELAY_US / _TX_STALL)
   bool tx_blocked_ = false;  // a ring towards a peer was full
   bool realtime_ = false;    // engine thread runs SCHED_FIFO: never busy-spin
 };

@@ -56,9 +56,9 @@ bool Engine::transmit(Qp* qp) {
       }
       op.validated = true;
     }
-    if (!op.started && config().tx_delay_ns) {  // an emulated slow link out of this host
+    if (!op.started && (config().tx_delay_ns || config().tx_stall_ns)) {  // a slow link out of this host, a stall
       if (!now) now = now_ns();
-      if (!op.ready_ns) op.ready_ns = now + config().tx_delay_ns;
+      if (!op.ready_ns) op.ready_ns = now + config().tx_delay_ns + (++tx_messages_ == config().tx_stall_at ? config().tx_stall_ns : 0);
       if (now < op.ready_ns) {
         next_deadline_ns_ = next_deadline_ns_ ? std::min(next_deadline_ns_, op.ready_ns) : op.ready_ns;
         return did;

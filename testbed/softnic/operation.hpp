@@ -48,7 +48,7 @@ struct SendOp {
   uint64_t received = 0;    // RDMA_READ bytes scattered so far
   bool data_done = false;   // read/atomic response fully received
   bool dc_connect = false;  // DC: the first message since the initiator had nothing outstanding
-  uint64_t ready_ns = 0;    // SOFTNIC_TX_DELAY_US: not sent before (0: not yet seen by transmit)
+  uint64_t ready_ns = 0;    // SOFTNIC_TX_DELAY_US / _TX_STALL: not sent before (0: not yet seen by transmit)
 };
 
 inline bool is_read_like(OpKind k) {

@@ -7,6 +7,10 @@
 #   3. ibv_rc_pingpong with node-b's link slowed by 1 ms (SOFTNIC_TX_DELAY_US): node-b -> node-a
 #      is the process pair that explains the most time, its durations' geometric mean up by about
 #      the delay;
+#   4. the same against a baseline in which one of node-b's messages was held for 100 ms
+#      (SOFTNIC_TX_STALL, a stall of the machine): the stall alone is no change, and it does not
+#      hide the slowed link (it did when diff compared arithmetic means: their difference was then
+#      within 3 standard errors);
 # then report.html of (2) with its baseline in headless Chromium: the changes drawn and listed
 # exactly as `sigmatrace diff --json` says. The threshold for durations is 150 %: on the 2-vCPU CI
 # machine the mean duration of the same ping-pong moves by 20 % between most runs and by up to
@@ -33,42 +37,45 @@ work=$(mktemp -d)
 source "$src/scripts/lib/ports.sh"
 export SOFTNIC_FABRIC="diff-$$"
 
-# pair NAME DELAY_US PROGRAM ARGS...: server on node-a, client on node-b (its link slowed by
-# DELAY_US), profiled in Full mode into $work/NAME, then analysed.
+# pair NAME DELAY_US STALL PROGRAM ARGS...: server on node-a, client on node-b (its link slowed
+# by DELAY_US, and SOFTNIC_TX_STALL=STALL unless it is -), profiled in Full mode into $work/NAME,
+# then analysed.
 pair() {
-  local name=$1 delay=$2 port
-  shift 2
+  local name=$1 delay=$2 stall=$3 port
+  shift 3
   port=$(unused_tcp_port)
   export SIGMATRACE_RUN_ID="diff-$name-$$"
   SOFTNIC_HOST=node-a timeout 120 "$st" profile --softnic --host node-a --mode full --providers ibverbs -o "$work/$name" -- "$@" -p "$port" \
     >"$work/$name.server.log" 2>&1 &
   local server=$!
   wait_tcp_listening "$port" 100 || fail "$1 server did not start"
-  SOFTNIC_TX_DELAY_US=$delay SOFTNIC_HOST=node-b timeout 120 "$st" profile --softnic --host node-b --mode full --providers ibverbs -o "$work/$name" -- \
+  SOFTNIC_TX_STALL=${stall#-} SOFTNIC_TX_DELAY_US=$delay SOFTNIC_HOST=node-b timeout 120 "$st" profile --softnic --host node-b --mode full --providers ibverbs -o "$work/$name" -- \
     "$@" -p "$port" localhost >"$work/$name.client.log" 2>&1 || { cat "$work/$name.client.log"; fail "$name: the client failed"; }
   wait $server || { cat "$work/$name.server.log"; fail "$name: the server failed"; }
   "$st" analyze -q "$work/$name" >"$work/$name.analyze.log" 2>&1 || { cat "$work/$name.analyze.log"; fail "$name: analyze failed"; }
 }
-pair write_a 0 ib_write_bw -n 300 -s 65536
-pair write_b 0 ib_write_bw -n 300 -s 131072
-pair pingpong 0 ibv_rc_pingpong -n 300 -s 4096
-pair pingpong2 0 ibv_rc_pingpong -n 300 -s 4096
-pair pingpong_slow 1000 ibv_rc_pingpong -n 300 -s 4096
+pair write_a 0 - ib_write_bw -n 300 -s 65536
+pair write_b 0 - ib_write_bw -n 300 -s 131072
+pair pingpong 0 - ibv_rc_pingpong -n 300 -s 4096
+pair pingpong2 0 - ibv_rc_pingpong -n 300 -s 4096
+pair pingpong_slow 1000 - ibv_rc_pingpong -n 300 -s 4096
+pair pingpong_stalled 0 100000@150 ibv_rc_pingpong -n 300 -s 4096
 threshold=(--threshold 150)
-for comparison in pingpong:pingpong2 write_a:write_b pingpong:pingpong_slow; do
+for comparison in pingpong:pingpong2 write_a:write_b pingpong:pingpong_slow pingpong:pingpong_stalled pingpong_stalled:pingpong_slow; do
   base=${comparison%%:*} d=${comparison##*:}
-  "$st" diff "$work/$base" "$work/$d" "${threshold[@]}" --json >"$work/$d.diff.json" || fail "sigmatrace diff $base $d failed"
-  "$st" diff "$work/$base" "$work/$d" "${threshold[@]}" >"$work/$d.diff.txt" || fail "sigmatrace diff $base $d (text) failed"
-  echo "---- sigmatrace diff $base $d"; cat "$work/$d.diff.txt"
+  "$st" diff "$work/$base" "$work/$d" "${threshold[@]}" --json >"$work/$base-$d.diff.json" || fail "sigmatrace diff $base $d failed"
+  "$st" diff "$work/$base" "$work/$d" "${threshold[@]}" >"$work/$base-$d.diff.txt" || fail "sigmatrace diff $base $d (text) failed"
+  echo "---- sigmatrace diff $base $d"; cat "$work/$base-$d.diff.txt"
 done
 python3 - "$work" <<'PY' || fail "the diffs do not say what was injected"
 import json, sys
 w = sys.argv[1]
 problems = []
-same = json.load(open(f"{w}/pingpong2.diff.json"))
-if same["changes"]:
-    problems.append(f"the same program twice: {len(same['changes'])} changes reported: {[c['group'] + ' ' + c['key'] for c in same['changes']]}")
-big = json.load(open(f"{w}/write_b.diff.json"))
+for name, what in (("pingpong2", "the same program twice"), ("pingpong_stalled", "one message held for 100 ms")):
+    same = json.load(open(f"{w}/pingpong-{name}.diff.json"))
+    if same["changes"]:
+        problems.append(f"{what}: {len(same['changes'])} changes reported: {[c['group'] + ' ' + c['key'] for c in same['changes']]}")
+big = json.load(open(f"{w}/write_a-write_b.diff.json"))
 want = {("process pair", "node-b -> node-a"), ("host pair", "node-b -> node-a"), ("connection", "node-a <-> node-b #0"), ("operation kind", "WRITE")}
 got = {(c["group"], c["key"]) for c in big["changes"] if "bytes" in c["changed"]}
 if got != want:
@@ -78,21 +85,26 @@ for c in big["changes"]:
         problems.append(f"{c['group']} {c['key']}: {c['a']['bytes']} -> {c['b']['bytes']} bytes, not twice")
     if "node-a -> node-b" in c["key"]:
         problems.append(f"{c['group']} {c['key']} changed ({c['changed']}): node-a wrote nothing")
-slow = json.load(open(f"{w}/pingpong_slow.diff.json"))
-pairs = [c for c in slow["changes"] if c["group"] == "process pair"]
-if not pairs or pairs[0]["key"] != "node-b -> node-a":
-    problems.append(f"slowed link: the process pairs that changed are {[(c['key'], c['explains_ns']) for c in pairs]}, node-b -> node-a should lead")
-else:
-    up = pairs[0]["b"]["geomean_ns"] - pairs[0]["a"]["geomean_ns"]
+for base, what in (("pingpong", "slowed link"), ("pingpong_stalled", "slowed link against a stalled baseline")):
+    slow = json.load(open(f"{w}/{base}-pingpong_slow.diff.json"))
+    pairs = [c for c in slow["changes"] if c["group"] == "process pair"]
+    if not pairs or pairs[0]["key"] != "node-b -> node-a":
+        problems.append(f"{what}: the process pairs that changed are {[(c['key'], c['explains_ns']) for c in pairs]}, node-b -> node-a should lead")
+        continue
+    a, b = pairs[0]["a"], pairs[0]["b"]
+    up = b["geomean_ns"] - a["geomean_ns"]
     if not 800e3 <= up <= 1500e3:
-        problems.append(f"slowed link: node-b -> node-a's durations' geometric mean went up {up:.0f} ns, the link was slowed by 1000000 ns")
+        problems.append(f"{what}: node-b -> node-a's durations' geometric mean went up {up:.0f} ns, the link was slowed by 1000000 ns")
+    # What the arithmetic means would have said (the test diff made before it compared logarithms).
+    z = (b["mean_ns"] - a["mean_ns"]) / ((a["stddev_ns"] ** 2 / a["durations"] + b["stddev_ns"] ** 2 / b["durations"]) ** 0.5)
+    print(f"diff_softnic_test: {what}: geometric means {a['geomean_ns']:.0f} -> {b['geomean_ns']:.0f} ns, arithmetic {a['mean_ns']:.0f} -> {b['mean_ns']:.0f} ns ({z:.1f} standard errors)")
     other = [c for c in pairs[1:] if abs(c["explains_ns"]) > 0.1 * abs(pairs[0]["explains_ns"])]
     if other:
-        problems.append(f"slowed link: other pairs explain more than a tenth as much: {[(c['key'], c['explains_ns']) for c in other]}")
+        problems.append(f"{what}: other pairs explain more than a tenth as much: {[(c['key'], c['explains_ns']) for c in other]}")
 for p in problems:
     print("diff_softnic_test: " + p)
 if problems:  # what each run's rows held, to tell a stalled machine from a wrong diff
-    for name in ("pingpong", "pingpong2", "pingpong_slow", "write_a", "write_b"):
+    for name in ("pingpong", "pingpong2", "pingpong_slow", "pingpong_stalled", "write_a", "write_b"):
         agg = json.load(open(f"{w}/{name}/aggregate.json"))
         for q in agg["qps"]:
             print(f"diff_softnic_test: {name} qp {q['qp_id']} (process {q['process_id']}): ops {q.get('ops')} durations {q.get('durations')}")
