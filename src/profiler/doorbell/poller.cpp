@@ -120,8 +120,9 @@ uint64_t now_ns(clockid_t clock) {
 // each doorbell, and every 10 us while none comes (every 100 us once the poller backs off, every
 // 1.5 ms once it sleeps: by the clock, not by rounds, since on a loaded machine a 20 us nanosleep
 // can last milliseconds and 64 of them a fifth of a second). An untimed marker's end is known
-// only by these looks; a look after each doorbell puts every doorbell of a kernel that then waits (for its
-// completions, a barrier) before a look that saw it running (docs/gpu-doorbells.md, "Kernels").
+// only by these looks; a look after each doorbell puts every doorbell of a kernel that then
+// waits (for its completions, a barrier) before a look that saw it running
+// (docs/gpu-doorbells.md, "Kernels").
 // Each ask is a driver call or two per stream with kernels in flight, about 1 us on an H100, and a
 // burst without pauses is asked about once, at its end. With untimed markers and these looks,
 // forwarding added 0.4-1.4 us more to gda's operations than without markers; one driver call per
