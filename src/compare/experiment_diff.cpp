@@ -46,6 +46,11 @@ void Side::add_durations(const json& d) {
   dur_sum_log_sq += number(d, "sum_log_sq");
 }
 
+double relative_change(double a, double b) {
+  if (a == b) return 0;
+  return a == 0 ? std::numeric_limits<double>::infinity() : std::fabs(b - a) / std::fabs(a);
+}
+
 // A change of durations, Welch's test on what the two runs' means are of: the durations'
 // logarithms where both runs have them (the geometric mean: RDMA operations' durations are
 // heavy-tailed, and a few stalls of the machine make the arithmetic mean and its standard
@@ -58,7 +63,7 @@ double duration_change(const Side& a, const Side& b, double min_z) {
   const double se = std::sqrt(va / a.dur_ops + vb / b.dur_ops);
   const double z = se > 0 ? std::fabs(mb - ma) / se : (ma != mb ? std::numeric_limits<double>::infinity() : 0);
   if (z < min_z) return 0;
-  return logs ? std::fabs(std::exp(mb - ma) - 1) : (ma != 0 ? std::fabs(mb - ma) / std::fabs(ma) : std::numeric_limits<double>::infinity());
+  return logs ? std::fabs(std::exp(mb - ma) - 1) : relative_change(ma, mb);
 }
 
 // The groups, in the order they are listed when they explain the same time.
@@ -204,11 +209,6 @@ json side_json(const Side& s) {
     if (s.bytes > 0) j["gbytes_per_s"] = s.bytes / s.active_ns;
   }
   return j;
-}
-
-double relative_change(double a, double b) {
-  if (a == b) return 0;
-  return a == 0 ? std::numeric_limits<double>::infinity() : std::fabs(b - a) / std::fabs(a);
 }
 
 // The time a row's change explains: the change of its summed durations where both runs have

@@ -68,7 +68,7 @@ for comparison in pingpong:pingpong2 write_a:write_b pingpong:pingpong_slow ping
   echo "---- sigmatrace diff $base $d"; cat "$work/$base-$d.diff.txt"
 done
 python3 - "$work" <<'PY' || fail "the diffs do not say what was injected"
-import json, sys
+import json, os, sys
 w = sys.argv[1]
 problems = []
 for name, what in (("pingpong2", "the same program twice"), ("pingpong_stalled", "one message held for 100 ms")):
@@ -104,7 +104,7 @@ for base, what in (("pingpong", "slowed link"), ("pingpong_stalled", "slowed lin
 for p in problems:
     print("diff_softnic_test: " + p)
 if problems:  # what each run's rows held, to tell a stalled machine from a wrong diff
-    for name in ("pingpong", "pingpong2", "pingpong_slow", "pingpong_stalled", "write_a", "write_b"):
+    for name in sorted(d.name for d in os.scandir(w) if os.path.isfile(f"{w}/{d.name}/aggregate.json")):
         agg = json.load(open(f"{w}/{name}/aggregate.json"))
         for q in agg["qps"]:
             print(f"diff_softnic_test: {name} qp {q['qp_id']} (process {q['process_id']}): ops {q.get('ops')} durations {q.get('durations')}")
