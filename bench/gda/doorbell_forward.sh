@@ -1,43 +1,48 @@
 #!/usr/bin/env bash
 # The doorbell hijack's forwarding latency alone (testbed/gda/bench/doorbell_forward_bench.cu):
-# untraced and with doorbells forwarded (SIGMATRACE_DOORBELLS=forward), alternated REPEAT times,
-# one doorbell in flight and in bursts of 8; prints each run and the medians' differences.
-#   [REPEAT=5] [ITERS=20000] bench/gda/doorbell_forward.sh BUILD_DIR OUT
+# untraced and under `sigmatrace profile` in each of MODES, in turn (the order rotating from one
+# repetition to the next), REPEAT times, for each burst of BURSTS (1: one doorbell in flight) and
+# each NIC read of NIC_READS (bytes the stand-in NIC reads of GPU memory through the driver per
+# doorbell, as softnic's engine does; 0: none). A mode is untraced, forward (doorbells forwarded),
+# or MODE/VAR=VALUE... (MODE with these variables set, e.g. forward/SIGMATRACE_KERNEL_MARKERS=0).
+# Prints each run, then per burst and NIC read the medians over the runs and each mode's paired
+# difference to untraced (bench/gda/forward_table.py).
+#   [REPEAT=5] [ITERS=20000] [MODES="untraced forward"] [BURSTS="1 8"] [NIC_READS=0]
+#     bench/gda/doorbell_forward.sh BUILD_DIR OUT
 set -u
 build=${1:?usage: bench/gda/doorbell_forward.sh BUILD_DIR OUT} out=${2:?OUT}
 mkdir -p "$out"
+here=$(cd "$(dirname "$0")" && pwd)
 bench=$build/bin/doorbell_forward_bench
 st=$build/bin/sigmatrace
 repeat=${REPEAT:-5} iters=${ITERS:-20000}
+read -r -a modes <<< "${MODES:-untraced forward}"
+read -r -a bursts <<< "${BURSTS:-1 8}"
+read -r -a reads <<< "${NIC_READS:-0}"
 export LD_LIBRARY_PATH=$build/softnic${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+tag() { local t=${1//[:\/=,]/-}; echo "$t"; }
+failed=0
 for rep in $(seq "$repeat"); do
-  for burst in 1 8; do
-    for mode in untraced forward; do
-      j=$out/$mode-b$burst-$rep.json
-      if [ $mode = untraced ]; then
-        timeout 60 "$bench" --iters "$iters" --burst "$burst" --json "$j" > "$j.log" 2>&1
-      else
-        rm -rf "$out/exp-$rep-$burst"
-        SIGMATRACE_DOORBELLS=forward timeout 60 "$st" profile --softnic -o "$out/exp-$rep-$burst" -- "$bench" --iters "$iters" --burst "$burst" \
-          --json "$j" > "$j.log" 2>&1
-      fi
-      echo "rep $rep $mode burst $burst: $(tail -1 "$j.log")"
+  n=${#modes[@]}
+  for k in $(seq 0 $((n - 1))); do
+    name=${modes[$(( (k + rep - 1) % n ))]}
+    IFS=/ read -r -a extra <<< "$name"
+    mode=${extra[0]} extra=("${extra[@]:1}")
+    for nic in "${reads[@]}"; do
+      for burst in "${bursts[@]}"; do
+        j=$out/$(tag "$name")_b${burst}_r${nic}_${rep}.json
+        args=(--iters "$iters" --burst "$burst" --nic-read "$nic" --json "$j")
+        if [ "$mode" = untraced ]; then
+          env "${extra[@]}" timeout 60 "$bench" "${args[@]}" > "$j.log" 2>&1
+        else
+          e=$out/exp-$(tag "$name")-$burst-$nic-$rep
+          rm -rf "$e"
+          env "${extra[@]}" SIGMATRACE_DOORBELLS="$mode" timeout 60 "$st" profile --softnic -o "$e" -- "$bench" "${args[@]}" > "$j.log" 2>&1
+        fi || { echo "rep $rep $name burst $burst read $nic: FAILED"; failed=1; }
+        echo "rep $rep $name burst $burst read $nic: $(tail -1 "$j.log")"
+      done
     done
   done
 done
-python3 - "$out" <<'PY'
-import glob, json, os, statistics, sys
-out = sys.argv[1]
-rows = {}
-for f in glob.glob(os.path.join(out, "*.json")):
-    mode, b, _ = os.path.basename(f)[:-5].split("-")
-    rows.setdefault((mode, b), []).append(json.load(open(f)))
-for b in ("b1", "b8"):
-    u, f = rows.get(("untraced", b), []), rows.get(("forward", b), [])
-    if not u or not f:
-        continue
-    mu = statistics.median(r["median_us"] for r in u); mf = statistics.median(r["median_us"] for r in f)
-    pu = statistics.median(r["p99_us"] for r in u); pf = statistics.median(r["p99_us"] for r in f)
-    print(f"burst {b[1:]}: untraced median {mu:.3f} us p99 {pu:.3f} us; forwarded median {mf:.3f} us p99 {pf:.3f} us; "
-          f"added {mf - mu:+.3f} us at the median, {pf - pu:+.3f} us at p99 ({len(u)} + {len(f)} runs)")
-PY
+python3 "$here/forward_table.py" "$out" "${modes[@]}" || failed=1
+exit $failed

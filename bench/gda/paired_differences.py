@@ -6,10 +6,11 @@ interval's upper end is below it, and refuted only where its lower end is above 
 usage: paired_differences.py RAW_DIR KIND... (the first kind is the baseline: untraced, or any kind
 the others are to be paired with, e.g. forward against forward/SIGMATRACE_KERNEL_MARKERS=0)"""
 import json
-import math
 import re
 import sys
 from pathlib import Path
+
+from median_ci import median_ci
 
 raw, kinds = Path(sys.argv[1]), sys.argv[2:]
 base = kinds[0]
@@ -24,22 +25,6 @@ def results(kind, rep):
     except (OSError, ValueError):
         return {}  # the run failed: doorbell_overhead.sh says so
     return {j.get("benchmark"): j for j in rows if isinstance(j, dict)}
-
-
-def median_ci(xs):
-    """The median and the narrowest interval [x_(k), x_(n-k+1)] (1-based) that holds it with >= 95 %."""
-    xs = sorted(xs)
-    n = len(xs)
-    med = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
-    cover, k = 0.0, 0
-    for j in range(1, n // 2 + 1):
-        # P(x_(j) <= median < x_(n-j+1)) = 1 - 2 * P(Binomial(n, 1/2) < j)
-        below = sum(math.comb(n, i) for i in range(j)) / 2 ** n
-        if 1 - 2 * below >= 0.95:
-            cover, k = 1 - 2 * below, j
-    if not k:
-        return med, None, None, 0.0
-    return med, xs[k - 1], xs[n - k], cover
 
 
 reps = sorted({int(p.name.rsplit("-", 1)[1]) for p in raw.iterdir() if p.is_dir() and p.name.rsplit("-", 1)[-1].isdigit()})

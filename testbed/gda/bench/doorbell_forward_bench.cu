@@ -6,9 +6,13 @@
 // the profiler's shadow page and reaches the watched one through the poller: the difference of
 // the two runs is the forwarding's latency.
 //
-//   doorbell_forward_bench [--iters N] [--warmup W] [--burst B] [--json FILE]
+//   doorbell_forward_bench [--iters N] [--warmup W] [--burst B] [--nic-read BYTES] [--json FILE]
 // --burst B: B doorbells back to back (each a new value), then the wait for the answer to the
 // last one (the time per round is reported; B = 1: one doorbell in flight).
+// --nic-read BYTES: before it answers, the "NIC" reads BYTES of GPU memory through the CUDA
+// driver (an asynchronous copy on a stream of its own, then polling the stream), as softnic's
+// engine reads a WQE: a real NIC reads by DMA, an emulated one calls the driver in the traced
+// process, where the profiler's pollers call it too. 0 (default): no driver call.
 // Prints one line with the median, p99, mean, min and max round trip in microseconds.
 #include <cuda_runtime.h>
 #include <infiniband/mlx5dv.h>
@@ -69,20 +73,21 @@ __global__ void ring_kernel(volatile uint64_t* doorbell, volatile uint64_t* answ
 }  // namespace
 
 int main(int argc, char** argv) {
-  int iters = 20000, warmup = 2000, burst = 1;
+  int iters = 20000, warmup = 2000, burst = 1, nic_read = 0;
   std::string json;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--iters" && i + 1 < argc) iters = atoi(argv[++i]);
     else if (a == "--warmup" && i + 1 < argc) warmup = atoi(argv[++i]);
     else if (a == "--burst" && i + 1 < argc) burst = atoi(argv[++i]);
+    else if (a == "--nic-read" && i + 1 < argc) nic_read = atoi(argv[++i]);
     else if (a == "--json" && i + 1 < argc) json = argv[++i];
     else {
       fprintf(stderr, "doorbell_forward_bench: unknown option %s\n", a.c_str());
       return 2;
     }
   }
-  CHECK(iters > 0 && warmup >= 0 && burst >= 1 && burst <= 64, "bad arguments");
+  CHECK(iters > 0 && warmup >= 0 && burst >= 1 && burst <= 64 && nic_read >= 0 && nic_read <= (1 << 20), "bad arguments");
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   CHECK(list && n > 0, "no RDMA device (run with softnic's libraries)");
@@ -109,8 +114,17 @@ int main(int argc, char** argv) {
   constexpr uint64_t kNotRun = ~0ull - 1;
   for (int r = 0; r < rounds; ++r) ns[r] = kNotRun;
 
+  // What the "NIC" reads of GPU memory per doorbell (--nic-read), on a stream of its own.
+  void* nic_src = nullptr;
+  void* nic_dst = nullptr;
+  cudaStream_t nic_stream = nullptr;
+  if (nic_read) {
+    CHECK(cudaMalloc(&nic_src, size_t(nic_read)) == cudaSuccess, "cudaMalloc of the NIC's source failed");
+    CHECK(cudaHostAlloc(&nic_dst, size_t(nic_read), cudaHostAllocDefault) == cudaSuccess, "cudaHostAlloc of the NIC's staging failed");
+    CHECK(cudaStreamCreateWithFlags(&nic_stream, cudaStreamNonBlocking) == cudaSuccess, "cudaStreamCreate (NIC) failed");
+  }
   // The "NIC": answers every new value of the register it watches with that value.
-  std::atomic<bool> stop{false};
+  std::atomic<bool> stop{false}, nic_failed{false};
   std::thread nic([&] {
     auto* reg = reinterpret_cast<volatile uint64_t*>(uar->reg_addr);
     uint64_t last = *reg;
@@ -118,6 +132,12 @@ int main(int argc, char** argv) {
       const uint64_t v = *reg;
       if (v == last) continue;
       last = v;
+      if (nic_read) {
+        cudaError_t e = cudaMemcpyAsync(nic_dst, nic_src, size_t(nic_read), cudaMemcpyDeviceToHost, nic_stream);
+        while (e == cudaSuccess && (e = cudaStreamQuery(nic_stream)) == cudaErrorNotReady) {
+        }
+        if (e != cudaSuccess) nic_failed = true;  // the kernel then times out, and this is said
+      }
       __atomic_store_n(answer, v, __ATOMIC_RELEASE);
     }
   });
@@ -129,6 +149,7 @@ int main(int argc, char** argv) {
   CHECK(cudaStreamSynchronize(s) == cudaSuccess, "the kernel failed");
   stop = true;
   nic.join();
+  CHECK(!nic_failed, "the NIC's read of GPU memory failed");
   std::vector<double> us;
   for (int r = warmup; r < rounds; ++r) {
     if (ns[r] == ~0ull) {
@@ -146,13 +167,13 @@ int main(int argc, char** argv) {
   for (double v : us) mean += v;
   mean /= double(us.size());
   const double median = us[us.size() / 2], p99 = us[std::min(us.size() - 1, us.size() * 99 / 100)];
-  printf("doorbell round trip, burst %d: median %.3f us, p99 %.3f us, mean %.3f us, min %.3f, max %.3f (%d rounds)\n", burst, median,
+  printf("doorbell round trip, burst %d, NIC read %d B: median %.3f us, p99 %.3f us, mean %.3f us, min %.3f, max %.3f (%d rounds)\n", burst, nic_read, median,
          p99, mean, us.front(), us.back(), iters);
   if (!json.empty()) {
     FILE* f = fopen(json.c_str(), "w");
     CHECK(f, "cannot write the JSON file");
-    fprintf(f, "{\"burst\": %d, \"rounds\": %d, \"median_us\": %.4f, \"p99_us\": %.4f, \"mean_us\": %.4f, \"min_us\": %.4f, \"max_us\": %.4f}\n",
-            burst, iters, median, p99, mean, us.front(), us.back());
+    fprintf(f, "{\"burst\": %d, \"nic_read\": %d, \"rounds\": %d, \"median_us\": %.4f, \"p99_us\": %.4f, \"mean_us\": %.4f, \"min_us\": %.4f, \"max_us\": %.4f}\n",
+            burst, nic_read, iters, median, p99, mean, us.front(), us.back());
     fclose(f);
   }
   cudaHostUnregister(uar->base_addr);

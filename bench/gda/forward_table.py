@@ -1,0 +1,47 @@
+"""doorbell_forward.sh's table: per burst and NIC read, each mode's median over the runs of each
+run's median and p99 round trip, and its paired difference to the first mode (each repetition's
+run minus that mode's run of the same repetition: the median and its 95 % interval, median_ci.py).
+usage: forward_table.py OUT MODE... (the first mode is the baseline, normally untraced)"""
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+from median_ci import median_ci
+
+out, modes = Path(sys.argv[1]), sys.argv[2:]
+runs = {}  # (mode tag, burst, read) -> {rep: result}
+for f in out.glob("*.json"):
+    m = re.fullmatch(r"(.+)_b(\d+)_r(\d+)_(\d+)\.json", f.name)
+    if not m:
+        continue
+    try:
+        r = json.loads(f.read_text())
+    except ValueError:
+        continue  # a failed run: doorbell_forward.sh said so
+    runs.setdefault((m[1], int(m[2]), int(m[3])), {})[int(m[4])] = r
+tags = [re.sub("[:/=,]", "-", m) for m in modes]
+failed = False
+for burst, read in sorted({(b, r) for _, b, r in runs}):
+    print(f"burst {burst}, NIC read {read} B:")
+    base = runs.get((tags[0], burst, read), {})
+    for mode, tag in zip(modes, tags):
+        rs = runs.get((tag, burst, read), {})
+        if not rs:
+            print(f"  {mode}: no run")
+            failed = True
+            continue
+        line = (f"  {mode:<40} {len(rs):>3} runs  median {statistics.median(r['median_us'] for r in rs.values()):7.3f} us"
+                f"  p99 {statistics.median(r['p99_us'] for r in rs.values()):7.3f} us")
+        if tag != tags[0]:
+            line += "  added:"
+            for stat in ("median_us", "p99_us"):
+                d = [rs[k][stat] - base[k][stat] for k in rs if k in base]
+                if not d:
+                    continue
+                med, lo, hi, _ = median_ci(d)
+                ci = f"[{lo:+.3f}, {hi:+.3f}]" if lo is not None else "(too few runs for 95 %)"
+                line += f" {stat[:-3]} {med:+.3f} {ci}"
+        print(line)
+sys.exit(1 if failed else 0)

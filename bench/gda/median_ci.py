@@ -1,0 +1,19 @@
+"""The median of paired differences with a distribution-free confidence interval, for the GPU
+benchmarks' comparisons (paired_differences.py, forward_table.py)."""
+import math
+
+
+def median_ci(xs):
+    """The median and the narrowest interval [x_(k), x_(n-k+1)] (1-based) that holds it with >= 95 %."""
+    xs = sorted(xs)
+    n = len(xs)
+    med = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+    cover, k = 0.0, 0
+    for j in range(1, n // 2 + 1):
+        # P(x_(j) <= median < x_(n-j+1)) = 1 - 2 * P(Binomial(n, 1/2) < j)
+        below = sum(math.comb(n, i) for i in range(j)) / 2 ** n
+        if 1 - 2 * below >= 0.95:
+            cover, k = 1 - 2 * below, j
+    if not k:
+        return med, None, None, 0.0
+    return med, xs[k - 1], xs[n - k], cover
