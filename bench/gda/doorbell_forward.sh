@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The doorbell hijack's forwarding latency alone (testbed/gda/bench/doorbell_forward_bench.cu):
 # untraced and under `sigmatrace profile` in each of MODES, in turn (the order rotating from one
-# repetition to the next), REPEAT times, for each burst of BURSTS (1: one doorbell in flight) and
-# each NIC read of NIC_READS (bytes the stand-in NIC reads of GPU memory through the driver per
-# doorbell, as softnic's engine does; 0: none). A mode is untraced, forward (doorbells forwarded),
+# repetition to the next), REPEAT times, for each burst of BURSTS (1: one doorbell in flight), each
+# delay of NIC_DELAYS (us the stand-in NIC waits, spinning, before it answers: a round trip long
+# enough for the poller to go idle and ask about kernel markers; 0: none) and each NIC read of
+# NIC_READS (bytes the stand-in NIC reads of GPU memory through the driver per doorbell, as
+# softnic's engine does; 0: none). A mode is untraced, forward (doorbells forwarded),
 # or MODE/VAR=VALUE... (MODE with these variables set, e.g. forward/SIGMATRACE_KERNEL_MARKERS=0).
-# Prints each run, then per burst and NIC read the medians over the runs and each mode's paired
-# difference to untraced (bench/gda/forward_table.py).
-#   [REPEAT=5] [ITERS=20000] [MODES="untraced forward"] [BURSTS="1 8"] [NIC_READS=0]
+# Prints each run, then per burst, delay and read the medians over the runs and each mode's paired
+# difference to untraced (bench/gda/forward_table.py). Each traced run's `sigmatrace info` is kept
+# beside its results (OUT/*.json.info).
+#   [REPEAT=5] [ITERS=20000] [MODES="untraced forward"] [BURSTS="1 8"] [NIC_DELAYS=0] [NIC_READS=0]
 #     bench/gda/doorbell_forward.sh BUILD_DIR OUT
 set -u
 build=${1:?usage: bench/gda/doorbell_forward.sh BUILD_DIR OUT} out=${2:?OUT}
@@ -18,6 +21,7 @@ st=$build/bin/sigmatrace
 repeat=${REPEAT:-5} iters=${ITERS:-20000}
 read -r -a modes <<< "${MODES:-untraced forward}"
 read -r -a bursts <<< "${BURSTS:-1 8}"
+read -r -a delays <<< "${NIC_DELAYS:-0}"
 read -r -a reads <<< "${NIC_READS:-0}"
 export LD_LIBRARY_PATH=$build/softnic${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 tag() { local t=${1//[:\/=,]/-}; echo "$t"; }
@@ -28,20 +32,21 @@ for rep in $(seq "$repeat"); do
     name=${modes[$(( (k + rep - 1) % n ))]}
     IFS=/ read -r -a extra <<< "$name"
     mode=${extra[0]} extra=("${extra[@]:1}")
-    for nic in "${reads[@]}"; do
+    for delay in "${delays[@]}"; do for nic in "${reads[@]}"; do
       for burst in "${bursts[@]}"; do
-        j=$out/$(tag "$name")_b${burst}_r${nic}_${rep}.json
-        args=(--iters "$iters" --burst "$burst" --nic-read "$nic" --json "$j")
+        j=$out/$(tag "$name")_b${burst}_d${delay}_r${nic}_${rep}.json
+        args=(--iters "$iters" --burst "$burst" --nic-delay-us "$delay" --nic-read "$nic" --json "$j")
         if [ "$mode" = untraced ]; then
           env "${extra[@]}" timeout 60 "$bench" "${args[@]}" > "$j.log" 2>&1
         else
-          e=$out/exp-$(tag "$name")-$burst-$nic-$rep
+          e=$out/exp-$(tag "$name")-$burst-$delay-$nic-$rep
           rm -rf "$e"
-          env "${extra[@]}" SIGMATRACE_DOORBELLS="$mode" timeout 60 "$st" profile --softnic -o "$e" -- "$bench" "${args[@]}" > "$j.log" 2>&1
-        fi || { echo "rep $rep $name burst $burst read $nic: FAILED"; failed=1; }
-        echo "rep $rep $name burst $burst read $nic: $(tail -1 "$j.log")"
+          env "${extra[@]}" SIGMATRACE_DOORBELLS="$mode" timeout 60 "$st" profile --softnic -o "$e" -- "$bench" "${args[@]}" > "$j.log" 2>&1 &&
+            "$st" info "$e" > "$j.info" 2>&1  # what was recorded: the doorbells, the kernel's marker
+        fi || { echo "rep $rep $name burst $burst delay $delay read $nic: FAILED"; failed=1; }
+        echo "rep $rep $name burst $burst delay $delay read $nic: $(tail -1 "$j.log")"
       done
-    done
+    done; done
   done
 done
 python3 "$here/forward_table.py" "$out" "${modes[@]}" || failed=1

@@ -1,4 +1,4 @@
-"""doorbell_forward.sh's table: per burst and NIC read, each mode's median over the runs of each
+"""doorbell_forward.sh's table: per burst, NIC delay and NIC read, each mode's median over the runs of each
 run's median and p99 round trip, and its paired difference to the first mode (each repetition's
 run minus that mode's run of the same repetition: the median and its 95 % interval, median_ci.py).
 usage: forward_table.py OUT MODE... (the first mode is the baseline, normally untraced)"""
@@ -11,23 +11,23 @@ from pathlib import Path
 from median_ci import median_ci
 
 out, modes = Path(sys.argv[1]), sys.argv[2:]
-runs = {}  # (mode tag, burst, read) -> {rep: result}
+runs = {}  # (mode tag, burst, delay, read) -> {rep: result}
 for f in out.glob("*.json"):
-    m = re.fullmatch(r"(.+)_b(\d+)_r(\d+)_(\d+)\.json", f.name)
+    m = re.fullmatch(r"(.+)_b(\d+)_d(\d+)_r(\d+)_(\d+)\.json", f.name)
     if not m:
         continue
     try:
         r = json.loads(f.read_text())
     except ValueError:
         continue  # a failed run: doorbell_forward.sh said so
-    runs.setdefault((m[1], int(m[2]), int(m[3])), {})[int(m[4])] = r
+    runs.setdefault((m[1], int(m[2]), int(m[3]), int(m[4])), {})[int(m[5])] = r
 tags = [re.sub("[:/=,]", "-", m) for m in modes]
 failed = False
-for burst, read in sorted({(b, r) for _, b, r in runs}):
-    print(f"burst {burst}, NIC read {read} B:")
-    base = runs.get((tags[0], burst, read), {})
+for burst, delay, read in sorted({k[1:] for k in runs}):
+    print(f"burst {burst}, NIC delay {delay} us, NIC read {read} B:")
+    base = runs.get((tags[0], burst, delay, read), {})
     for mode, tag in zip(modes, tags):
-        rs = runs.get((tag, burst, read), {})
+        rs = runs.get((tag, burst, delay, read), {})
         if not rs:
             print(f"  {mode}: no run")
             failed = True

@@ -1,5 +1,5 @@
 """bench/gda/forward_table.py, on results written the way doorbell_forward.sh leaves them: per
-burst and NIC read, the medians over the runs and each mode's paired difference to the first
+burst, NIC delay and NIC read, the medians over the runs and each mode's paired difference to the first
 mode (the median of the differences and its 95 % interval: for 10 pairs the 2nd and 9th), a
 failed run (no JSON) left out of the pairs, a mode without any run said and failed.
 usage: forward_table_test.py REPOSITORY_ROOT"""
@@ -14,9 +14,9 @@ from pathlib import Path
 SCRIPT = Path(sys.argv.pop(1)) / "bench" / "gda" / "forward_table.py"
 
 
-def write_run(out, tag, burst, read, rep, median, p99):
-    (out / f"{tag}_b{burst}_r{read}_{rep}.json").write_text(
-        json.dumps({"burst": burst, "nic_read": read, "rounds": 100, "median_us": median, "p99_us": p99}) + "\n")
+def write_run(out, tag, burst, read, rep, median, p99, delay=0):
+    (out / f"{tag}_b{burst}_d{delay}_r{read}_{rep}.json").write_text(json.dumps(
+        {"burst": burst, "nic_delay_us": delay, "nic_read": read, "rounds": 100, "median_us": median, "p99_us": p99}) + "\n")
 
 
 def run(out, *modes, ok=True):
@@ -54,15 +54,15 @@ class ForwardTable(unittest.TestCase):
                 if rep != 4:  # this repetition's traced run failed
                     write_run(out, "forward", 1, 64, rep, 3.0 + rep, 4.0)
                 write_run(out, "forward-SIGMATRACE_KERNEL_MARKERS-0", 1, 64, rep, 3.0, 4.0)
-            (out / "forward_b1_r64_4.json.log").write_text("FAILED\n")
+            (out / "forward_b1_d0_r64_4.json.log").write_text("FAILED\n")
             text = run(out, "untraced", "forward", "forward/SIGMATRACE_KERNEL_MARKERS=0").stdout
-            s0 = [row(l) for l in section(text, "burst 1, NIC read 0 B:")]
+            s0 = [row(l) for l in section(text, "burst 1, NIC delay 0 us, NIC read 0 B:")]
             self.assertEqual([r[:2] for r in s0], [("untraced", 10), ("forward", 10), ("forward/SIGMATRACE_KERNEL_MARKERS=0", 10)])
             self.assertEqual(s0[0][4], {})
             # differences 0.1 .. 1.0: the median (0.5 + 0.6) / 2, the interval the 2nd and 9th
             self.assertEqual(s0[1][4], {"median": ("+0.550", "[+0.200, +0.900]"), "p99": ("+0.000", "[+0.000, +0.000]")})
             self.assertEqual(s0[2][4]["p99"], ("-0.550", "[-0.900, -0.200]"))
-            s64 = [row(l) for l in section(text, "burst 1, NIC read 64 B:")]
+            s64 = [row(l) for l in section(text, "burst 1, NIC delay 0 us, NIC read 64 B:")]
             self.assertEqual(s64[1][1], 9)  # the failed repetition is not a run
             self.assertEqual(s64[1][2], 9.0)  # 1 2 3 5 6 7 8 9 10 (+3): the 5th
             self.assertEqual(s64[1][4]["median"], ("+6.000", "[+2.000, +9.000]"))
@@ -71,13 +71,13 @@ class ForwardTable(unittest.TestCase):
         with tempfile.TemporaryDirectory() as t:
             out = Path(t)
             for rep in range(1, 4):
-                write_run(out, "untraced", 8, 0, rep, 5.0, 6.0)
+                write_run(out, "untraced", 8, 0, rep, 5.0, 6.0, delay=20)
             r = run(out, "untraced", "forward", ok=False)
             self.assertEqual(r.returncode, 1)
             self.assertIn("forward: no run", r.stdout)
             for rep in range(1, 4):
-                write_run(out, "forward", 8, 0, rep, 5.5, 6.0)
-            r = row(section(run(out, "untraced", "forward").stdout, "burst 8, NIC read 0 B:")[1])
+                write_run(out, "forward", 8, 0, rep, 5.5, 6.0, delay=20)
+            r = row(section(run(out, "untraced", "forward").stdout, "burst 8, NIC delay 20 us, NIC read 0 B:")[1])
             self.assertEqual(r[4]["median"], ("+0.500", "(too few runs for 95 %)"))
 
 

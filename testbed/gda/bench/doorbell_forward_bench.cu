@@ -6,13 +6,17 @@
 // the profiler's shadow page and reaches the watched one through the poller: the difference of
 // the two runs is the forwarding's latency.
 //
-//   doorbell_forward_bench [--iters N] [--warmup W] [--burst B] [--nic-read BYTES] [--json FILE]
+//   doorbell_forward_bench [--iters N] [--warmup W] [--burst B] [--nic-delay-us D] [--nic-read BYTES]
+//                          [--json FILE]
 // --burst B: B doorbells back to back (each a new value), then the wait for the answer to the
 // last one (the time per round is reported; B = 1: one doorbell in flight).
 // --nic-read BYTES: before it answers, the "NIC" reads BYTES of GPU memory through the CUDA
 // driver (an asynchronous copy on a stream of its own, then polling the stream), as softnic's
 // engine reads a WQE: a real NIC reads by DMA, an emulated one calls the driver in the traced
 // process, where the profiler's pollers call it too. 0 (default): no driver call.
+// --nic-delay-us D: the "NIC" answers D us after it saw the doorbell (spinning, no driver call),
+// as a transport would: a round trip this long leaves the poller idle between doorbells, and so
+// asking about kernel markers (with a round trip of 2 us it never is idle long enough to ask).
 // Prints one line with the median, p99, mean, min and max round trip in microseconds.
 #include <cuda_runtime.h>
 #include <infiniband/mlx5dv.h>
@@ -20,6 +24,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -73,7 +78,7 @@ __global__ void ring_kernel(volatile uint64_t* doorbell, volatile uint64_t* answ
 }  // namespace
 
 int main(int argc, char** argv) {
-  int iters = 20000, warmup = 2000, burst = 1, nic_read = 0;
+  int iters = 20000, warmup = 2000, burst = 1, nic_read = 0, nic_delay_us = 0;
   std::string json;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -81,13 +86,16 @@ int main(int argc, char** argv) {
     else if (a == "--warmup" && i + 1 < argc) warmup = atoi(argv[++i]);
     else if (a == "--burst" && i + 1 < argc) burst = atoi(argv[++i]);
     else if (a == "--nic-read" && i + 1 < argc) nic_read = atoi(argv[++i]);
+    else if (a == "--nic-delay-us" && i + 1 < argc) nic_delay_us = atoi(argv[++i]);
     else if (a == "--json" && i + 1 < argc) json = argv[++i];
     else {
       fprintf(stderr, "doorbell_forward_bench: unknown option %s\n", a.c_str());
       return 2;
     }
   }
-  CHECK(iters > 0 && warmup >= 0 && burst >= 1 && burst <= 64 && nic_read >= 0 && nic_read <= (1 << 20), "bad arguments");
+  CHECK(iters > 0 && warmup >= 0 && burst >= 1 && burst <= 64 && nic_read >= 0 && nic_read <= (1 << 20) &&
+            nic_delay_us >= 0 && nic_delay_us <= 100000,
+        "bad arguments");
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   CHECK(list && n > 0, "no RDMA device (run with softnic's libraries)");
@@ -124,7 +132,8 @@ int main(int argc, char** argv) {
     CHECK(cudaStreamCreateWithFlags(&nic_stream, cudaStreamNonBlocking) == cudaSuccess, "cudaStreamCreate (NIC) failed");
   }
   // The "NIC": answers every new value of the register it watches with that value.
-  std::atomic<bool> stop{false}, nic_failed{false};
+  std::atomic<bool> stop{false};
+  std::atomic<int> nic_error{cudaSuccess};  // the NIC's first failed read: said at the end
   std::thread nic([&] {
     auto* reg = reinterpret_cast<volatile uint64_t*>(uar->reg_addr);
     uint64_t last = *reg;
@@ -132,11 +141,19 @@ int main(int argc, char** argv) {
       const uint64_t v = *reg;
       if (v == last) continue;
       last = v;
+      if (nic_delay_us) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(nic_delay_us);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      }
       if (nic_read) {
         cudaError_t e = cudaMemcpyAsync(nic_dst, nic_src, size_t(nic_read), cudaMemcpyDeviceToHost, nic_stream);
-        while (e == cudaSuccess && (e = cudaStreamQuery(nic_stream)) == cudaErrorNotReady) {
+        while (e == cudaSuccess) {  // until the copy is done (or failed)
+          e = cudaStreamQuery(nic_stream);
+          if (e == cudaErrorNotReady) e = cudaSuccess;
+          else break;
         }
-        if (e != cudaSuccess) nic_failed = true;  // the kernel then times out, and this is said
+        if (e != cudaSuccess && nic_error.load() == cudaSuccess) nic_error = e;
       }
       __atomic_store_n(answer, v, __ATOMIC_RELEASE);
     }
@@ -149,7 +166,11 @@ int main(int argc, char** argv) {
   CHECK(cudaStreamSynchronize(s) == cudaSuccess, "the kernel failed");
   stop = true;
   nic.join();
-  CHECK(!nic_failed, "the NIC's read of GPU memory failed");
+  if (nic_error != cudaSuccess) {
+    fprintf(stderr, "doorbell_forward_bench: the NIC's read of GPU memory failed: %s\n",
+            cudaGetErrorString(static_cast<cudaError_t>(nic_error.load())));
+    return 2;
+  }
   std::vector<double> us;
   for (int r = warmup; r < rounds; ++r) {
     if (ns[r] == ~0ull) {
@@ -167,13 +188,13 @@ int main(int argc, char** argv) {
   for (double v : us) mean += v;
   mean /= double(us.size());
   const double median = us[us.size() / 2], p99 = us[std::min(us.size() - 1, us.size() * 99 / 100)];
-  printf("doorbell round trip, burst %d, NIC read %d B: median %.3f us, p99 %.3f us, mean %.3f us, min %.3f, max %.3f (%d rounds)\n", burst, nic_read, median,
+  printf("doorbell round trip, burst %d, NIC delay %d us, NIC read %d B: median %.3f us, p99 %.3f us, mean %.3f us, min %.3f, max %.3f (%d rounds)\n", burst, nic_delay_us, nic_read, median,
          p99, mean, us.front(), us.back(), iters);
   if (!json.empty()) {
     FILE* f = fopen(json.c_str(), "w");
     CHECK(f, "cannot write the JSON file");
-    fprintf(f, "{\"burst\": %d, \"nic_read\": %d, \"rounds\": %d, \"median_us\": %.4f, \"p99_us\": %.4f, \"mean_us\": %.4f, \"min_us\": %.4f, \"max_us\": %.4f}\n",
-            burst, nic_read, iters, median, p99, mean, us.front(), us.back());
+    fprintf(f, "{\"burst\": %d, \"nic_delay_us\": %d, \"nic_read\": %d, \"rounds\": %d, \"median_us\": %.4f, \"p99_us\": %.4f, \"mean_us\": %.4f, \"min_us\": %.4f, \"max_us\": %.4f}\n",
+            burst, nic_delay_us, nic_read, iters, median, p99, mean, us.front(), us.back());
     fclose(f);
   }
   cudaHostUnregister(uar->base_addr);
