@@ -1,6 +1,7 @@
-"""doorbell_forward.sh's table: per burst, NIC delay and NIC read, each mode's median over the runs of each
-run's median and p99 round trip, and its paired difference to the first mode (each repetition's
-run minus that mode's run of the same repetition: the median and its 95 % interval, median_ci.py).
+"""doorbell_forward.sh's table: per burst, NIC delay and NIC read, each mode's median over the runs
+of each run's median and p99 round trip, and its paired difference to the first mode (each
+repetition's run minus that mode's run of the same repetition: the median and its 95 % interval,
+median_ci.py).
 usage: forward_table.py OUT MODE... (the first mode is the baseline, normally untraced)"""
 import json
 import re
