@@ -24,24 +24,23 @@ read -r -a bursts <<< "${BURSTS:-1 8}"
 read -r -a delays <<< "${NIC_DELAYS:-0}"
 read -r -a reads <<< "${NIC_READS:-0}"
 export LD_LIBRARY_PATH=$build/softnic${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-tag() { local t=${1//[:\/=,]/-}; echo "$t"; }
+. "$here/kinds.sh"
 failed=0
 for rep in $(seq "$repeat"); do
   n=${#modes[@]}
   for k in $(seq 0 $((n - 1))); do
     name=${modes[$(( (k + rep - 1) % n ))]}
-    IFS=/ read -r -a extra <<< "$name"
-    mode=${extra[0]} extra=("${extra[@]:1}")
+    split_kind "$name"
     for delay in "${delays[@]}"; do for nic in "${reads[@]}"; do
       for burst in "${bursts[@]}"; do
-        j=$out/$(tag "$name")_b${burst}_d${delay}_r${nic}_${rep}.json
+        j=$out/$(kind_tag "$name")_b${burst}_d${delay}_r${nic}_${rep}.json
         args=(--iters "$iters" --burst "$burst" --nic-delay-us "$delay" --nic-read "$nic" --json "$j")
-        if [ "$mode" = untraced ]; then
+        if [ "$kind" = untraced ]; then
           env "${extra[@]}" timeout 60 "$bench" "${args[@]}" > "$j.log" 2>&1
         else
-          e=$out/exp-$(tag "$name")-$burst-$delay-$nic-$rep
+          e=$out/exp-$(kind_tag "$name")-$burst-$delay-$nic-$rep
           rm -rf "$e"
-          env "${extra[@]}" SIGMATRACE_DOORBELLS="$mode" timeout 60 "$st" profile --softnic -o "$e" -- "$bench" "${args[@]}" > "$j.log" 2>&1 &&
+          env "${extra[@]}" SIGMATRACE_DOORBELLS="$kind" timeout 60 "$st" profile --softnic -o "$e" -- "$bench" "${args[@]}" > "$j.log" 2>&1 &&
             "$st" info "$e" > "$j.info" 2>&1  # what was recorded: the doorbells, the kernel's marker
         fi || { echo "rep $rep $name burst $burst delay $delay read $nic: FAILED"; failed=1; }
         echo "rep $rep $name burst $burst delay $delay read $nic: $(tail -1 "$j.log")"

@@ -28,11 +28,11 @@ REPS=${2:-5} WARM=${3:-1000} ITERS=${4:-5000}
 read -r -a kinds <<< "${KINDS:-untraced off forward wqe:1 wqe:32 wqe:128 wqe:512}"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/scripts/lib/stats.sh"
+. "$ROOT/bench/gda/kinds.sh"
 PAIR=$ROOT/testbed/gda/tests/run_gda_pair.sh
 W=$(mktemp -d /tmp/doorbell-overhead.XXXXXX)
 export GDA_PAIR_TIMEOUT_S=${GDA_PAIR_TIMEOUT_S:-120}
 failed=0
-tag() { local t=${1//[:\/=,]/-}; echo "$t"; }
 # Kinds whose trace holds every doorbell (and WQE), so that it is checked against what the GPUs rang.
 checked() { case ${1%%/*} in untraced | off | spin | *+aggregate) return 1 ;; esac; }
 T0=$(date +%s)
@@ -46,11 +46,10 @@ for rep in $(seq "$REPS"); do
   n=${#kinds[@]}
   for k in $(seq 0 $((n - 1))); do
     name=${kinds[$(( (k + rep - 1) % n ))]}
-    d=$W/$(tag "$name")-$rep
+    d=$W/$(kind_tag "$name")-$rep
     mkdir -p "$d"
     wrap=() flags=() spinners=() extra=()
-    IFS=/ read -r -a extra <<< "$name"
-    kind=${extra[0]} extra=("${extra[@]:1}")
+    split_kind "$name"
     if [ "$kind" = spin ]; then
       spin_cpus=("" "")
       [ -n "${SIGMATRACE_DOORBELL_CPUS:-}" ] && IFS=, read -r -a spin_cpus <<< "$SIGMATRACE_DOORBELL_CPUS"
@@ -62,7 +61,7 @@ for rep in $(seq "$REPS"); do
     elif [ "$kind" != untraced ]; then
       base=${kind%+aggregate}
       [ "$base" = "$kind" ] || export SIGMATRACE_MODE=aggregate
-      export SIGMATRACE_RUN_ID="overhead-$(tag "$kind")-$rep" SIGMATRACE_DOORBELLS=${base%%:*}
+      export SIGMATRACE_RUN_ID="overhead-$(kind_tag "$kind")-$rep" SIGMATRACE_DOORBELLS=${base%%:*}
       case $kind in
         wqe:*:*) b=${kind#wqe:}; export SIGMATRACE_WQE_BATCH=${b%%:*} SIGMATRACE_WQE_COPY=${b#*:}; flags=(--wqes) ;;
         wqe:*) export SIGMATRACE_WQE_BATCH=${kind#wqe:}; flags=(--wqes) ;;
@@ -89,7 +88,7 @@ echo
 for op in put get fadd pingpong; do
   for stat in median_us p99_us; do
     v=()
-    for kind in "${kinds[@]}"; do v+=("$(cat "$W"/"$(tag "$kind")"-[0-9]*/gda_all_pe0.json 2>/dev/null | field $op $stat | median)"); done
+    for kind in "${kinds[@]}"; do v+=("$(cat "$W"/"$(kind_tag "$kind")"-[0-9]*/gda_all_pe0.json 2>/dev/null | field $op $stat | median)"); done
     printf '%-10s %-7s' "$op" "${stat%_us}"
     printf ' %10s' "${v[@]}"
     for x in "${v[@]:1}"; do
@@ -101,12 +100,12 @@ done
 echo "checks (QPs whose doorbells, and WQEs with wqe, were all recorded exactly):"
 for kind in "${kinds[@]}"; do
   checked "$kind" || continue
-  logs=("$W/$(tag "$kind")"-[0-9]*/check.log)
+  logs=("$W/$(kind_tag "$kind")"-[0-9]*/check.log)
   echo "  $kind: $(cat "${logs[@]}" | grep -c ': ok$') of $(cat "${logs[@]}" | grep -c '^QP ') QP checks ok"
   grep -h "WQEs:" "${logs[@]}" | sed 's/.*recovered \([0-9]*\).*; \([0-9]*\) batches, \([0-9.]*\) us waited.*/    recovered \1 WQEs in \2 batches, \3 us waited/' | head -2
   grep -h "^poller" "${logs[@]}" | head -2 | sed 's/^/    /'
   # Trace size: all processes' trace files over their events, and over the recovered WQEs.
-  for d in "$W/$(tag "$kind")"-1; do
+  for d in "$W/$(kind_tag "$kind")"-1; do
     bytes=$(cat "$d"/exp/*.sgt 2>/dev/null | wc -c)
     events=$(awk '/^  [a-z_]+ +[0-9]+$/ { n += $2 } END { print n + 0 }' "$d/info.log")
     wqes=$(awk '$1 == "gpu_wqe" { print $2 }' "$d/info.log")

@@ -1,7 +1,7 @@
 """doorbell_forward.sh's table: per burst, NIC delay and NIC read, each mode's median over the runs
 of each run's median and p99 round trip, and its paired difference to the first mode (each
 repetition's run minus that mode's run of the same repetition: the median and its 95 % interval,
-median_ci.py).
+pairing.py).
 usage: forward_table.py OUT MODE... (the first mode is the baseline, normally untraced)"""
 import json
 import re
@@ -9,7 +9,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from median_ci import median_ci
+from pairing import kind_tag, median_ci
 
 out, modes = Path(sys.argv[1]), sys.argv[2:]
 runs = {}  # (mode tag, burst, delay, read) -> {rep: result}
@@ -22,7 +22,7 @@ for f in out.glob("*.json"):
     except ValueError:
         continue  # a failed run: doorbell_forward.sh said so
     runs.setdefault((m[1], int(m[2]), int(m[3]), int(m[4])), {})[int(m[5])] = r
-tags = [re.sub("[:/=,]", "-", m) for m in modes]
+tags = [kind_tag(m) for m in modes]
 failed = False
 for burst, delay, read in sorted({k[1:] for k in runs}):
     print(f"burst {burst}, NIC delay {delay} us, NIC read {read} B:")

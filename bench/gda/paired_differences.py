@@ -6,11 +6,10 @@ interval's upper end is below it, and refuted only where its lower end is above 
 usage: paired_differences.py RAW_DIR KIND... (the first kind is the baseline: untraced, or any kind
 the others are to be paired with, e.g. forward against forward/SIGMATRACE_KERNEL_MARKERS=0)"""
 import json
-import re
 import sys
 from pathlib import Path
 
-from median_ci import median_ci
+from pairing import kind_tag, median_ci
 
 raw, kinds = Path(sys.argv[1]), sys.argv[2:]
 base = kinds[0]
@@ -19,7 +18,7 @@ ops = ["put", "get", "fadd", "pingpong"]
 
 def results(kind, rep):
     """gda_bench's results of one run (a JSON array of one object per benchmark), by benchmark."""
-    f = raw / f"{re.sub('[:/=,]', '-', kind)}-{rep}" / "gda_all_pe0.json"  # doorbell_overhead.sh's tag
+    f = raw / f"{kind_tag(kind)}-{rep}" / "gda_all_pe0.json"
     try:
         rows = json.loads(f.read_text())
     except (OSError, ValueError):

@@ -1,6 +1,13 @@
-"""The median of paired differences with a distribution-free confidence interval, for the GPU
-benchmarks' comparisons (paired_differences.py, forward_table.py)."""
+"""What the GPU benchmarks' tables (paired_differences.py, forward_table.py) share: the name a
+kind's results are filed under, and the median of paired differences with a distribution-free
+confidence interval."""
 import math
+import re
+
+
+def kind_tag(kind):
+    """A kind's name as a file name: kinds.sh's kind_tag, the rule the benchmark scripts file under."""
+    return re.sub("[:/=,]", "-", kind)
 
 
 def median_ci(xs):
