@@ -54,16 +54,21 @@ double relative_change(double a, double b) {
 // A change of durations, Welch's test on what the two runs' means are of: the durations'
 // logarithms where both runs have them (the geometric mean: RDMA operations' durations are
 // heavy-tailed, and a few stalls of the machine make the arithmetic mean and its standard
-// error as large as a real change), else the durations. Returns the relative change of the mean
-// compared, 0 when it is within min_z standard errors.
-double duration_change(const Side& a, const Side& b, double min_z) {
+// error as large as a real change), else the durations. The relative change of the mean compared
+// (0 when it is within min_z standard errors), and the field that names that mean.
+struct DurationChange {
+  double relative;
+  const char* field;
+};
+DurationChange duration_change(const Side& a, const Side& b, double min_z) {
   const bool logs = a.has_logs && b.has_logs;
+  const char* field = logs ? "geomean_ns" : "mean_ns";
   const double ma = logs ? a.mean_log() : a.mean_ns(), mb = logs ? b.mean_log() : b.mean_ns();
   const double va = logs ? a.variance_log() : a.variance(), vb = logs ? b.variance_log() : b.variance();
   const double se = std::sqrt(va / a.dur_ops + vb / b.dur_ops);
   const double z = se > 0 ? std::fabs(mb - ma) / se : (ma != mb ? std::numeric_limits<double>::infinity() : 0);
-  if (z < min_z) return 0;
-  return logs ? std::fabs(std::exp(mb - ma) - 1) : relative_change(ma, mb);
+  if (z < min_z) return {0, field};
+  return {logs ? std::fabs(std::exp(mb - ma) - 1) : relative_change(ma, mb), field};
 }
 
 // The groups, in the order they are listed when they explain the same time.
@@ -265,8 +270,8 @@ json diff_experiments(const json& baseline, const json& experiment, const DiffOp
     test("doorbells", sa.doorbells, sb.doorbells);
     test("wqes", sa.wqes, sb.wqes);
     if (sa.dur_ops > 1 && sb.dur_ops > 1) {
-      const double rel = duration_change(sa, sb, o.min_z);
-      if (rel * 100 > o.threshold_percent) changed.push_back(sa.has_logs && sb.has_logs ? "geomean_ns" : "mean_ns"), largest = std::max(largest, rel);
+      const DurationChange d = duration_change(sa, sb, o.min_z);
+      if (d.relative * 100 > o.threshold_percent) changed.push_back(d.field), largest = std::max(largest, d.relative);
     }
     if (changed.empty()) {
       ++unchanged;
