@@ -98,8 +98,12 @@ for base, what in (("pingpong", "slowed link"), ("pingpong_stalled", "slowed lin
     # What the arithmetic means would have said (the test diff made before it compared logarithms).
     z = (b["mean_ns"] - a["mean_ns"]) / ((a["stddev_ns"] ** 2 / a["durations"] + b["stddev_ns"] ** 2 / b["durations"]) ** 0.5)
     print(f"diff_softnic_test: {what}: geometric means {a['geomean_ns']:.0f} -> {b['geomean_ns']:.0f} ns, arithmetic {a['mean_ns']:.0f} -> {b['mean_ns']:.0f} ns ({z:.1f} standard errors)")
+    # Against the clean baseline no other pair explains a tenth as much. Against the stalled one
+    # the leader explains its slowdown less the 100 ms held in the baseline, while node-a's sends,
+    # slower in the slowed run too (once 39 -> 105 us: 13 -> 39 ms in all, 25 ms of its 241), explain
+    # about a tenth of that by construction: there the bound would measure the stall, not the diff.
     other = [c for c in pairs[1:] if abs(c["explains_ns"]) > 0.1 * abs(pairs[0]["explains_ns"])]
-    if other:
+    if base == "pingpong" and other:
         problems.append(f"{what}: other pairs explain more than a tenth as much: {[(c['key'], c['explains_ns']) for c in other]}")
 for p in problems:
     print("diff_softnic_test: " + p)
