@@ -23,6 +23,26 @@ for f in out.glob("*.json"):
         continue  # a failed run: doorbell_forward.sh said so
     runs.setdefault((m[1], int(m[2]), int(m[3]), int(m[4])), {})[int(m[5])] = r
 tags = [kind_tag(m) for m in modes]
+
+
+def median_of(rs, stat):
+    """The median over the runs of one statistic of each run."""
+    return statistics.median(r[stat] for r in rs.values() if stat in r)
+
+
+def added(rs, base, stats):
+    """Each statistic's paired difference to the baseline's run of the same repetition: its median
+    and 95 % interval."""
+    text = ""
+    for stat in stats:
+        d = [rs[k][stat] - base[k][stat] for k in rs if k in base and stat in rs[k] and stat in base[k]]
+        if not d:
+            continue
+        med, lo, hi, _ = median_ci(d)
+        ci = f"[{lo:+.3f}, {hi:+.3f}]" if lo is not None else "(too few runs for 95 %)"
+        text += f" {stat.removeprefix('nic_read_')[:-3]} {med:+.3f} {ci}"
+    return text
+
 failed = False
 for burst, delay, read in sorted({k[1:] for k in runs}):
     print(f"burst {burst}, NIC delay {delay} us, NIC read {read} B:")
@@ -33,16 +53,16 @@ for burst, delay, read in sorted({k[1:] for k in runs}):
             print(f"  {mode}: no run")
             failed = True
             continue
-        line = (f"  {mode:<40} {len(rs):>3} runs  median {statistics.median(r['median_us'] for r in rs.values()):7.3f} us"
-                f"  p99 {statistics.median(r['p99_us'] for r in rs.values()):7.3f} us")
+        line = f"  {mode:<40} {len(rs):>3} runs  median {median_of(rs, 'median_us'):7.3f} us  p99 {median_of(rs, 'p99_us'):7.3f} us"
         if tag != tags[0]:
-            line += "  added:"
-            for stat in ("median_us", "p99_us"):
-                d = [rs[k][stat] - base[k][stat] for k in rs if k in base]
-                if not d:
-                    continue
-                med, lo, hi, _ = median_ci(d)
-                ci = f"[{lo:+.3f}, {hi:+.3f}]" if lo is not None else "(too few runs for 95 %)"
-                line += f" {stat[:-3]} {med:+.3f} {ci}"
+            line += "  added:" + added(rs, base, ("median_us", "p99_us"))
         print(line)
+        # With --nic-read: how long the NIC's reads took (a read that waits for a poller's driver
+        # call shows it here).
+        if any("nic_read_median_us" in r for r in rs.values()):
+            line = (f"  {'':<40} NIC read median {median_of(rs, 'nic_read_median_us'):7.3f} us"
+                    f"  p99 {median_of(rs, 'nic_read_p99_us'):7.3f} us")
+            if tag != tags[0]:
+                line += "  added:" + added(rs, base, ("nic_read_median_us", "nic_read_p99_us"))
+            print(line)
 sys.exit(1 if failed else 0)

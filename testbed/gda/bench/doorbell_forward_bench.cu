@@ -13,11 +13,14 @@
 // --nic-read BYTES: before it answers, the "NIC" reads BYTES of GPU memory through the CUDA
 // driver (an asynchronous copy on a stream of its own, then polling the stream), as softnic's
 // engine reads a WQE: a real NIC reads by DMA, an emulated one calls the driver in the traced
-// process, where the profiler's pollers call it too. 0 (default): no driver call.
+// process, where the profiler's pollers call it too. 0 (default): no driver call. How long each
+// read took is reported too (median and p99): a read that waits for another thread's driver call
+// in the same process shows it there.
 // --nic-delay-us D: the "NIC" answers D us after it saw the doorbell (spinning, no driver call),
 // as a transport would: a round trip this long leaves the poller idle between doorbells, and so
 // asking about kernel markers (with a round trip of 2 us it never is idle long enough to ask).
-// Prints one line with the median, p99, mean, min and max round trip in microseconds.
+// Prints one line with the median, p99, mean, min and max round trip in microseconds (and, with
+// --nic-read, the median and p99 of the NIC's reads).
 #include <cuda_runtime.h>
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
@@ -131,6 +134,10 @@ int main(int argc, char** argv) {
     CHECK(cudaHostAlloc(&nic_dst, size_t(nic_read), cudaHostAllocDefault) == cudaSuccess, "cudaHostAlloc of the NIC's staging failed");
     CHECK(cudaStreamCreateWithFlags(&nic_stream, cudaStreamNonBlocking) == cudaSuccess, "cudaStreamCreate (NIC) failed");
   }
+  // How long each of the NIC's reads took, from the copy's enqueue to its end (ns). Sized before the
+  // run so that the NIC allocates nothing while it serves; a burst's doorbells may be seen as one.
+  std::vector<uint64_t> read_ns(nic_read ? size_t(rounds) * size_t(burst) : 0);
+  size_t reads_done = 0;
   // The "NIC": answers every new value of the register it watches with that value.
   std::atomic<bool> stop{false};
   std::atomic<int> nic_error{cudaSuccess};  // the NIC's first failed read: said at the end
@@ -147,6 +154,7 @@ int main(int argc, char** argv) {
         }
       }
       if (nic_read) {
+        const auto read_start = std::chrono::steady_clock::now();
         cudaError_t e = cudaMemcpyAsync(nic_dst, nic_src, size_t(nic_read), cudaMemcpyDeviceToHost, nic_stream);
         while (e == cudaSuccess) {  // until the copy is done (or failed)
           e = cudaStreamQuery(nic_stream);
@@ -154,6 +162,8 @@ int main(int argc, char** argv) {
           else break;
         }
         if (e != cudaSuccess && nic_error.load() == cudaSuccess) nic_error = e;
+        if (reads_done < read_ns.size())
+          read_ns[reads_done++] = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - read_start).count());
       }
       __atomic_store_n(answer, v, __ATOMIC_RELEASE);
     }
@@ -188,13 +198,21 @@ int main(int argc, char** argv) {
   for (double v : us) mean += v;
   mean /= double(us.size());
   const double median = us[us.size() / 2], p99 = us[std::min(us.size() - 1, us.size() * 99 / 100)];
-  printf("doorbell round trip, burst %d, NIC delay %d us, NIC read %d B: median %.3f us, p99 %.3f us, mean %.3f us, min %.3f, max %.3f (%d rounds)\n", burst, nic_delay_us, nic_read, median,
-         p99, mean, us.front(), us.back(), iters);
+  // The NIC's reads, all of them (the warm-up's included: the NIC does not know the rounds).
+  std::sort(read_ns.begin(), read_ns.begin() + std::ptrdiff_t(reads_done));
+  const double read_median = reads_done ? double(read_ns[reads_done / 2]) / 1e3 : 0,
+               read_p99 = reads_done ? double(read_ns[std::min(reads_done - 1, reads_done * 99 / 100)]) / 1e3 : 0;
+  char reads[96] = "";
+  if (reads_done) snprintf(reads, sizeof reads, "; NIC read median %.3f us, p99 %.3f us (%zu reads)", read_median, read_p99, reads_done);
+  printf("doorbell round trip, burst %d, NIC delay %d us, NIC read %d B: median %.3f us, p99 %.3f us, mean %.3f us, min %.3f, max %.3f (%d rounds)%s\n", burst,
+         nic_delay_us, nic_read, median, p99, mean, us.front(), us.back(), iters, reads);
   if (!json.empty()) {
     FILE* f = fopen(json.c_str(), "w");
     CHECK(f, "cannot write the JSON file");
-    fprintf(f, "{\"burst\": %d, \"nic_delay_us\": %d, \"nic_read\": %d, \"rounds\": %d, \"median_us\": %.4f, \"p99_us\": %.4f, \"mean_us\": %.4f, \"min_us\": %.4f, \"max_us\": %.4f}\n",
+    fprintf(f, "{\"burst\": %d, \"nic_delay_us\": %d, \"nic_read\": %d, \"rounds\": %d, \"median_us\": %.4f, \"p99_us\": %.4f, \"mean_us\": %.4f, \"min_us\": %.4f, \"max_us\": %.4f",
             burst, nic_delay_us, nic_read, iters, median, p99, mean, us.front(), us.back());
+    if (reads_done) fprintf(f, ", \"nic_reads\": %zu, \"nic_read_median_us\": %.4f, \"nic_read_p99_us\": %.4f", reads_done, read_median, read_p99);
+    fprintf(f, "}\n");
     fclose(f);
   }
   cudaHostUnregister(uar->base_addr);
