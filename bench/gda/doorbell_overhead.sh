@@ -21,6 +21,8 @@
 #   over the repetitions it completed)
 #   RESULTS_TAR=FILE.tar.gz: every run's results, logs and checks (not the traces) packed into FILE,
 #   for paired_differences.py on another machine (the raw directory is in /tmp)
+#   SOFTNIC_DEVX_STATS=1: softnic prints its stage times at exit (SQ read, transport, CQE write,
+#   GPU reads and writes), and the table ends with them per kind, paired (softnic_stages.py)
 # Needs MPS running (CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY set) and a GPU.
 set -u
 B=${1:?usage: doorbell_overhead.sh BUILD_DIR [REPS] [WARMUP] [ITERS]}
@@ -114,6 +116,8 @@ for kind in "${kinds[@]}"; do
   done
 done
 python3 "$ROOT/bench/gda/paired_differences.py" "$W" "${kinds[@]}"
+# Where a kind's time goes in softnic: its stages, paired like the operations.
+if [ "${SOFTNIC_DEVX_STATS:-}" = 1 ]; then python3 "$ROOT/bench/gda/softnic_stages.py" "$W" "${kinds[@]}" || failed=1; fi
 echo "raw results: $W"
 if [ -n "${RESULTS_TAR:-}" ]; then
   RESULTS_TAR=$(realpath -m "$RESULTS_TAR")
