@@ -9,7 +9,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from pairing import kind_tag, median_ci
+from pairing import kind_tag, paired_text
 
 out, modes = Path(sys.argv[1]), sys.argv[2:]
 runs = {}  # (mode tag, burst, delay, read) -> {rep: result}
@@ -36,11 +36,8 @@ def added(rs, base, stats):
     text = ""
     for stat in stats:
         d = [rs[k][stat] - base[k][stat] for k in rs if k in base and stat in rs[k] and stat in base[k]]
-        if not d:
-            continue
-        med, lo, hi, _ = median_ci(d)
-        ci = f"[{lo:+.3f}, {hi:+.3f}]" if lo is not None else "(too few runs for 95 %)"
-        text += f" {stat.removeprefix('nic_read_')[:-3]} {med:+.3f} {ci}"
+        if d:
+            text += f" {stat.removeprefix('nic_read_')[:-3]} {paired_text(d)}"
     return text
 
 failed = False

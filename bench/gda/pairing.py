@@ -1,6 +1,6 @@
-"""What the GPU benchmarks' tables (paired_differences.py, forward_table.py) share: the name a
-kind's results are filed under, and the median of paired differences with a distribution-free
-confidence interval."""
+"""What the GPU benchmarks' tables (paired_differences.py, forward_table.py, softnic_stages.py)
+share: the name a kind's results are filed under, and the median of paired differences with a
+distribution-free confidence interval."""
 import math
 import re
 
@@ -24,3 +24,11 @@ def median_ci(xs):
     if not k:
         return med, None, None, 0.0
     return med, xs[k - 1], xs[n - k], cover
+
+
+def paired_text(differences):
+    """The median of paired differences and its 95 % interval as the tables print them:
+    "+0.550 [+0.200, +0.900]", or "+0.500 (too few runs for 95 %)"."""
+    med, lo, hi, _ = median_ci(differences)
+    ci = f"[{lo:+.3f}, {hi:+.3f}]" if lo is not None else "(too few runs for 95 %)"
+    return f"{med:+.3f} {ci}"

@@ -10,7 +10,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from pairing import kind_tag, median_ci
+from pairing import kind_tag, paired_text
 
 # softnic's stage line (testbed/softnic/devx_debug.cpp, stage_line): name, count, mean, max.
 STAGE = re.compile(r"^ {4}(\S.*?)\s+(\d+)\s+mean\s+([0-9.]+) us\s+max\s+([0-9.]+) us$")
@@ -43,7 +43,7 @@ def main():
         return 1
     base = kind_tag(kinds[0])
     reps = sorted({r for _, r in runs})
-    print(f"softnic stage times (SOFTNIC_DEVX_STATS=1): median over the runs of each run's mean, and the")
+    print("softnic stage times (SOFTNIC_DEVX_STATS=1): median over the runs of each run's mean, and the")
     print(f"paired difference to {kinds[0]}, {len(reps)} repetitions, us:")
     for stage in stages:
         print(f"  {stage}:")
@@ -57,9 +57,7 @@ def main():
             if tag != base:
                 d = [v - runs[(base, r)][stage] for r, v in own.items() if stage in runs.get((base, r), {})]
                 if d:
-                    med, lo, hi, _ = median_ci(d)
-                    ci = f"[{lo:+.3f}, {hi:+.3f}]" if lo is not None else "(too few runs for 95 %)"
-                    line += f"  paired {med:+.3f} {ci}"
+                    line += f"  paired {paired_text(d)}"
             print(line)
     return 0
 

@@ -49,6 +49,12 @@ namespace m5 = sigmatrace::mlx5;
     }                                                   \
   } while (0)
 
+// The value a fraction num/den of the way up n sorted values: the median (1/2), the p99 (99/100).
+template <class T>
+T at_fraction(const T* sorted, size_t n, size_t num, size_t den) {
+  return sorted[std::min(n - 1, n * num / den)];
+}
+
 constexpr uint32_t kQpn = 0x5e;  // names no QP: softnic's engine ignores it
 
 __device__ uint64_t globaltimer() {
@@ -197,11 +203,11 @@ int main(int argc, char** argv) {
   double mean = 0;
   for (double v : us) mean += v;
   mean /= double(us.size());
-  const double median = us[us.size() / 2], p99 = us[std::min(us.size() - 1, us.size() * 99 / 100)];
+  const double median = at_fraction(us.data(), us.size(), 1, 2), p99 = at_fraction(us.data(), us.size(), 99, 100);
   // The NIC's reads, all of them (the warm-up's included: the NIC does not know the rounds).
   std::sort(read_ns.begin(), read_ns.begin() + std::ptrdiff_t(reads_done));
-  const double read_median = reads_done ? double(read_ns[reads_done / 2]) / 1e3 : 0,
-               read_p99 = reads_done ? double(read_ns[std::min(reads_done - 1, reads_done * 99 / 100)]) / 1e3 : 0;
+  const double read_median = reads_done ? double(at_fraction(read_ns.data(), reads_done, 1, 2)) / 1e3 : 0,
+               read_p99 = reads_done ? double(at_fraction(read_ns.data(), reads_done, 99, 100)) / 1e3 : 0;
   char reads[96] = "";
   if (reads_done) snprintf(reads, sizeof reads, "; NIC read median %.3f us, p99 %.3f us (%zu reads)", read_median, read_p99, reads_done);
   printf("doorbell round trip, burst %d, NIC delay %d us, NIC read %d B: median %.3f us, p99 %.3f us, mean %.3f us, min %.3f, max %.3f (%d rounds)%s\n", burst,
