@@ -8,8 +8,9 @@
 # softnic's engine does; 0: none). A mode is untraced, forward (doorbells forwarded),
 # or MODE/VAR=VALUE... (MODE with these variables set, e.g. forward/SIGMATRACE_KERNEL_MARKERS=0).
 # Prints each run, then per burst, delay and read the medians over the runs and each mode's paired
-# difference to untraced (bench/gda/forward_table.py). Each traced run's `sigmatrace info` is kept
-# beside its results (OUT/*.json.info).
+# difference to untraced (bench/gda/forward_table.py), then whether each traced run recorded every
+# doorbell its GPU rang, and the kernel's end where markers are on (forward_checks.py, from each
+# traced run's `sigmatrace info --json`, kept beside its results as OUT/*.json.info).
 #   [REPEAT=5] [ITERS=20000] [MODES="untraced forward"] [BURSTS="1 8"] [NIC_DELAYS=0] [NIC_READS=0]
 #     bench/gda/doorbell_forward.sh BUILD_DIR OUT
 set -u
@@ -41,7 +42,7 @@ for rep in $(seq "$repeat"); do
           e=$out/exp-$(kind_tag "$name")-$burst-$delay-$nic-$rep
           rm -rf "$e"
           env "${extra[@]}" SIGMATRACE_DOORBELLS="$kind" timeout 60 "$st" profile --softnic -o "$e" -- "$bench" "${args[@]}" > "$j.log" 2>&1 &&
-            "$st" info "$e" > "$j.info" 2>&1  # what was recorded: the doorbells, the kernel's marker
+            "$st" info --json "$e" > "$j.info" 2>> "$j.log"  # what was recorded: forward_checks.py compares it
         fi || { echo "rep $rep $name burst $burst delay $delay read $nic: FAILED"; failed=1; }
         echo "rep $rep $name burst $burst delay $delay read $nic: $(tail -1 "$j.log")"
       done
@@ -49,4 +50,5 @@ for rep in $(seq "$repeat"); do
   done
 done
 python3 "$here/forward_table.py" "$out" "${modes[@]}" || failed=1
+python3 "$here/forward_checks.py" "$out" "${modes[@]}" || failed=1
 exit $failed

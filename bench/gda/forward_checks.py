@@ -1,0 +1,72 @@
+"""doorbell_forward.sh's checks: that every traced run recorded exactly the doorbells its GPU rang
+(the bench's JSON "doorbells": warm-up and timed rounds times the burst; the trace's gpu_doorbell
+events, from the run's `sigmatrace info --json` beside it; with bursts, a store the next one
+overwrote before the poller looked is not a doorbell of its own, so at least one per burst and no
+more than were rung) and, where the mode marks kernels,
+the one kernel's end (cuda_kernel_seen_end, or cuda_kernel_end with timed markers). A traced run
+without its JSON or its info is counted failed: it is the run that went wrong, not one to skip.
+Prints one line per mode; exits 1 if any run failed its check.
+usage: forward_checks.py OUT MODE... (untraced modes are not checked)"""
+import json
+import re
+import sys
+from pathlib import Path
+
+from pairing import kind_tag
+
+MARKERS_OFF = re.compile(r"/SIGMATRACE_KERNEL_MARKERS=(0|off|false)(/|$)")
+
+
+def events_by_type(info):
+    """Each event type's count over the experiment's processes."""
+    counts = {}
+    for p in info.get("processes", []):
+        for t, n in p.get("events_by_type", {}).items():
+            counts[t] = counts.get(t, 0) + n
+    return counts
+
+
+def check_run(result_path, markers):
+    """None if the run recorded what it should, else why not."""
+    try:
+        result = json.loads(result_path.read_text())
+        rung, burst = result["doorbells"], result["burst"]
+    except (OSError, ValueError, KeyError):
+        return "no result (the run failed)"
+    try:
+        counts = events_by_type(json.loads(Path(str(result_path) + ".info").read_text()))
+    except (OSError, ValueError):
+        return "no readable `sigmatrace info --json`"
+    recorded = counts.get("gpu_doorbell", 0)
+    if burst == 1 and recorded != rung:
+        return f"{recorded} doorbells recorded of {rung} rung"
+    if not rung // burst <= recorded <= rung:
+        return f"{recorded} doorbells recorded of {rung} rung in bursts of {burst} (at least {rung // burst})"
+    ends = counts.get("cuda_kernel_seen_end", 0) + counts.get("cuda_kernel_end", 0)
+    if markers and ends != 1:
+        return f"{ends} kernel ends recorded of 1"
+    return None
+
+
+def main():
+    out, modes = Path(sys.argv[1]), sys.argv[2:]
+    failed = False
+    for mode in modes:
+        if mode.split("/")[0] == "untraced":
+            continue
+        tag = kind_tag(mode)
+        markers = not MARKERS_OFF.search(mode)
+        # Every run doorbell_forward.sh made leaves its log, whether or not it wrote results.
+        runs = sorted(p for p in out.glob(f"{tag}_b*_d*_r*_*.json.log")
+                      if re.fullmatch(re.escape(tag) + r"_b\d+_d\d+_r\d+_\d+\.json\.log", p.name))
+        bad = [(p.name[:-4], why) for p in runs if (why := check_run(Path(str(p)[:-4]), markers))]
+        what = "every doorbell rung" + (" and the kernel's end" if markers else "")
+        print(f"checks {mode}: {len(runs) - len(bad)} of {len(runs)} runs recorded {what}")
+        for name, why in bad:
+            print(f"  {name}: {why}")
+        failed |= bool(bad) or not runs
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
