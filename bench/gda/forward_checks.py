@@ -2,9 +2,9 @@
 (the bench's JSON "doorbells": warm-up and timed rounds times the burst; the trace's gpu_doorbell
 events, from the run's `sigmatrace info --json` beside it; with bursts, a store the next one
 overwrote before the poller looked is not a doorbell of its own, so at least one per burst and no
-more than were rung) and, where the mode marks kernels,
-the one kernel's end (cuda_kernel_seen_end, or cuda_kernel_end with timed markers). A traced run
-without its JSON or its info is counted failed: it is the run that went wrong, not one to skip.
+more than were rung) and, where the mode marks kernels, the one kernel's end
+(cuda_kernel_seen_end, or cuda_kernel_end with timed markers). A traced run without its JSON or
+its info is counted failed: it is the run that went wrong, not one to skip.
 Prints one line per mode; exits 1 if any run failed its check.
 usage: forward_checks.py OUT MODE... (untraced modes are not checked)"""
 import json
