@@ -12,7 +12,7 @@ import re
 import sys
 from pathlib import Path
 
-from pairing import kind_tag
+from pairing import FORWARD_RUN, kind_tag
 
 MARKERS_OFF = re.compile(r"/SIGMATRACE_KERNEL_MARKERS=(0|off|false)(/|$)")
 
@@ -38,10 +38,9 @@ def check_run(result_path, markers):
     except (OSError, ValueError):
         return "no readable `sigmatrace info --json`"
     recorded = counts.get("gpu_doorbell", 0)
-    if burst == 1 and recorded != rung:
-        return f"{recorded} doorbells recorded of {rung} rung"
-    if not rung // burst <= recorded <= rung:
-        return f"{recorded} doorbells recorded of {rung} rung in bursts of {burst} (at least {rung // burst})"
+    if not rung // burst <= recorded <= rung:  # with one in flight: exactly
+        bursts = f" in bursts of {burst} (at least {rung // burst})" if burst > 1 else ""
+        return f"{recorded} doorbells recorded of {rung} rung{bursts}"
     ends = counts.get("cuda_kernel_seen_end", 0) + counts.get("cuda_kernel_end", 0)
     if markers and ends != 1:
         return f"{ends} kernel ends recorded of 1"
@@ -57,8 +56,7 @@ def main():
         tag = kind_tag(mode)
         markers = not MARKERS_OFF.search(mode)
         # Every run doorbell_forward.sh made leaves its log, whether or not it wrote results.
-        runs = sorted(p for p in out.glob(f"{tag}_b*_d*_r*_*.json.log")
-                      if re.fullmatch(re.escape(tag) + r"_b\d+_d\d+_r\d+_\d+\.json\.log", p.name))
+        runs = sorted(p for p in out.glob("*.json.log") if (m := FORWARD_RUN.fullmatch(p.name[:-4])) and m[1] == tag)
         bad = [(p.name[:-4], why) for p in runs if (why := check_run(Path(str(p)[:-4]), markers))]
         what = "every doorbell rung" + (" and the kernel's end" if markers else "")
         print(f"checks {mode}: {len(runs) - len(bad)} of {len(runs)} runs recorded {what}")

@@ -4,17 +4,16 @@ repetition's run minus that mode's run of the same repetition: the median and it
 pairing.py).
 usage: forward_table.py OUT MODE... (the first mode is the baseline, normally untraced)"""
 import json
-import re
 import statistics
 import sys
 from pathlib import Path
 
-from pairing import kind_tag, paired_text
+from pairing import FORWARD_RUN, kind_tag, paired_text
 
 out, modes = Path(sys.argv[1]), sys.argv[2:]
 runs = {}  # (mode tag, burst, delay, read) -> {rep: result}
 for f in out.glob("*.json"):
-    m = re.fullmatch(r"(.+)_b(\d+)_d(\d+)_r(\d+)_(\d+)\.json", f.name)
+    m = FORWARD_RUN.fullmatch(f.name)
     if not m:
         continue
     try:

@@ -1,6 +1,7 @@
-"""What the GPU benchmarks' tables (paired_differences.py, forward_table.py, softnic_stages.py)
-share: the name a kind's results are filed under, and the median of paired differences with a
-distribution-free confidence interval."""
+"""What the GPU benchmarks' tables (paired_differences.py, forward_table.py, forward_checks.py,
+softnic_stages.py) share: the name a kind's results are filed under, the name of a
+doorbell_forward.sh run's results, and the median of paired differences with a distribution-free
+confidence interval."""
 import math
 import re
 
@@ -8,6 +9,10 @@ import re
 def kind_tag(kind):
     """A kind's name as a file name: kinds.sh's kind_tag, the rule the benchmark scripts file under."""
     return re.sub("[:/=,]", "-", kind)
+
+
+# A doorbell_forward.sh run's results: KINDTAG_bBURST_dDELAY_rREAD_REP.json (its log: .json.log).
+FORWARD_RUN = re.compile(r"(.+)_b(\d+)_d(\d+)_r(\d+)_(\d+)\.json")
 
 
 def median_ci(xs):
