@@ -5,9 +5,10 @@
 // through the pointer the driver handed out, one doorbell per operation, waiting for its
 // completion (Put + Quiet).
 //
-//   doorbell_client [--resolve link|proc] [--qps N] [--ops K] [--gap-ms M] [--probe] [--plain-page]
-//                   [--mix] [--burst B] [--halves] [--blueflame] [--no-unregister] [--fork]
+//   doorbell_client [--resolve link|proc] [--qps N] [--ops K] [--gap-ms M] [--busy-us U] [--probe]
+//                   [--plain-page] [--mix] [--burst B] [--halves] [--blueflame] [--no-unregister] [--fork]
 //                   [--shared-uar [--lost-doorbells K]] [--second-bfreg] [--end-context destroy|reset]
+//                   [--marked] [--hang-s S]
 //
 // --resolve link: the driver functions are called as linked (libcuda's exported symbols);
 //   proc: as the CUDA runtime does, through dlopen(libcuda) + dlsym(cuGetProcAddress_v2), then
@@ -15,6 +16,11 @@
 // --probe: first NCCL's AUTO probe (register, get the pointer, unregister), then the real mapping.
 // --plain-page: also registers and maps an ordinary page (which must be left alone).
 // --gap-ms: each "GPU thread" rests this long between operations (idle doorbell pages).
+// --busy-us: each "GPU thread" computes (spins) this long between operations, as a kernel does
+//   between its puts: the poller stays awake between doorbells.
+// --marked: the kernel is launched on an explicit stream, so the profiler marks its end, and it
+//   ends once every operation completed (the stand-in driver's fake_cuda_kernel_done).
+// --hang-s: --marked, and the kernel runs on this long after its last doorbell, ringing nothing.
 // --mix: after one NOP, operation k is, by k % 6: an 8-byte inline WRITE to slot k, an 8-byte
 //   WRITE of src[k] to slot k from a data segment, an 8-byte READ of src[k] into dst[k], a
 //   FETCH_ADD of k + 1 to the QP's counter, a COMPARE_SWAP of the QP's swap word (expected
@@ -190,8 +196,9 @@ bool verify_mix(const MixBlock& b, int q) {
 
 int main(int argc, char** argv) {
   std::string resolve = "link";
-  int qps = 1, ops = 100, gap_ms = 0;
+  int qps = 1, ops = 100, gap_ms = 0, busy_us = 0;
   int hang_s = 0;  // the "kernel" runs on this long after its last doorbell, ringing nothing (a hang)
+  bool marked = false;
   bool probe = false, plain_page = false, mix = false, halves = false, blueflame = false, no_unregister = false, fork_child = false;
   bool shared_uar = false, second_bfreg = false;
   int lost_doorbells = 0;
@@ -203,7 +210,9 @@ int main(int argc, char** argv) {
     else if (a == "--qps" && i + 1 < argc) qps = atoi(argv[++i]);
     else if (a == "--ops" && i + 1 < argc) ops = atoi(argv[++i]);
     else if (a == "--gap-ms" && i + 1 < argc) gap_ms = atoi(argv[++i]);
-    else if (a == "--hang-s" && i + 1 < argc) hang_s = atoi(argv[++i]);
+    else if (a == "--busy-us" && i + 1 < argc) busy_us = atoi(argv[++i]);
+    else if (a == "--marked") marked = true;
+    else if (a == "--hang-s" && i + 1 < argc) hang_s = atoi(argv[++i]), marked = true;
     else if (a == "--probe") probe = true;
     else if (a == "--plain-page") plain_page = true;
     else if (a == "--mix") mix = true;
@@ -297,9 +306,9 @@ int main(int argc, char** argv) {
 
   void* kernel = nullptr;
   HOST_REQUIRE(d.module_get_function(&kernel, nullptr, "put_quiet_kernel") == 0);
-  // With --hang-s the kernel goes on an explicit stream, where the profiler learns when it ends.
+  // With --marked the kernel goes on an explicit stream, where the profiler learns when it ends.
   void* stream = nullptr;
-  if (hang_s) HOST_REQUIRE(cuStreamCreate(&stream, 1) == 0 && stream);
+  if (marked) HOST_REQUIRE(cuStreamCreate(&stream, 1) == 0 && stream);
   HOST_REQUIRE(d.launch(kernel, unsigned(qps), 1, 1, 32, 1, 1, 0, stream, nullptr, nullptr) == 0);
 
   for (int k = 0; k < lost_doorbells; ++k) {
@@ -344,14 +353,19 @@ int main(int argc, char** argv) {
           return;
         }
         if (gap_ms) std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
+        if (busy_us) {
+          const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(busy_us);
+          while (std::chrono::steady_clock::now() < until) {
+          }
+        }
       }
     });
   for (std::thread& t : threads) t.join();
   if (hang_s) {  // the kernel "waits" on, for a put nobody makes, then gives up
     std::this_thread::sleep_for(std::chrono::seconds(hang_s));
-    fake_cuda_kernel_done(stream);
     printf("kernel: waited %d s after its last doorbell\n", hang_s);
   }
+  if (marked) fake_cuda_kernel_done(stream);
   int bad = 0;
   for (int q = 0; q < qps; ++q) {
     if (failed[size_t(q)]) {

@@ -517,3 +517,31 @@ TEST(DoorbellKernelMarkers, UntimedByDefaultTimedOnRequestOffLeavesLaunchesUnmar
     EXPECT_LT(bracket, after_last / 5) << "found ended within a fifth of a second of a look that saw it running";
   }
 }
+
+// How often a poller asks the driver about a running kernel (docs/gpu-doorbells.md, "Kernels"):
+// once after each doorbell, and every 100 us while none comes. Each ask is a driver call of about
+// 1 us; asked every 10 us as well (4 asks per doorbell in gda's operations), they cost gda's
+// operations 0.6-0.8 us each on an H200. Here the GPU thread computes 30 us between operations, so
+// the poller stays awake between doorbells; the stand-in driver counts the asks that found the
+// kernel running, and how long it ran.
+TEST(DoorbellKernelMarkers, AskedAboutOnceAfterEachDoorbellWhileTheKernelRings) {
+  TempDir t;
+  const std::string log = t / "looks.log";
+  constexpr uint64_t kOps = 200;
+  ClientRun r = run_client({"--qps", "1", "--ops", std::to_string(kOps), "--busy-us", "30", "--marked"}, "simple", t / "exp",
+                           {{"FAKE_CUDA_LOOKS_LOG", log}});
+  expect_same_output(r);
+  const ProcessEvents* p = r.client();
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->count(EventType::gpu_doorbell), kOps);
+  // One line per run, untraced first: the kernel's length and the asks that found it running.
+  std::ifstream in(log);
+  std::string word1, word2;
+  uint64_t kernel_ns[2] = {}, asks[2] = {};
+  for (int run = 0; run < 2; ++run) ASSERT_TRUE(in >> word1 >> kernel_ns[run] >> word2 >> asks[run]) << "run " << run << " in " << log;
+  EXPECT_EQ(asks[0], 0u) << "untraced, nobody asks";
+  EXPECT_GT(asks[1], 0u) << "the kernel is marked, and was seen running";
+  const uint64_t bound = kOps + kernel_ns[1] / 100000 + 20;
+  EXPECT_LE(asks[1], bound) << "asked " << asks[1] << " times in " << kernel_ns[1] / 1000 << " us of a kernel ringing " << kOps
+                            << " doorbells: more than once per doorbell and once per 100 us";
+}

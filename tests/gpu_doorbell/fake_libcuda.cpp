@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -54,7 +56,7 @@ bool registered(uintptr_t p, Range* out = nullptr) {
 constexpr CUresult kNotReady = 600;  // CUDA_ERROR_NOT_READY
 struct CUstream_st {
   uint64_t launched = 0;
-  std::vector<uint64_t> end_ns;  // the i-th kernel's end
+  std::vector<uint64_t> start_ns, end_ns;  // the i-th kernel's launch and end
 };
 struct CUevent_st {
   bool timed = true;  // not created with CU_EVENT_DISABLE_TIMING
@@ -108,9 +110,14 @@ FAKE_EXPORT CUresult cuEventRecord(CUevent_st* e, CUstream_st* s) {
   e->recorded_ns = now_ns();
   return kSuccess;
 }
+namespace {
+uint64_t g_queries_not_ready = 0;  // under g_mutex
+}  // namespace
 FAKE_EXPORT CUresult cuEventQuery(CUevent_st* e) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  return completed_at(e) ? kSuccess : kNotReady;
+  if (completed_at(e)) return kSuccess;
+  ++g_queries_not_ready;
+  return kNotReady;
 }
 FAKE_EXPORT CUresult cuEventSynchronize(CUevent_st* e) {
   for (;;) {
@@ -130,16 +137,28 @@ FAKE_EXPORT CUresult cuEventElapsedTime(float* ms, CUevent_st* start, CUevent_st
   return kSuccess;
 }
 FAKE_EXPORT CUresult cuCtxSetCurrent(void* ctx) { return ctx == &g_context_dummy || !ctx ? kSuccess : kInvalidValue; }
-// For the test client only: the oldest kernel still running on s has ended.
+// For the test client only: the oldest kernel still running on s has ended. With
+// FAKE_CUDA_LOOKS_LOG set, how long it ran and how often an event was asked about and found
+// unfinished by then (how often the profiler looked at a running kernel) are appended to that file.
 FAKE_EXPORT void fake_cuda_kernel_done(CUstream_st* s) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (is_own_stream(s) && s->end_ns.size() < s->launched) s->end_ns.push_back(now_ns());
+  if (!is_own_stream(s) || s->end_ns.size() >= s->launched) return;
+  const uint64_t end = now_ns(), start = s->start_ns[s->end_ns.size()];
+  s->end_ns.push_back(end);
+  if (const char* log = getenv("FAKE_CUDA_LOOKS_LOG"))
+    if (FILE* f = fopen(log, "a")) {
+      fprintf(f, "kernel_ns %llu not_ready_queries %llu\n", (unsigned long long)(end - start), (unsigned long long)g_queries_not_ready);
+      fclose(f);
+    }
 }
 namespace {
 CUresult launch_on(CUfunc_st* f, CUstream_st* s) {
   if (!f) return kInvalidValue;
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (is_own_stream(s)) ++s->launched;
+  if (is_own_stream(s)) {
+    ++s->launched;
+    s->start_ns.push_back(now_ns());
+  }
   return kSuccess;
 }
 }  // namespace

@@ -116,33 +116,27 @@ uint64_t now_ns(clockid_t clock) {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-// Between doorbells, once the GPU paused for a moment, pending markers are asked about: after
-// each doorbell, and every 10 us while none comes (every 100 us once the poller backs off, every
-// 1.5 ms once it sleeps: by the clock, not by rounds, since on a loaded machine a 20 us nanosleep
-// can last milliseconds and 64 of them a fifth of a second). An untimed marker's end is known
-// only by these looks; a look after each doorbell puts every doorbell of a kernel that then
-// waits (for its completions, a barrier) before a look that saw it running
-// (docs/gpu-doorbells.md, "Kernels").
-// Each ask is a driver call or two per stream with kernels in flight, about 1 us on an H100, and a
-// burst without pauses is asked about once, at its end. With untimed markers and these looks,
-// forwarding added 0.4-1.4 us more to gda's operations than without markers; one driver call per
-// look instead of four, or looks every 100 us between doorbells, took none of it away measurably
-// (docs/performance.md, "Forwarding with untimed markers and without"). Timed markers carry the
-// GPU's own end time: asked about once a millisecond (for them, asking after every doorbell cost
-// no more: "What in the kernel markers costs").
-constexpr uint64_t kMarkerLookNs = 10000, kBackedOffMarkerLookNs = 100000, kSleepingMarkerLookNs = 1500000,
-                   kTimedMarkerLookNs = 1000000;
-enum class PollerPace { hot, backed_off, sleeping };
+// Pending markers are asked about after each doorbell, once the GPU paused for a moment, and
+// every 100 us while none comes (every 1.5 ms once the poller sleeps: by the clock, not by
+// rounds, since on a loaded machine a 20 us nanosleep can last milliseconds and 64 of them a
+// fifth of a second). An untimed marker's end is known only by these looks; a look after each
+// doorbell puts every doorbell of a kernel that then waits (for its completions, a barrier)
+// before a look that saw it running (docs/gpu-doorbells.md, "Kernels").
+// Each ask is a driver call or two per stream with kernels in flight, about 1 us. A burst without
+// pauses is asked about once, at its end. Looks every 10 us between doorbells (4 per doorbell in
+// gda's operations) cost 0.6-0.8 us per operation on an H200; the look after each doorbell alone
+// cost none of that measurably, and neither did events never asked about (docs/performance.md,
+// "Which looks cost"). Timed markers carry the GPU's own end time: asked about once a millisecond
+// (for them, asking after every doorbell cost no more: "What in the kernel markers costs").
+constexpr uint64_t kMarkerLookNs = 100000, kSleepingMarkerLookNs = 1500000, kTimedMarkerLookNs = 1000000;
+enum class PollerPace { awake, sleeping };
 struct MarkerLooks {
   uint64_t last_ns = 0;
   bool doorbell_since = false;
   bool due(PollerPace pace) {
     if (!markers_due()) return false;
     const bool timed = cuda::kernel_markers_mode() == KernelMarkers::timed;
-    const uint64_t interval = timed                             ? kTimedMarkerLookNs
-                              : pace == PollerPace::hot         ? kMarkerLookNs
-                              : pace == PollerPace::backed_off  ? kBackedOffMarkerLookNs
-                                                                : kSleepingMarkerLookNs;
+    const uint64_t interval = timed ? kTimedMarkerLookNs : pace == PollerPace::sleeping ? kSleepingMarkerLookNs : kMarkerLookNs;
     const uint64_t now = now_ns(CLOCK_MONOTONIC);
     if ((timed || !doorbell_since) && now - last_ns < interval) return false;
     last_ns = now;
@@ -453,7 +447,7 @@ void* poller_main(void* arg) {
         for (auto& slot : p->pages)
           if (WatchedPage* w = slot.load(std::memory_order_acquire)) for_each_recovery(*w, RecoveryStep::copy);
       }
-      if (idle_rounds >= kCopyIdleRounds && (idle_rounds & 15) == 0 && marker_looks.due(PollerPace::hot)) cuda::resolve_kernel_markers();
+      if (idle_rounds >= kCopyIdleRounds && (idle_rounds & 15) == 0 && marker_looks.due(PollerPace::awake)) cuda::resolve_kernel_markers();
       cpu_relax();
       continue;
     }
@@ -470,7 +464,7 @@ void* poller_main(void* arg) {
       if (marker_looks.due(PollerPace::sleeping)) cuda::resolve_kernel_markers();
       continue;
     }
-    if ((idle_rounds & 15) == 0 && marker_looks.due(PollerPace::backed_off)) cuda::resolve_kernel_markers();
+    if ((idle_rounds & 15) == 0 && marker_looks.due(PollerPace::awake)) cuda::resolve_kernel_markers();
     if (seen == 1 && g_settings.wait != format::PollerWait::pause) {
       // On the line written last (the next store most likely goes there), every register looked
       // at again once it is armed; the deadline bounds a store to another line.
