@@ -92,9 +92,9 @@ class ForwardChecks(unittest.TestCase):
         with tempfile.TemporaryDirectory() as t:
             out, exp = Path(t) / "out", Path(t) / "exp"
             out.mkdir()
-            # --hang-s: the client's kernel runs on a stream of its own, so it is marked.
+            # --marked: the client's kernel runs on a stream of its own, so its end is marked.
             p = subprocess.run([str(st), "profile", "--softnic", "--mode", "simple", "-o", str(exp), "--", str(client), "--qps", "1",
-                                "--ops", "20", "--hang-s", "1"], env=env, capture_output=True, text=True, timeout=120)
+                                "--ops", "20", "--marked"], env=env, capture_output=True, text=True, timeout=120)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             real = subprocess.run([str(st), "info", "--json", str(exp)], capture_output=True, text=True, check=True).stdout
             write_run(out, "forward", 1, 20, info_text=real)
