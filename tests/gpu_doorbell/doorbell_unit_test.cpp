@@ -5,13 +5,17 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "analysis/experiment_model.h"
 #include "mlx5/prm.hpp"
 #include "mlx5/wqe.hpp"
 #include "profiler/doorbell/doorbell_tracker.h"
+#include "profiler/doorbell/poller_cpus.h"
 #include "profiler/providers/devx/devx_commands.h"
 #include "profiler/runtime/config.h"
+#include "support/temp_dir.h"
 
 namespace m5 = sigmatrace::mlx5;
 namespace prm = sigmatrace::mlx5::prm;
@@ -262,4 +266,61 @@ TEST(KernelAttribution, SpansNameTheRunningKernelLaunchesTheLastQueued) {
   p.spans_on[0].push_back({1200, ~uint64_t{0} - p.span_slack_ticks, 2});
   EXPECT_EQ(*p.kernel_at(1150, 0), "k_barrier");
   EXPECT_EQ(*p.kernel_at(99999, 0), "k_put");
+}
+
+namespace {
+namespace db = sigmatrace::profiler::doorbell;
+
+// 16 CPUs on 8 cores with two hardware threads each, numbered as Intel and AMD hosts number them:
+// CPU c and CPU c + 8 are one core's.
+std::vector<int> eight_cores_two_threads() {
+  std::vector<int> core_of(16);
+  for (int c = 0; c < 16; ++c) core_of[size_t(c)] = c % 8;
+  return core_of;
+}
+std::vector<bool> application_on(std::initializer_list<int> cpus) {
+  std::vector<bool> a(16, false);
+  for (int c : cpus) a[size_t(c)] = true;
+  return a;
+}
+}  // namespace
+
+// A rank bound to hardware threads 0 and 1 (mpirun --bind-to hwthread): the pollers take the six
+// cores it has no thread on, one thread of each before a second, and the siblings of its own
+// threads (8, 9) only last. Before, CPU 8 came right after 7: a poller spinning on the other
+// hyperthread of the rank's core.
+TEST(PollerCpus, WholeFreeCoresComeBeforeTheApplicationsSiblings) {
+  EXPECT_EQ(db::order_poller_cpus(application_on({0, 1}), eight_cores_two_threads()),
+            (std::vector<int>{2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15, 8, 9}));
+  // Bound to a whole core (--bind-to core: both its threads): every other core is free.
+  EXPECT_EQ(db::order_poller_cpus(application_on({0, 8}), eight_cores_two_threads()),
+            (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15}));
+  // Without SMT every CPU is its own core: the CPUs outside the mask, in order.
+  std::vector<int> own(16);
+  for (int c = 0; c < 16; ++c) own[size_t(c)] = c;
+  EXPECT_EQ(db::order_poller_cpus(application_on({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}), own), (std::vector<int>{12, 13, 14, 15}));
+  // An application that may run everywhere leaves nothing to choose.
+  std::vector<bool> all(16, true);
+  EXPECT_TRUE(db::order_poller_cpus(all, eight_cores_two_threads()).empty());
+}
+
+// Cores come from each CPU's thread_siblings_list, in the sysfs list format; a CPU without one
+// (offline, or a sysfs without topology) is a core of its own.
+TEST(PollerCpus, CoresAreReadFromTheSiblingLists) {
+  sigmatrace::test::TempDir t;
+  auto siblings = [&](int cpu, const std::string& list) {
+    const std::string dir = t / ("cpu" + std::to_string(cpu) + "/topology");
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/thread_siblings_list") << list << "\n";
+  };
+  siblings(0, "0,2");
+  siblings(1, "1-1");
+  siblings(2, "0,2");
+  siblings(4, "garbage");
+  EXPECT_EQ(db::cores_of_cpus(5, t.path()), (std::vector<int>{0, 1, 0, 3, 4}));
+
+  std::vector<int> cpus;
+  EXPECT_TRUE(db::parse_linux_cpu_list("0-3,8,10-11\n", &cpus));
+  EXPECT_EQ(cpus, (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  for (const char* bad : {"", "3-1", "1,,2", "x", "1-", "-1", "2 3"}) EXPECT_FALSE(db::parse_linux_cpu_list(bad, &cpus)) << bad;
 }

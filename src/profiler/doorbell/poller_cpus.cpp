@@ -5,7 +5,11 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
 
 namespace sigmatrace::profiler::doorbell {
 
@@ -32,28 +36,89 @@ void release_cpu(int* fd) {
 }
 
 // The CPUs a poller may take when SIGMATRACE_DOORBELL_CPUS names none: those outside the
-// calling (application) thread's affinity mask, so that a core-bound rank never shares its core
-// with a spinning poller. Empty when the application may run everywhere.
+// calling (application) thread's affinity mask, whole free cores first (order_poller_cpus), so
+// that a core-bound rank never shares its core with a spinning poller. Empty when the application
+// may run everywhere.
 std::vector<int> cpus_outside_the_application() {
-  std::vector<int> out;
   cpu_set_t mine;
   CPU_ZERO(&mine);
-  if (sched_getaffinity(0, sizeof mine, &mine) != 0) return out;
-  const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  for (int c = 0; c < online && c < CPU_SETSIZE; ++c)
-    if (!CPU_ISSET(c, &mine)) out.push_back(c);
-  return out;
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) return {};
+  const int online = int(std::min<long>(sysconf(_SC_NPROCESSORS_ONLN), CPU_SETSIZE));
+  if (online <= 0) return {};
+  std::vector<bool> application(size_t(online), false);
+  for (int c = 0; c < online; ++c) application[size_t(c)] = CPU_ISSET(c, &mine);
+  return order_poller_cpus(application, cores_of_cpus(online, "/sys/devices/system/cpu"));
 }
 
 }  // namespace
+
+bool parse_linux_cpu_list(const std::string& text, std::vector<int>* out) {
+  out->clear();
+  const char* s = text.c_str();
+  while (*s && *s != '\n') {
+    char* end = nullptr;
+    if (*s < '0' || *s > '9') return false;
+    const long first = strtol(s, &end, 10);
+    long last = first;
+    s = end;
+    if (*s == '-') {
+      if (s[1] < '0' || s[1] > '9') return false;
+      last = strtol(s + 1, &end, 10);
+      s = end;
+    }
+    if (last < first || last >= CPU_SETSIZE) return false;
+    for (long c = first; c <= last; ++c) out->push_back(int(c));
+    if (*s == ',') ++s;
+    else if (*s && *s != '\n') return false;
+  }
+  return !out->empty();
+}
+
+std::vector<int> cores_of_cpus(int cpus, const std::string& sysfs_root) {
+  std::vector<int> core_of(size_t(std::max(cpus, 0)));
+  for (int c = 0; c < cpus; ++c) {
+    core_of[size_t(c)] = c;
+    const std::string path = sysfs_root + "/cpu" + std::to_string(c) + "/topology/thread_siblings_list";
+    FILE* f = fopen(path.c_str(), "re");
+    if (!f) continue;
+    char line[1024] = {};
+    const bool read = fgets(line, sizeof line, f) != nullptr;
+    fclose(f);
+    std::vector<int> siblings;
+    if (read && parse_linux_cpu_list(line, &siblings)) core_of[size_t(c)] = siblings.front();
+  }
+  return core_of;
+}
+
+std::vector<int> order_poller_cpus(const std::vector<bool>& application, const std::vector<int>& core_of) {
+  const size_t n = std::min(application.size(), core_of.size());
+  std::set<int> application_cores;
+  for (size_t c = 0; c < n; ++c)
+    if (application[c]) application_cores.insert(core_of[c]);
+  // Rank each CPU outside the application by (shares a core with it, how many of its own core's
+  // CPUs come before it): whole free cores' first CPUs, then their second CPUs, ..., then the rest.
+  std::vector<std::pair<std::pair<bool, int>, int>> ranked;
+  std::map<int, int> taken_of_core;
+  for (size_t c = 0; c < n; ++c) {
+    if (application[c]) continue;
+    const bool shares = application_cores.count(core_of[c]) != 0;
+    ranked.push_back({{shares, taken_of_core[core_of[c]]++}, int(c)});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<int> out;
+  for (const auto& r : ranked) out.push_back(r.second);
+  return out;
+}
 
 PollerCpu choose_poller_cpu(const std::vector<int>& configured, size_t slot) {
   const std::vector<int> outside = configured.empty() ? cpus_outside_the_application() : std::vector<int>{};
   const std::vector<int>& choice = configured.empty() ? outside : configured;
   PollerCpu c;
   if (choice.empty()) return c;
-  const size_t start = slot % choice.size();
-  c.cpu = choice[start];
+  // A configured list is shared out by local rank; CPUs of the machine's own choosing are taken
+  // best first, whoever asks.
+  const size_t start = configured.empty() ? 0 : slot % choice.size();
+  c.cpu = choice[slot % choice.size()];
   for (size_t k = 0; k < choice.size(); ++k)
     if (claim_cpu(choice[(start + k) % choice.size()], &c.claim)) {
       c.cpu = choice[(start + k) % choice.size()];
