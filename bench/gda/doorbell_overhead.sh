@@ -23,6 +23,9 @@
 #   for paired_differences.py on another machine (the raw directory is in /tmp)
 #   SOFTNIC_DEVX_STATS=1: softnic prints its stage times at exit (SQ read, transport, CQE write,
 #   GPU reads and writes), and the table ends with them per kind, paired (softnic_stages.py)
+#   PLACEMENT_S=N: every N seconds, where each thread of the running PEs is (CPU, CPU share,
+#   scheduling class, name: gda_bench, softnic-devx, softnic-verbs, sigmatrace-db*) goes to
+#   placement.log in the raw directory (packed with RESULTS_TAR)
 # Needs MPS running (CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY set) and a GPU.
 set -u
 B=${1:?usage: doorbell_overhead.sh BUILD_DIR [REPS] [WARMUP] [ITERS]}
@@ -38,6 +41,15 @@ failed=0
 # Kinds whose trace holds every doorbell (and WQE), so that it is checked against what the GPUs rang.
 checked() { case ${1%%/*} in untraced | off | spin | *+aggregate) return 1 ;; esac; }
 T0=$(date +%s)
+if [ -n "${PLACEMENT_S:-}" ]; then
+  while :; do
+    date +%s.%N
+    for p in $(pgrep -x gda_bench); do ps -L -o pid=,tid=,psr=,pcpu=,cls=,comm= -p "$p"; done
+    sleep "$PLACEMENT_S"
+  done > "$W/placement.log" 2>&1 &
+  sampler=$!
+  trap 'kill $sampler 2>/dev/null' EXIT
+fi
 for rep in $(seq "$REPS"); do
   if [ -n "${DEADLINE_S:-}" ] && [ $(( $(date +%s) - T0 )) -ge "$DEADLINE_S" ]; then
     echo "DEADLINE_S=$DEADLINE_S reached: $((rep - 1)) of $REPS repetitions run"
@@ -81,6 +93,7 @@ for rep in $(seq "$REPS"); do
     unset SIGMATRACE_RUN_ID SIGMATRACE_DOORBELLS SIGMATRACE_WQE_BATCH SIGMATRACE_WQE_COPY SIGMATRACE_MODE
   done
 done
+[ -z "${sampler:-}" ] || { kill "$sampler"; wait "$sampler" 2>/dev/null; }
 # One JSON object per line: "benchmark": "put", ... "median_us": x, "p99_us": y
 field() { sed -n "s/.*\"benchmark\": \"$1\".*\"$2\": \([0-9.]*\).*/\1/p"; }
 printf '%-10s %-7s' operation stat

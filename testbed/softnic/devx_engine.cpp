@@ -1,5 +1,6 @@
 // The devx engine: one thread per process that watches the UAR doorbell pages, executes the
 // mlx5 WQEs a doorbell announces, and writes CQEs. See devx.hpp.
+#include <pthread.h>
 #include <sched.h>
 #include <time.h>
 
@@ -358,6 +359,7 @@ struct StopAtExit {
 } g_stop_at_exit;
 
 void run() {
+  pthread_setname_np(pthread_self(), "softnic-devx");  // for ps: the GPU experiments log where each thread ran
   const char* e = getenv("SOFTNIC_DEVX_SPIN_US");
   uint64_t spin_ns = uint64_t(e ? strtoull(e, nullptr, 10) : 2000) * 1000;
   uint64_t last_busy = now_ns();

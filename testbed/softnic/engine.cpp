@@ -214,6 +214,7 @@ static void request_short_slice() {
 }
 
 void Engine::run() {
+  pthread_setname_np(pthread_self(), "softnic-verbs");  // for ps: the GPU experiments log where each thread ran
   realtime_ = try_realtime();
   if (!realtime_) request_short_slice();
   const uint64_t spin_ns = realtime_ ? 0 : uint64_t(config().spin_us) * 1000;
