@@ -1,7 +1,7 @@
 // The pieces of the doorbell hijack that are pure functions: what a doorbell value means for its
-// QP (DoorbellTracker), and the devx command mailboxes the devx provider decodes. Commands are
-// built with the same src/mlx5 layouts softnic executes, with values chosen so that every field
-// lands in a different bit position.
+// QP (DoorbellTracker), the devx command mailboxes the devx provider decodes, and the order in
+// which pollers take CPUs (poller_cpus). Commands are built with the same src/mlx5 layouts
+// softnic executes, with values chosen so that every field lands in a different bit position.
 #include <gtest/gtest.h>
 
 #include <cstring>
