@@ -15,6 +15,7 @@
 #include "profiler/doorbell/poller_cpus.h"
 #include "profiler/providers/devx/devx_commands.h"
 #include "profiler/runtime/config.h"
+#include "profiler/runtime/cpu_list.h"
 #include "support/temp_dir.h"
 
 namespace m5 = sigmatrace::mlx5;
@@ -218,10 +219,15 @@ TEST(DoorbellConfig, VariablesAreValidated) {
   EXPECT_EQ(c.doorbells, DoorbellMode::off);
   EXPECT_EQ(c.doorbell_cpus, (std::vector<int>{3, 5}));
   EXPECT_EQ(c.doorbell_pages_per_poller, 4u);
-  char b1[] = "SIGMATRACE_DOORBELL_CPUS=3,,5";
-  char* bad_cpus[] = {b1, nullptr};
-  EXPECT_FALSE(parse_config(bad_cpus, {}, &c, &err));
-  EXPECT_NE(err.find("SIGMATRACE_DOORBELL_CPUS"), std::string::npos) << err;
+  char r1[] = "SIGMATRACE_DOORBELL_CPUS=12-15,2";
+  char* range_env[] = {r1, nullptr};
+  ASSERT_TRUE(parse_config(range_env, {}, &c, &err)) << err;
+  EXPECT_EQ(c.doorbell_cpus, (std::vector<int>{12, 13, 14, 15, 2}));
+  for (std::string bad : {"SIGMATRACE_DOORBELL_CPUS=3,,5", "SIGMATRACE_DOORBELL_CPUS=15-12", "SIGMATRACE_DOORBELL_CPUS=4096"}) {
+    char* bad_cpus[] = {bad.data(), nullptr};
+    EXPECT_FALSE(parse_config(bad_cpus, {}, &c, &err)) << bad;
+    EXPECT_NE(err.find("SIGMATRACE_DOORBELL_CPUS"), std::string::npos) << err;
+  }
   char w1[] = "SIGMATRACE_DOORBELLS=wqe", w2[] = "SIGMATRACE_WQE_BATCH=32";
   char* wqe[] = {w1, w2, nullptr};
   ASSERT_TRUE(parse_config(wqe, {}, &c, &err)) << err;
@@ -320,7 +326,9 @@ TEST(PollerCpus, CoresAreReadFromTheSiblingLists) {
   EXPECT_EQ(db::cores_of_cpus(5, t.path()), (std::vector<int>{0, 1, 0, 3, 4}));
 
   std::vector<int> cpus;
-  EXPECT_TRUE(db::parse_linux_cpu_list("0-3,8,10-11\n", &cpus));
+  EXPECT_TRUE(sigmatrace::profiler::parse_cpu_list("0-3,8,10-11\n", &cpus));
   EXPECT_EQ(cpus, (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
-  for (const char* bad : {"", "3-1", "1,,2", "x", "1-", "-1", "2 3"}) EXPECT_FALSE(db::parse_linux_cpu_list(bad, &cpus)) << bad;
+  EXPECT_TRUE(sigmatrace::profiler::parse_cpu_list("1023", &cpus));
+  for (const char* bad : {"", "\n", "3-1", "1,,2", "1,", "x", "1-", "-1", "2 3", "1\n2", "1024", "0-1024"})
+    EXPECT_FALSE(sigmatrace::profiler::parse_cpu_list(bad, &cpus)) << bad;
 }

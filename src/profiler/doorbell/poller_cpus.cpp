@@ -1,5 +1,7 @@
 #include "profiler/doorbell/poller_cpus.h"
 
+#include "profiler/runtime/cpu_list.h"
+
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/file.h>
@@ -52,28 +54,6 @@ std::vector<int> cpus_outside_the_application() {
 
 }  // namespace
 
-bool parse_linux_cpu_list(const std::string& text, std::vector<int>* out) {
-  out->clear();
-  const char* s = text.c_str();
-  while (*s && *s != '\n') {
-    char* end = nullptr;
-    if (*s < '0' || *s > '9') return false;
-    const long first = strtol(s, &end, 10);
-    long last = first;
-    s = end;
-    if (*s == '-') {
-      if (s[1] < '0' || s[1] > '9') return false;
-      last = strtol(s + 1, &end, 10);
-      s = end;
-    }
-    if (last < first || last >= CPU_SETSIZE) return false;
-    for (long c = first; c <= last; ++c) out->push_back(int(c));
-    if (*s == ',') ++s;
-    else if (*s && *s != '\n') return false;
-  }
-  return !out->empty();
-}
-
 std::vector<int> cores_of_cpus(int cpus, const std::string& sysfs_root) {
   std::vector<int> core_of(size_t(std::max(cpus, 0)));
   for (int c = 0; c < cpus; ++c) {
@@ -85,7 +65,7 @@ std::vector<int> cores_of_cpus(int cpus, const std::string& sysfs_root) {
     const bool read = fgets(line, sizeof line, f) != nullptr;
     fclose(f);
     std::vector<int> siblings;
-    if (read && parse_linux_cpu_list(line, &siblings)) core_of[size_t(c)] = siblings.front();
+    if (read && parse_cpu_list(line, &siblings)) core_of[size_t(c)] = siblings.front();
   }
   return core_of;
 }

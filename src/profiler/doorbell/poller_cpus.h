@@ -33,7 +33,5 @@ std::vector<int> order_poller_cpus(const std::vector<bool>& application, const s
 // core_of for CPUs 0..cpus-1 from sysfs_root (normally /sys/devices/system/cpu): each CPU's
 // topology/thread_siblings_list; a CPU whose list cannot be read is a core of its own.
 std::vector<int> cores_of_cpus(int cpus, const std::string& sysfs_root);
-// A Linux CPU list ("0-3,8,10-11", as sysfs writes them) into out; false if it is not one.
-bool parse_linux_cpu_list(const std::string& text, std::vector<int>* out);
 
 }  // namespace sigmatrace::profiler::doorbell

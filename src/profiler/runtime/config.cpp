@@ -1,6 +1,8 @@
 // Parsing and validation of SIGMATRACE_* variables (see config.h). Runs once at start-up.
 #include "profiler/runtime/config.h"
 
+#include "profiler/runtime/cpu_list.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -35,7 +37,7 @@ const std::vector<ConfigVariable>& config_variables() {
       {"SIGMATRACE_DOORBELLS", "off|forward|wqe", "GPU doorbells: hijacked, recorded and forwarded by pollers (default forward); wqe also recovers the WQEs each announced"},
       {"SIGMATRACE_WQE_BATCH", "integer 1..65536 or sync", "WQE slots copied before a batch is parsed (default 128, at most the send queue's size); sync reads them before forwarding"},
       {"SIGMATRACE_WQE_COPY", "idle|doorbell", "when WQE copies are enqueued: in the poller's first idle moment after the doorbell (default), or right after forwarding it"},
-      {"SIGMATRACE_DOORBELL_CPUS", "comma-separated CPU numbers", "pin the doorbell pollers to these CPUs, round-robin"},
+      {"SIGMATRACE_DOORBELL_CPUS", "a CPU list (12,13 or 12-15)", "the CPUs the doorbell pollers may take, shared out among the node's processes by local rank"},
       {"SIGMATRACE_DOORBELL_PAGES_PER_POLLER", "integer 1..64", "doorbell pages one poller thread watches (default 64: one thread serves up to 64 pages)"},
       {"SIGMATRACE_KERNEL_MARKERS", "1|0|on|off|true|false|timed",
        "while doorbells are hijacked, an event after each kernel launch tells when the kernel ended, to within the pollers' looks (default on); timed: the GPU's own end time, at a cost per GPU-initiated operation (docs/gpu-doorbells.md); off: no driver call per launch or between doorbells, and no kernel end times or running kernels in the analysis and hang dumps"},
@@ -77,22 +79,6 @@ bool parse_clock_skew(const char* s, int64_t* offset_ns, double* drift_ppm) {
   *offset_ns = off;
   *drift_ppm = drift;
   return true;
-}
-
-bool parse_cpu_list(const char* s, std::vector<int>* out) {
-  out->clear();
-  std::string list = s;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    uint32_t cpu = 0;
-    if (!parse_uint(item.c_str(), 0, 4095, &cpu)) return false;
-    out->push_back(static_cast<int>(cpu));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return !out->empty();
 }
 
 bool parse_bool(const char* s, bool* out) {
