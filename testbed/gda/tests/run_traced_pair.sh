@@ -4,22 +4,22 @@
 # (doorbell_trace_check). Exit 77 (skip) without a usable CUDA device, like the pair itself.
 # usage: run_traced_pair.sh SIGMATRACE CHECK PROBE BENCH SOFTNIC_LIBDIR TEST WARMUP ITERS
 # Environment: as run_gda_pair.sh; GDA_TRACE_DIR keeps the experiment there (default: a temporary
-# directory, removed); GDA_CHECK_FLAGS are passed to the check (--wqes with SIGMATRACE_DOORBELLS=wqe).
+# directory, removed whatever the outcome); GDA_CHECK_FLAGS are passed to the check (--wqes with SIGMATRACE_DOORBELLS=wqe).
 set -u
 sigmatrace=$1 check=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
-exp=${GDA_TRACE_DIR:-$(mktemp -d /tmp/gda-trace.XXXXXX)/exp}
+# The temporary experiment and log go whatever the outcome (a skip on a machine without a GPU too).
+tmp=""
+[ -z "${GDA_TRACE_DIR:-}" ] && tmp=$(mktemp -d /tmp/gda-trace.XXXXXX)
+exp=${GDA_TRACE_DIR:-$tmp/exp}
 log=$(mktemp /tmp/gda-traced-pair.XXXXXX)
+trap 'rm -f "$log"; [ -z "$tmp" ] || rm -rf "$tmp"' EXIT
 export SIGMATRACE_RUN_ID="gda-traced-$$"
 GDA_WRAP="$sigmatrace profile -o $exp --" "$here/run_gda_pair.sh" "$@" > "$log" 2>&1
 rc=$?
 cat "$log"
-if [ $rc -eq 77 ]; then rm -f "$log"; exit 77; fi
-if [ $rc -ne 0 ]; then echo "traced gda pair failed (rc $rc)"; rm -f "$log"; exit 1; fi
+[ $rc -eq 77 ] && exit 77
+if [ $rc -ne 0 ]; then echo "traced gda pair failed (rc $rc)"; exit 1; fi
 # shellcheck disable=SC2086
 "$check" ${GDA_CHECK_FLAGS:-} "$exp" "$log"
-rc=$?
-rm -f "$log"
-[ -z "${GDA_TRACE_DIR:-}" ] && rm -rf "$(dirname "$exp")"
-exit $rc
