@@ -9,8 +9,19 @@
 
 #include "format/trace_reader.h"
 
+namespace {
+// The reader takes a file: each input is written to one per process, removed when the process ends
+// (a crash leaves it, beside the fuzzer's own copy of the input).
+std::string g_path;
+void remove_input_file() { unlink(g_path.c_str()); }
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static std::string path = "/tmp/sigmatrace-fuzz-" + std::to_string(getpid()) + ".sgt";
+  if (g_path.empty()) {
+    g_path = "/tmp/sigmatrace-fuzz-" + std::to_string(getpid()) + ".sgt";
+    atexit(remove_input_file);
+  }
+  const std::string& path = g_path;
   FILE* f = fopen(path.c_str(), "wb");
   if (!f) return 0;
   fwrite(data, 1, size, f);
