@@ -11,14 +11,14 @@ n=$(nproc)
 REPS=${2:-3} CPU=${3:-2} FEW=${4:-$((n - 2)),$((n - 1))} MANY=${5:-$((n / 2))-$((n - 1))}
 P=$B/bench/bin/cpu_speed_under_load
 [ -x "$P" ] || { echo "cpu_speed_under_load.sh: $P not built (cmake --build $B --target cpu_speed_under_load)" >&2; exit 2; }
-# A taskset list as CPU numbers.
-expand() { local out=() a b; for part in ${1//,/ }; do a=${part%-*} b=${part#*-}; out+=($(seq "$a" "$b")); done; echo "${out[@]}"; }
+# shellcheck source=../scripts/lib/cpu_list.sh
+. "$(dirname "$0")/../scripts/lib/cpu_list.sh"
 echo "load rep median_ns p10_ns p90_ns samples"
 for rep in $(seq "$REPS"); do
   for load in none "pause:$FEW" "busy:$FEW" "pause:$MANY" "busy:$MANY"; do
     spinners=()
     if [ "$load" != none ]; then
-      for c in $(expand "${load#*:}"); do
+      for c in $(cpu_list_expand "${load#*:}"); do
         taskset -c "$c" "$P" spin "${load%%:*}" &
         spinners+=($!)
       done

@@ -33,6 +33,7 @@ REPS=${2:-5} WARM=${3:-1000} ITERS=${4:-5000}
 read -r -a kinds <<< "${KINDS:-untraced off forward wqe:1 wqe:32 wqe:128 wqe:512}"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/scripts/lib/stats.sh"
+. "$ROOT/scripts/lib/cpu_list.sh"
 . "$ROOT/bench/gda/kinds.sh"
 PAIR=$ROOT/testbed/gda/tests/run_gda_pair.sh
 W=$(mktemp -d /tmp/doorbell-overhead.XXXXXX)
@@ -66,7 +67,7 @@ for rep in $(seq "$REPS"); do
     split_kind "$name"
     if [ "$kind" = spin ]; then
       spin_cpus=("" "")
-      [ -n "${SIGMATRACE_DOORBELL_CPUS:-}" ] && IFS=, read -r -a spin_cpus <<< "$SIGMATRACE_DOORBELL_CPUS"
+      [ -n "${SIGMATRACE_DOORBELL_CPUS:-}" ] && read -r -a spin_cpus <<< "$(cpu_list_expand "$SIGMATRACE_DOORBELL_CPUS")"
       [ ${#spin_cpus[@]} = 1 ] && spin_cpus+=("${spin_cpus[0]}")
       for c in "${spin_cpus[@]:0:2}"; do
         ${c:+taskset -c "$c"} bash -c 'while :; do :; done' &
