@@ -8,8 +8,8 @@
 # own log of what it executed (wqe_oracle_check), and every traced run's output against the
 # untraced run's (output_unchanged.py): a mismatch fails the run.
 #   PERFTESTS=DIR [REPEAT=3] [MODES="untraced forward wqe"] [TESTS="..."] bench/nvshmem/nvshmem_perftests.sh OUT
-# PERFTESTS: the perftest binaries (NVSHMEM's perftest/device/pt-to-pt, built per NVSHMEM's
-# instructions against the installed NVSHMEM). MPS must be running (testbed/gda/tests/mps.sh).
+# PERFTESTS: the perftest binaries (NVSHMEM's perftest/device/pt-to-pt, built against the
+# installed NVSHMEM by build_perftests.sh). MPS must be running (testbed/gda/tests/mps.sh).
 # Writes OUT/results.tsv (every row every run printed), OUT/fig4.md and OUT/runs/*.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
