@@ -1,7 +1,8 @@
 // The pieces of the doorbell hijack that are pure functions: what a doorbell value means for its
-// QP (DoorbellTracker), the devx command mailboxes the devx provider decodes, and the order in
-// which pollers take CPUs (poller_cpus). Commands are built with the same src/mlx5 layouts
-// softnic executes, with values chosen so that every field lands in a different bit position.
+// QP (DoorbellTracker), the devx command mailboxes the devx provider decodes, the order in which
+// pollers take CPUs (poller_cpus) and the CPU lists they are given (cpu_list). Commands are built
+// with the same src/mlx5 layouts softnic executes, with values chosen so that every field lands in
+// a different bit position.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -324,7 +325,10 @@ TEST(PollerCpus, CoresAreReadFromTheSiblingLists) {
   siblings(2, "0,2");
   siblings(4, "garbage");
   EXPECT_EQ(db::cores_of_cpus(5, t.path()), (std::vector<int>{0, 1, 0, 3, 4}));
+}
 
+// One parser for the sysfs sibling lists and SIGMATRACE_DOORBELL_CPUS.
+TEST(CpuList, LinuxCpuListsAreParsedAndBadOnesRefused) {
   std::vector<int> cpus;
   EXPECT_TRUE(sigmatrace::profiler::parse_cpu_list("0-3,8,10-11\n", &cpus));
   EXPECT_EQ(cpus, (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));

@@ -37,7 +37,7 @@ const std::vector<ConfigVariable>& config_variables() {
       {"SIGMATRACE_DOORBELLS", "off|forward|wqe", "GPU doorbells: hijacked, recorded and forwarded by pollers (default forward); wqe also recovers the WQEs each announced"},
       {"SIGMATRACE_WQE_BATCH", "integer 1..65536 or sync", "WQE slots copied before a batch is parsed (default 128, at most the send queue's size); sync reads them before forwarding"},
       {"SIGMATRACE_WQE_COPY", "idle|doorbell", "when WQE copies are enqueued: in the poller's first idle moment after the doorbell (default), or right after forwarding it"},
-      {"SIGMATRACE_DOORBELL_CPUS", "a CPU list (12,13 or 12-15)", "the CPUs the doorbell pollers may take, shared out among the node's processes by local rank"},
+      {"SIGMATRACE_DOORBELL_CPUS", "a CPU list, CPUs 0..1023 (12,13 or 12-15)", "the CPUs the doorbell pollers may take, shared out among the node's processes by local rank"},
       {"SIGMATRACE_DOORBELL_PAGES_PER_POLLER", "integer 1..64", "doorbell pages one poller thread watches (default 64: one thread serves up to 64 pages)"},
       {"SIGMATRACE_KERNEL_MARKERS", "1|0|on|off|true|false|timed",
        "while doorbells are hijacked, an event after each kernel launch tells when the kernel ended, to within the pollers' looks (default on); timed: the GPU's own end time, at a cost per GPU-initiated operation (docs/gpu-doorbells.md); off: no driver call per launch or between doorbells, and no kernel end times or running kernels in the analysis and hang dumps"},

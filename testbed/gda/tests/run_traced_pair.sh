@@ -4,12 +4,12 @@
 # (doorbell_trace_check). Exit 77 (skip) without a usable CUDA device, like the pair itself.
 # usage: run_traced_pair.sh SIGMATRACE CHECK PROBE BENCH SOFTNIC_LIBDIR TEST WARMUP ITERS
 # Environment: as run_gda_pair.sh; GDA_TRACE_DIR keeps the experiment there (default: a temporary
-# directory, removed whatever the outcome); GDA_CHECK_FLAGS are passed to the check (--wqes with SIGMATRACE_DOORBELLS=wqe).
+# directory, removed whatever the outcome, a skip included); GDA_CHECK_FLAGS are passed to the
+# check (--wqes with SIGMATRACE_DOORBELLS=wqe).
 set -u
 sigmatrace=$1 check=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
-# The temporary experiment and log go whatever the outcome (a skip on a machine without a GPU too).
 tmp=""
 [ -z "${GDA_TRACE_DIR:-}" ] && tmp=$(mktemp -d /tmp/gda-trace.XXXXXX)
 exp=${GDA_TRACE_DIR:-$tmp/exp}
