@@ -17,7 +17,8 @@ die() { echo "build_perftests.sh: $*" >&2; exit 2; }
 src=$1 out=$2
 shift 2
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(shmem_put_latency shmem_get_latency shmem_atomic_latency shmem_p_ping_pong_latency shmem_put_bw)
+. "$(dirname "$0")/perftest_names.sh"
+[ ${#tests[@]} -gt 0 ] || tests=("${fig4_perftests[@]}")
 common=$src/perftest/common pt=$src/perftest/device/pt-to-pt
 [ -f "$common/utils.cu" ] || die "no perftest/common/utils.cu under $src (NVSHMEM_SOURCE must be NVSHMEM's source tree)"
 for t in "${tests[@]}"; do [ -f "$pt/$t.cu" ] || die "no perftest/device/pt-to-pt/$t.cu under $src"; done

@@ -14,11 +14,12 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+. "$here/perftest_names.sh"
 out=${1:?usage: PERFTESTS=DIR bench/nvshmem/nvshmem_perftests.sh OUT}
 perftests=${PERFTESTS:?set PERFTESTS to the directory of NVSHMEM perftest binaries}
 repeat=${REPEAT:-3}
 modes=(${MODES:-untraced forward wqe})
-tests=(${TESTS:-shmem_put_latency shmem_get_latency shmem_atomic_latency shmem_p_ping_pong_latency shmem_put_bw})
+tests=(${TESTS:-${fig4_perftests[*]}})
 build=${BUILD:-$root/build}
 mkdir -p "$out/runs"
 out=$(cd "$out" && pwd)
