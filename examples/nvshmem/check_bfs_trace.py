@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The BFS finding, recovered from the trace: at every level's device barrier the PE that was made
-slow (--slow-pe, --delay-us) arrives last, and the spread between the first and the last arrival
-is the one the GPUs measured with their own clocks (the program's expected.json) to within a
-tolerance; each PE's data phase of each level moved exactly the bytes the host's BFS says.
+slow (--slow-pe, --delay-us) arrives last, by the GPUs' own clocks (the run held the imbalance)
+and in the trace, and the spread between the first and the last arrival is the one the GPUs
+measured with their own clocks (the program's expected.json) to within a tolerance; each PE's
+data phase of each level moved exactly the bytes the host's BFS says.
 
 The trace's side is aggregate.json's series: the kernel's control phases lined up across the PEs
 (series.barriers: barrier 0 is the one before the first level, barrier L+1 ends level L) and each
@@ -16,14 +17,36 @@ import sys
 KERNEL = "bfs_levels"
 
 
+def tolerance_ns(delay_ns):
+    """How far the trace's arrivals may be from the GPUs' own: between the GPU's record, taken
+    just before the barrier call, and the barrier's first signal as the profiler's poller saw its
+    doorbell are the barrier's entry and the poller's look, microseconds."""
+    return max(100_000, delay_ns // 10)
+
+
+def last_arrival_problem(level, trace_last, gpu_arrivals, slow, tolerance):
+    """What is wrong with the PE the trace has last at a level's barrier, or None. The program's
+    own clocks say first whether the run held the imbalance: PEs that share a GPU without MPS
+    time-slice it, and a PE whose kernel was switched out while the slow one spun can arrive
+    after it. Only then is the trace's last PE compared, with the slow one, or without one, with the
+    GPUs' last where it led the next by more than the tolerance."""
+    gpu_last = max(range(len(gpu_arrivals)), key=lambda p: gpu_arrivals[p])
+    lead = gpu_arrivals[gpu_last] - max((t for p, t in enumerate(gpu_arrivals) if p != gpu_last), default=0)
+    if slow >= 0 and gpu_last != slow:
+        return (f"level {level}: by the GPUs' own clocks PE {gpu_last} arrived last, not the slow PE {slow}: the run did not "
+                f"hold the imbalance (PEs that share a GPU without the MPS daemon time-slice it: is it running?)")
+    if trace_last != gpu_last and (slow >= 0 or lead > tolerance):
+        return f"level {level}: PE {trace_last} arrived last at its barrier in the trace, PE {gpu_last} by the GPUs' own clocks (by {lead} ns)"
+    return None
+
+
 def main():
     expected = json.load(open(sys.argv[1]))
     agg = json.load(open(sys.argv[2]))
     npes, levels, slow, delay = expected["npes"], expected["levels"], expected["slow_pe"], expected["delay_ns"]
     # The trace's arrival at a barrier is its first signal's doorbell as the profiler's poller saw
-    # it; the GPU's own record is taken just before the barrier call, after the PE's puts
-    # completed. Between the two: the barrier's entry and the poller's look, microseconds.
-    tolerance = max(100_000, delay // 10)
+    # it; the GPU's own record is taken just before the barrier call, after the PE's puts completed.
+    tolerance = tolerance_ns(delay)
     rank_of = {p["process_id"]: p["rank"] for p in agg["processes"]}
     problems = []
     found = [b for b in agg["series"]["barriers"] if KERNEL in (b["kernel_name"] or "")]
@@ -39,13 +62,13 @@ def main():
     worst = 0
     for level in range(min(levels, b["barriers"] - 1)):
         r = level + 1
-        last = pes[b["last"][r]]
         gpu = expected["arrival_gpu_ns"][level]
         gpu_spread = max(gpu) - min(gpu)
         spread = b["spread_ns"][r]
         worst = max(worst, abs(spread - gpu_spread))
-        if slow >= 0 and last != slow:
-            problems.append(f"level {level}: PE {last} arrived last at its barrier, the slow one is PE {slow}")
+        problem = last_arrival_problem(level, pes[b["last"][r]], gpu, slow, tolerance)
+        if problem:
+            problems.append(problem)
         if abs(spread - gpu_spread) > tolerance:
             problems.append(f"level {level}: arrival spread {spread} ns in the trace, {gpu_spread} ns by the GPUs' clocks (tolerance {tolerance})")
         # The others arrive when their puts completed, the slow PE its delay after its own did:

@@ -16,6 +16,8 @@ import json
 import subprocess
 import sys
 
+from check_bfs_trace import last_arrival_problem, tolerance_ns
+
 
 def sql(st, exp, path):
     out = subprocess.run([st, "sql", exp, "--json", open(path).read()], capture_output=True, text=True)
@@ -27,7 +29,7 @@ def sql(st, exp, path):
 def bfs(st, exp, expected, queries, problems):
     agg = json.load(open(f"{exp}/aggregate.json"))
     slow, delay, levels = expected["slow_pe"], expected["delay_ns"], expected["levels"]
-    tolerance = max(100_000, delay // 10)
+    tolerance = tolerance_ns(delay)
     rows = sql(st, exp, f"{queries}/barrier_arrivals.sql")
     if [r["barrier"] for r in rows] != list(range(levels + 1)):
         problems.append(f"barrier_arrivals: barriers {[r['barrier'] for r in rows]}, expected 0..{levels}")
@@ -37,8 +39,9 @@ def bfs(st, exp, expected, queries, problems):
     for r in rows[1:]:
         level = r["barrier"] - 1
         gpu = expected["arrival_gpu_ns"][level]
-        if r["last_pe"] != slow:
-            problems.append(f"barrier_arrivals: level {level}: PE {r['last_pe']} last, the slow PE is {slow}")
+        problem = last_arrival_problem(level, r["last_pe"], gpu, slow, tolerance)
+        if problem:
+            problems.append("barrier_arrivals: " + problem)
         if abs(r["spread_ns"] - (max(gpu) - min(gpu))) > tolerance:
             problems.append(f"barrier_arrivals: level {level}: spread {r['spread_ns']} ns, {max(gpu) - min(gpu)} by the GPUs' clocks")
     got = {(r["level"], r["from_pe"], r["to_pe"]): r["bytes"] for r in sql(st, exp, f"{queries}/level_bytes.sql")}

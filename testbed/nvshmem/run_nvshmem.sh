@@ -46,6 +46,10 @@ if ! command -v mpirun >/dev/null; then echo "skipped: no mpirun (Open MPI) to l
 [ -n "$nvshmem" ] || nvshmem=$(python3 -c 'import nvidia.nvshmem as m; print(list(m.__path__)[0])' 2>/dev/null)
 if [ ! -f "$nvshmem/lib/libnvshmem_host.so.3" ]; then echo "skipped: no NVSHMEM (libnvshmem_host.so.3) in '$nvshmem'"; exit 77; fi
 if [ ! -f "$softnic/libsoftnic_platform.so.1" ]; then echo "run_nvshmem.sh: softnic is not built in $softnic" >&2; exit 2; fi
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [ "$npes" -gt "$gpus" ] && ! pgrep -f nvidia-cuda-mps-control >/dev/null 2>&1; then
+  echo "run_nvshmem.sh: warning: $npes PEs on $gpus GPU(s) and no MPS daemon: their kernels time-slice the GPU (milliseconds a switch), so PEs that wait on each other crawl and their timings are the scheduler's (testbed/gda/tests/mps.sh start, or ctest's gda_mps fixture, starts one)"
+fi
 [ -n "$out" ] || out=$(mktemp -d /tmp/nvshmem-run.XXXXXX)
 mkdir -p "$out/oracle"
 out=$(cd "$out" && pwd)
