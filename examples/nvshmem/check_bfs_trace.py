@@ -17,6 +17,11 @@ import sys
 KERNEL = "bfs_levels"
 
 
+def bfs_barriers(agg):
+    """aggregate.json's barrier series of the BFS kernel (series.barriers): one in a BFS run."""
+    return [b for b in agg["series"]["barriers"] if KERNEL in (b["kernel_name"] or "")]
+
+
 def tolerance_ns(delay_ns):
     """How far the trace's arrivals may be from the GPUs' own: between the GPU's record, taken
     just before the barrier call, and the barrier's first signal as the profiler's poller saw its
@@ -44,12 +49,10 @@ def main():
     expected = json.load(open(sys.argv[1]))
     agg = json.load(open(sys.argv[2]))
     npes, levels, slow, delay = expected["npes"], expected["levels"], expected["slow_pe"], expected["delay_ns"]
-    # The trace's arrival at a barrier is its first signal's doorbell as the profiler's poller saw
-    # it; the GPU's own record is taken just before the barrier call, after the PE's puts completed.
     tolerance = tolerance_ns(delay)
     rank_of = {p["process_id"]: p["rank"] for p in agg["processes"]}
     problems = []
-    found = [b for b in agg["series"]["barriers"] if KERNEL in (b["kernel_name"] or "")]
+    found = bfs_barriers(agg)
     if len(found) != 1:
         print(f"check_bfs_trace: {len(found)} kernels named {KERNEL} with barriers in the trace, expected 1")
         return 1

@@ -16,7 +16,7 @@ import json
 import subprocess
 import sys
 
-from check_bfs_trace import last_arrival_problem, tolerance_ns
+from check_bfs_trace import bfs_barriers, last_arrival_problem, tolerance_ns
 
 
 def sql(st, exp, path):
@@ -33,7 +33,7 @@ def bfs(st, exp, expected, queries, problems):
     rows = sql(st, exp, f"{queries}/barrier_arrivals.sql")
     if [r["barrier"] for r in rows] != list(range(levels + 1)):
         problems.append(f"barrier_arrivals: barriers {[r['barrier'] for r in rows]}, expected 0..{levels}")
-    b = [x for x in agg["series"]["barriers"] if "bfs_levels" in (x["kernel_name"] or "")]
+    b = bfs_barriers(agg)
     if len(b) == 1 and [r["spread_ns"] for r in rows] != b[0]["spread_ns"]:
         problems.append(f"barrier_arrivals: spreads {[r['spread_ns'] for r in rows]}, aggregate.json's {b[0]['spread_ns']}")
     for r in rows[1:]:

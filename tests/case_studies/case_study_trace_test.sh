@@ -24,14 +24,16 @@ if [ "$study" = bfs ]; then
   # The check tells a run that missed the imbalance from a trace that misplaces it: the same
   # trace against GPU clocks with PE 2 last at level 2 (PEs 1 and 2 swapped: the spread is the
   # same), then the GPUs' own clocks against a trace with PE 3 last there.
-  python3 - "$data/expected.json" "$exp/aggregate.json" "$work" <<'PY'
+  python3 - "$data/expected.json" "$exp/aggregate.json" "$work" "$ex" <<'PY'
 import json, sys
+sys.path.insert(0, sys.argv[4])
+from check_bfs_trace import bfs_barriers
 e, a = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 g = e["arrival_gpu_ns"][2]
 g[1], g[2] = g[2], g[1]
 json.dump(e, open(sys.argv[3] + "/expected-pe2-last.json", "w"))
 rank_of = {p["process_id"]: p["rank"] for p in a["processes"]}
-b = [x for x in a["series"]["barriers"] if "bfs_levels" in (x["kernel_name"] or "")][0]
+b = bfs_barriers(a)[0]
 b["last"][3] = [rank_of[p["process_id"]] for p in b["participants"]].index(3)
 json.dump(a, open(sys.argv[3] + "/aggregate-pe3-last.json", "w"))
 PY
