@@ -15,6 +15,7 @@
 #include "format/experiment_layout.h"
 #include "profiler/providers/provider_list.h"
 #include "profiler/runtime/config.h"
+#include "profiler/runtime/config_variables.h"
 
 extern char** environ;
 
@@ -168,9 +169,8 @@ int run_profile(ProfileOptions& o) {
 
 CommandRunner add_profile_command(CLI::App& app) {
   auto o = std::make_shared<ProfileOptions>();
-  std::string vars = "\nEnvironment (each option below sets one; the program inherits them):\n";
-  for (const profiler::ConfigVariable& v : profiler::config_variables())
-    vars += "  " + std::string(v.name) + "=" + v.accepted + "\n      " + v.description + "\n";
+  const std::string vars = "\nEnvironment (each option below sets one; the program inherits them):\n" +
+                           profiler::config_variables_help();
   CLI::App* sub = app.add_subcommand("profile", "run a program under the profiler: sigmatrace profile [options] -- program args...");
   sub->footer(vars);
   sub->add_option("-o,--output", o->output, "experiment directory (default: from the job id, else the time)");

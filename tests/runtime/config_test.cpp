@@ -1,7 +1,12 @@
 // Validation of SIGMATRACE_* variables: good values parse, every bad value is named in one line.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "profiler/runtime/config.h"
+#include "profiler/runtime/config_variables.h"
+#include "support/file_contents.h"
 
 using namespace sigmatrace::profiler;
 
@@ -108,4 +113,43 @@ TEST(Config, ClockSkewForTestsIsAnOffsetAndAnOptionalDrift) {
     EXPECT_FALSE(parse({bad}, &c, &err)) << bad;
     EXPECT_NE(err.find("SIGMATRACE_DEBUG_CLOCK_SKEW"), std::string::npos) << err;
   }
+}
+
+// The table of variables is the one declaration: docs/profiling.md holds it as generated, and a
+// change to a row that is not carried into the docs fails here. UPDATE_DOCS=1 rewrites the docs'
+// table from the code (then review the diff).
+TEST(ConfigVariables, TheDocsTableIsGeneratedFromTheTable) {
+  const std::string path = std::string(SIGMATRACE_SOURCE_DIR) + "/docs/profiling.md";
+  const std::string begin = "<!-- generated from src/profiler/runtime/config_variables.cpp: UPDATE_DOCS=1 "
+                            "sigmatrace_runtime_unit_tests --gtest_filter=ConfigVariables.* -->\n";
+  const std::string end = "<!-- end of the generated table -->";
+  std::string doc = sigmatrace::test::read_file(path);
+  const size_t a = doc.find(begin);
+  size_t b = doc.find(end);
+  ASSERT_NE(a, std::string::npos) << path << " has no line " << begin;
+  ASSERT_NE(b, std::string::npos) << path << " has no line " << end;
+  const std::string table = config_variables_markdown();
+  if (const char* u = getenv("UPDATE_DOCS"); u && std::string(u) == "1") {
+    doc.replace(a + begin.size(), b - a - begin.size(), table);
+    FILE* f = fopen(path.c_str(), "w");
+    ASSERT_TRUE(f);
+    fwrite(doc.data(), 1, doc.size(), f);
+    fclose(f);
+    b = doc.find(end);
+  }
+  EXPECT_EQ(doc.substr(a + begin.size(), b - a - begin.size()), table)
+      << "docs/profiling.md's table of SIGMATRACE_* variables differs from config_variables.cpp";
+}
+
+TEST(ConfigVariables, HelpNamesEveryVariableWithWhatItAcceptsAndItsDefault) {
+  const std::string help = config_variables_help();
+  size_t n = 0;
+  for (const ConfigVariable& v : config_variables()) {
+    EXPECT_NE(help.find("  " + std::string(v.name) + "=" + v.accepted + "\n"), std::string::npos) << v.name;
+    EXPECT_NE(help.find(std::string("(default ") + v.default_value + ")"), std::string::npos) << v.name;
+    EXPECT_NE(find_config_variable(v.name), nullptr);
+    ++n;
+  }
+  EXPECT_EQ(n, 25u);
+  EXPECT_EQ(find_config_variable("SIGMATRACE_NOPE"), nullptr);
 }

@@ -62,15 +62,8 @@ struct Config {
   bool wqe_copy_at_doorbell = false;
 };
 
-// known_providers: names a provider list may contain. Returns false with *error set.
+// known_providers: names a provider list may contain. Returns false with *error set. The
+// variables, their values and defaults: config_variables.h.
 bool parse_config(char** envp, const std::vector<std::string>& known_providers, Config* cfg, std::string* error);
-
-// Every variable parse_config() understands, with a one-line description (for `sigmatrace profile --help`).
-struct ConfigVariable {
-  const char* name;
-  const char* accepted;
-  const char* description;
-};
-const std::vector<ConfigVariable>& config_variables();
 
 }  // namespace sigmatrace::profiler
