@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "format/event_types.h"
-#include "profiler/runtime/lifecycle.h"
+#include "profiler/lifecycle/lifecycle.h"
 #include "profiler/runtime/recorder.h"
 #include "profiler/runtime/runtime.h"
 #include "profiler/runtime/tsc.h"

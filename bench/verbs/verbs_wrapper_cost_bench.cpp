@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "profiler/lifecycle/lifecycle.h"
 #include "profiler/providers/verbs/ibverbs_state.h"
-#include "profiler/runtime/lifecycle.h"
 #include "profiler/runtime/runtime.h"
 #include "profiler/runtime/tsc.h"
 

@@ -17,7 +17,7 @@
 #include "mlx5/wqe.hpp"
 #include "profiler/doorbell/send_queues.h"
 #include "profiler/doorbell/wqe_recovery.h"
-#include "profiler/runtime/lifecycle.h"
+#include "profiler/lifecycle/lifecycle.h"
 #include "support/temp_dir.h"
 #include "support/trace_events.h"
 

@@ -8,9 +8,9 @@
 
 #include <cstring>
 
+#include "profiler/lifecycle/lifecycle.h"
 #include "profiler/providers/dl_resolver_hooks.h"
 #include "profiler/providers/verbs/ibverbs_state.h"
-#include "profiler/runtime/lifecycle.h"
 #include "support/temp_dir.h"
 #include "support/trace_events.h"
 #include <infiniband/mlx5dv.h>

@@ -11,7 +11,7 @@
 #include "profiler/doorbell/poller.h"
 #include "profiler/doorbell/uar_registry.h"
 #include "profiler/doorbell/wqe_recovery.h"
-#include "profiler/providers/cuda/device_copy.h"
+#include "profiler/gpu/device_copy.h"
 #include "profiler/runtime/log.h"
 #include "profiler/runtime/recorder.h"
 

@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "profiler/providers/cuda/cuda_abi.h"
+#include "profiler/gpu/cuda_abi.h"
 #include "profiler/runtime/config.h"
 
 namespace sigmatrace::profiler::doorbell {

@@ -3,7 +3,7 @@
 #include <mutex>
 
 #include "profiler/doorbell/wqe_recovery.h"
-#include "profiler/providers/cuda/device_copy.h"
+#include "profiler/gpu/device_copy.h"
 
 namespace sigmatrace::profiler::doorbell {
 

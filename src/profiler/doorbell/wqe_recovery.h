@@ -28,7 +28,7 @@
 
 #include "format/event_types.h"
 #include "profiler/doorbell/send_queues.h"
-#include "profiler/providers/cuda/device_copy.h"
+#include "profiler/gpu/device_copy.h"
 #include "profiler/runtime/config.h"
 
 namespace sigmatrace::profiler::doorbell {

@@ -1,5 +1,5 @@
-// The resolver hooks (dlsym, dlvsym) and the way every provider finds the real functions behind its
-// wrappers. A program that resolves a traced function by name through dlsym/dlvsym on a specific
+// The resolver hooks (dlsym, dlvsym) and the tables of interposed functions they hand wrappers out
+// for (the real functions themselves: runtime/real_symbols.h). A program that resolves a traced function by name through dlsym/dlvsym on a specific
 // handle (NCCL, NVSHMEM) would otherwise never see a preloaded wrapper; the hook returns the wrapper
 // and remembers the real function it stands for.
 //
@@ -8,15 +8,9 @@
 #include <atomic>
 #include <cstddef>
 
-namespace sigmatrace::profiler {
+#include "profiler/runtime/real_symbols.h"
 
-// One interposed function: its name, the exported wrapper, and where the real one is kept.
-struct RealSymbol {
-  const char* name;
-  const char* library;        // soname tried with RTLD_NOLOAD when RTLD_NEXT does not find it
-  std::atomic<void*> address; // the real function, null until resolved
-  std::atomic<bool> logged;   // "not found" reported once
-};
+namespace sigmatrace::profiler {
 
 struct InterposedSymbol {
   RealSymbol* real;
@@ -31,23 +25,5 @@ struct InterposedSymbolTable {
   // wrapped. Null: every version is wrapped.
   bool (*is_compat_version)(const char* name, const char* version) = nullptr;
 };
-
-// The real function behind a wrapper: RTLD_NEXT, else the named library if the program dlopened it,
-// else what a dlsym/dlvsym hook saw. Null (logged once) when none exists.
-void* resolve_real(RealSymbol& s);
-
-template <typename Fn>
-inline Fn real_function(RealSymbol& s) {
-  void* p = s.address.load(std::memory_order_acquire);
-  if (__builtin_expect(p == nullptr, 0)) p = resolve_real(s);
-  return reinterpret_cast<Fn>(p);
-}
-
-// glibc's own dlsym / dlvsym (found in the loaded objects' symbol tables, never through the
-// exported hooks of this library).
-using DlsymFn = void* (*)(void*, const char*);
-using DlvsymFn = void* (*)(void*, const char*, const char*);
-DlsymFn real_dlsym();
-DlvsymFn real_dlvsym();
 
 }  // namespace sigmatrace::profiler

@@ -27,9 +27,6 @@ struct Provider {
   const InterposedSymbolTable* interposed = nullptr;
   // Other functions it exports (hooks that libraries reach through their PLT, the public API).
   std::span<const char* const> other_exports = {};
-  // Called at shutdown while the provider is still active, for providers that record from
-  // threads of their own (the doorbell pollers): what they saw until now gets recorded.
-  void (*quiesce)() = nullptr;
 };
 
 // A static array, not a container: it must outlive every exit handler (no destructor runs).

@@ -9,8 +9,8 @@
 #include "format/event_types.h"
 #include "profiler/doorbell/poller.h"
 #include "profiler/doorbell/send_queues.h"
+#include "profiler/gpu/kernel_markers.h"
 #include "profiler/providers/cuda/cuda_state.h"
-#include "profiler/providers/cuda/kernel_markers.h"
 #include "profiler/runtime/recorder.h"
 
 namespace sigmatrace::profiler::cuda {

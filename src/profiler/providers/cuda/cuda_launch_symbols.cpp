@@ -7,10 +7,11 @@
 #include <cstring>
 
 #include "format/event_types.h"
-#include "profiler/providers/cuda/cuda_driver.h"
+#include "profiler/doorbell/hijack.h"
+#include "profiler/gpu/cuda_driver.h"
+#include "profiler/gpu/kernel_markers.h"
 #include "profiler/providers/cuda/cuda_launch.h"
 #include "profiler/providers/cuda/cuda_state.h"
-#include "profiler/providers/cuda/kernel_markers.h"
 #include "profiler/runtime/recorder.h"
 
 namespace sigmatrace::profiler::cuda {
@@ -55,8 +56,9 @@ void on_launch(uint64_t tsc, CudaLaunchEntry entry, uintptr_t function, CUstream
     return;
   }
   if (name_of) name_once(function, name_of);
-  // When it really ran (kernel_markers.h): an event after it on its stream.
-  const bool marked = r == kSuccess && mark_kernel_end(tsc, function, stream, device);
+  // When it really ran (kernel_markers.h): an event after it on its stream, only while doorbells
+  // are hijacked (the markers say which kernel rang them).
+  const bool marked = r == kSuccess && doorbell::doorbells_hijacked() && mark_kernel_end(tsc, function, stream, device);
   record_at<EventType::cuda_launch>(tsc, uint64_t{function}, reinterpret_cast<uint64_t>(stream), device, static_cast<uint64_t>(entry),
                                  uint64_t{d.gx}, uint64_t{d.gy}, uint64_t{d.gz}, uint64_t{d.bx}, uint64_t{d.by}, uint64_t{d.bz},
                                  uint64_t{d.shared}, int64_t{r}, uint64_t{marked});

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "profiler/providers/cuda/cuda_abi.h"
+#include "profiler/gpu/cuda_abi.h"
 #include "profiler/providers/dl_resolver_hooks.h"
 #include "profiler/providers/provider_kit.h"
 #include "profiler/runtime/config.h"

@@ -15,7 +15,7 @@
 #include "format/event_types.h"
 #include "profiler/doorbell/hijack.h"
 #include "profiler/doorbell/poller.h"
-#include "profiler/providers/cuda/kernel_markers.h"
+#include "profiler/gpu/kernel_markers.h"
 #include "profiler/providers/cuda/cuda_state.h"
 #include "profiler/providers/provider.h"
 #include "profiler/runtime/recorder.h"
@@ -198,18 +198,11 @@ void* hand_out(const char* symbol, void* found, int version, uint64_t flags, for
   return out;
 }
 
+// The doorbell subsystem (pollers, hijack, markers) is configured by the lifecycle, not here.
 bool init_cuda(const Config& config, std::string*) {
   g_mode = config.mode;
-  enable_kernel_markers(config.kernel_markers);
-  doorbell::configure_pollers(config, &g_active);
-  doorbell::configure_hijack(config, &g_active);
   g_hijack.store(true, std::memory_order_release);
   return true;
-}
-
-void quiesce_cuda() {
-  doorbell::quiesce_pollers();
-  report_kernel_markers();
 }
 
 const InterposedSymbol kCudaSymbols[] = {
@@ -229,7 +222,5 @@ extern const Provider kCudaProvider = {"cuda",
                                        "CUDA driver: the GPU doorbell hijack and kernel launches",
                                        &cuda::init_cuda,
                                        &cuda::g_active,
-                                       &cuda::kCudaInterposedSymbols,
-                                       {},
-                                       &cuda::quiesce_cuda};
+                                       &cuda::kCudaInterposedSymbols};
 }  // namespace sigmatrace::profiler

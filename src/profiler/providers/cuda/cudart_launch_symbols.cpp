@@ -5,7 +5,7 @@
 // cuda provider wraps. The statically linked runtime (NCCL, NVSHMEM) cannot be interposed this
 // way; on the H200 it launched through the driver entry points it got from cuGetProcAddress,
 // which are wrapped (cuda_launch_symbols.cpp). A launch that reaches both is recorded once.
-#include "profiler/providers/cuda/cuda_driver.h"
+#include "profiler/gpu/cuda_driver.h"
 #include "profiler/providers/cuda/cuda_launch.h"
 #include "profiler/providers/cuda/cuda_state.h"
 #include "profiler/runtime/tsc.h"

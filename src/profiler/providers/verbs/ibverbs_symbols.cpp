@@ -5,7 +5,7 @@
 // Control path only: the data path (post/poll) is inline in verbs.h and wrapped in the tables.
 #include <dlfcn.h>
 
-#include "profiler/providers/cuda/cuda_driver.h"
+#include "profiler/gpu/cuda_driver.h"
 #include "profiler/providers/dl_resolver_hooks.h"
 #include "profiler/providers/verbs/ibverbs_state.h"
 

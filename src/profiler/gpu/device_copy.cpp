@@ -1,7 +1,7 @@
-#include "profiler/providers/cuda/device_copy.h"
+#include "profiler/gpu/device_copy.h"
 
-#include "profiler/providers/cuda/cuda_abi.h"
-#include "profiler/providers/dl_resolver_hooks.h"
+#include "profiler/gpu/cuda_abi.h"
+#include "profiler/runtime/real_symbols.h"
 
 namespace sigmatrace::profiler::cuda {
 

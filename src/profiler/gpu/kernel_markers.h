@@ -19,7 +19,7 @@
 #pragma once
 #include <cstdint>
 
-#include "profiler/providers/cuda/cuda_abi.h"
+#include "profiler/gpu/cuda_abi.h"
 #include "profiler/runtime/config.h"
 
 namespace sigmatrace::profiler::cuda {
@@ -28,7 +28,9 @@ namespace sigmatrace::profiler::cuda {
 void enable_kernel_markers(KernelMarkers mode);
 KernelMarkers kernel_markers_mode();
 
-// In the launch wrappers, after a successful launch stamped launch_tsc. True if a marker was
+// In the launch wrappers, after a successful launch stamped launch_tsc, while a doorbell page is
+// hijacked (the caller asks doorbell::doorbells_hijacked(): this layer is below the doorbell
+// subsystem and does not know of it). True if a marker was
 // recorded (its cuda_kernel_seen_end, or cuda_kernel_end when timed, will follow once the kernel
 // finished and a poller looked).
 bool mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, int64_t device);

@@ -16,9 +16,10 @@
 #include "format/chunk_codec.h"
 #include "format/experiment_layout.h"
 #include "format/schema.h"
+#include "profiler/doorbell/doorbell_subsystem.h"
+#include "profiler/lifecycle/lifecycle.h"
 #include "profiler/providers/provider.h"
 #include "profiler/runtime/clock_calibration.h"
-#include "profiler/runtime/lifecycle.h"
 #include "profiler/runtime/log.h"
 #include "profiler/runtime/runtime.h"
 #include "profiler/runtime/writer.h"
@@ -219,10 +220,11 @@ void shut_down(format::ExitReason reason, uint32_t timeout_ms) {
   if (!rt || rt->owner_pid != getpid() || !rt->writer) return;
   int expected = static_cast<int>(Phase::recording);
   if (!rt->recording()) return;
-  for (const Provider* p : all_providers())
-    if (p->quiesce && p->active->load(std::memory_order_acquire)) p->quiesce();
+  // Threads of the profiler's own (the doorbell pollers) record what they saw until now.
+  doorbell::quiesce_doorbells();
   if (!rt->phase.compare_exchange_strong(expected, static_cast<int>(Phase::closing))) return;
   for (const Provider* p : all_providers()) p->active->store(false, std::memory_order_release);
+  doorbell::stop_doorbell_recording();
   if (!rt->writer->finish(reason, timeout_ms)) log_line("the writer did not finish within %u ms; the trace may be incomplete", timeout_ms);
   rt->phase.store(static_cast<int>(Phase::closed));
   restore_signal_handlers();
@@ -320,6 +322,7 @@ bool start_runtime() {
     return false;  // rt is leaked on purpose: a writer thread that started may still reference it
   }
   g_runtime = rt;
+  doorbell::configure_doorbells(rt->config);
   start_providers(rt);
   install_signal_handlers();
   pthread_atfork(nullptr, nullptr, &in_forked_child);

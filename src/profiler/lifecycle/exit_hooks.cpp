@@ -8,7 +8,7 @@
 
 #include <cstdlib>
 
-#include "profiler/runtime/lifecycle.h"
+#include "profiler/lifecycle/lifecycle.h"
 
 namespace {
 using ExitFn = void (*)(int);

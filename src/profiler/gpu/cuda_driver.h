@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "format/event_types.h"
-#include "profiler/providers/cuda/cuda_abi.h"
+#include "profiler/gpu/cuda_abi.h"
 
 namespace sigmatrace::profiler::cuda {
 

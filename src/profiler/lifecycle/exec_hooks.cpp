@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "profiler/runtime/lifecycle.h"
+#include "profiler/lifecycle/lifecycle.h"
 
 namespace {
 template <typename Fn>

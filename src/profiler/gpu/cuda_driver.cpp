@@ -1,6 +1,6 @@
-#include "profiler/providers/cuda/cuda_driver.h"
+#include "profiler/gpu/cuda_driver.h"
 
-#include "profiler/providers/dl_resolver_hooks.h"
+#include "profiler/runtime/real_symbols.h"
 
 namespace sigmatrace::profiler::cuda {
 

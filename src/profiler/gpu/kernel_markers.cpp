@@ -1,4 +1,4 @@
-#include "profiler/providers/cuda/kernel_markers.h"
+#include "profiler/gpu/kernel_markers.h"
 
 #include <time.h>
 
@@ -6,9 +6,8 @@
 #include <mutex>
 
 #include "format/event_types.h"
-#include "profiler/doorbell/hijack.h"
-#include "profiler/providers/dl_resolver_hooks.h"
 #include "profiler/runtime/hang_watch.h"
+#include "profiler/runtime/real_symbols.h"
 #include "profiler/runtime/recorder.h"
 #include "profiler/runtime/tsc.h"
 
@@ -222,9 +221,7 @@ class CurrentContextKept {
 bool mark_kernel_end(uint64_t launch_tsc, uintptr_t function, CUstream stream, int64_t device) {
   const auto st = reinterpret_cast<uintptr_t>(stream);
   const KernelMarkers mode = g_mode.load(std::memory_order_relaxed);
-  if (st == 0 || st == kLegacyStream || st == kPerThreadStream || mode == KernelMarkers::off ||
-      !doorbell::doorbells_hijacked())
-    return false;
+  if (st == 0 || st == kLegacyStream || st == kPerThreadStream || mode == KernelMarkers::off) return false;
   auto capturing = fn<CUresult (*)(CUstream, int*)>(g_stream_is_capturing);
   auto current = fn<CUresult (*)(CUcontext*)>(g_ctx_get_current);
   auto create_event = fn<CUresult (*)(CUevent*, unsigned)>(g_event_create);
