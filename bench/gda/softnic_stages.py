@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pairing import kind_tag, paired_text
 
-# softnic's stage line (testbed/softnic/devx_debug.cpp, stage_line): name, count, mean, max.
+# softnic's stage line (testbed/softnic/devx/devx_debug.cpp, stage_line): name, count, mean, max.
 STAGE = re.compile(r"^ {4}(\S.*?)\s+(\d+)\s+mean\s+([0-9.]+) us\s+max\s+([0-9.]+) us$")
 
 

@@ -1,5 +1,5 @@
 // Checks a traced GPU-initiated run (SIGMATRACE_DOORBELLS=wqe) against what softnic's devx
-// engine executed (SOFTNIC_WQE_LOG, testbed/softnic/wqe_oracle.hpp), an oracle that knows
+// engine executed (SOFTNIC_WQE_LOG, testbed/softnic/core/wqe_oracle.hpp), an oracle that knows
 // nothing of the profiler: per process (matched by pid) and per QP, the recovered WQEs must be
 // exactly the executed ones — the same number per opcode, the same bytes, the same digest of
 // (index, opcode, opmod, bytes, remote address, rkey, DC target, atomic operands) in send-queue
@@ -17,7 +17,7 @@
 #include <sstream>
 #include <string>
 
-#include "softnic/wqe_oracle.hpp"
+#include "softnic/core/wqe_oracle.hpp"
 #include "support/trace_events.h"
 
 using namespace sigmatrace::test;

@@ -14,7 +14,7 @@
 
 #include <dlfcn.h>
 
-#include "platform.hpp"
+#include "platform/platform.hpp"
 
 extern "C" bool softnic_uar_contains(const void* p, size_t len);  // softnic's libmlx5
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "platform.hpp"
+#include "platform/platform.hpp"
 
 // With SOFTNIC_HOST set, the process stands for that host: its name is the host's.
 extern "C" __attribute__((visibility("default"))) int gethostname(char* name, size_t len) noexcept {

@@ -6,7 +6,7 @@
 
 #include <initializer_list>
 
-#include "platform.hpp"
+#include "platform/platform.hpp"
 
 namespace softnic::platform {
 

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "platform.hpp"
+#include "platform/platform.hpp"
 
 extern "C" int softnic_write_sysfs(const char* root);  // softnic's libibverbs
 

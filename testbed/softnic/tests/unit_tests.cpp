@@ -4,8 +4,8 @@
 
 #include <set>
 
-#include "device_registry.hpp"
-#include "qp_state_machine.hpp"
+#include "core/device_registry.hpp"
+#include "engine/qp_state_machine.hpp"
 
 using softnic::check_rc_transition;
 
