@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "export/analysis_run.h"
+#include "analysis_run/analysis_run.h"
 
 using sigmatrace::exporter::AnalysisOptions;
 using sigmatrace::exporter::AnalysisRun;

@@ -3,8 +3,8 @@
 
 #include <fstream>
 
+#include "analysis_run/analysis_run.h"
 #include "cli/commands.h"
-#include "export/analysis_run.h"
 
 namespace sigmatrace::cli {
 

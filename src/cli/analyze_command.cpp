@@ -12,9 +12,9 @@
 #include <sstream>
 #include <thread>
 
+#include "analysis_run/analysis_run.h"
 #include "cli/commands.h"
 #include "cli/progress_bar.h"
-#include "export/analysis_run.h"
 #include "export/text_report.h"
 #include "format/experiment_layout.h"
 

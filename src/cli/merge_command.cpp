@@ -5,9 +5,9 @@
 
 #include <cstdio>
 
+#include "analysis_run/shard_merge.h"
 #include "cli/commands.h"
 #include "cli/progress_bar.h"
-#include "export/shard_merge.h"
 #include "export/text_report.h"
 
 namespace sigmatrace::cli {

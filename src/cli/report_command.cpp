@@ -5,9 +5,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "analysis_run/analysis_run.h"
 #include "cli/aggregate_file.h"
 #include "cli/commands.h"
-#include "export/analysis_run.h"
 #include "export/text_report.h"
 #include "report/html_report.h"
 #include "report/plots_export.h"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis_run/analysis_run.h"
 #include "cli/commands.h"
-#include "export/analysis_run.h"
 
 namespace sigmatrace::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "export/analysis_run.h"
+#include "analysis_run/analysis_run.h"
 #include "support/file_contents.h"
 
 namespace sigmatrace::test {

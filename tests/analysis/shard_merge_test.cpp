@@ -10,8 +10,8 @@
 #include <fstream>
 
 #include "analysis/synthetic_experiment.h"
+#include "analysis_run/shard_merge.h"
 #include "analysis_test_util.h"
-#include "export/shard_merge.h"
 #include "export/sqlite_table_reader.h"
 #include "support/process_runner.h"
 #include "support/temp_dir.h"

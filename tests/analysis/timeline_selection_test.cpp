@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "analysis/synthetic_experiment.h"
+#include "analysis_run/analysis_run.h"
 #include "analysis_test_util.h"
-#include "export/analysis_run.h"
 #include "export/timeline_selection.h"
 #include "support/temp_dir.h"
 #include "support/timeline_check.h"

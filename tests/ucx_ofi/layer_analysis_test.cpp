@@ -14,8 +14,8 @@
 #include "ucx_ofi_support.h"
 #include <nlohmann/json.hpp>
 
-#include "export/analysis_run.h"
-#include "export/shard_merge.h"
+#include "analysis_run/analysis_run.h"
+#include "analysis_run/shard_merge.h"
 
 using namespace sigmatrace::test;
 using namespace sigmatrace::test::ucx_ofi;

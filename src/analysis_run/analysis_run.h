@@ -10,7 +10,7 @@
 #include "analysis/aggregates.h"
 #include "analysis/experiment_model.h"
 #include "analysis/pipeline.h"
-#include "export/shards.h"
+#include "analysis_run/shards.h"
 #include "export/timeline_selection.h"
 
 namespace sigmatrace::exporter {

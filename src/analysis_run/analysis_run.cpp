@@ -1,12 +1,12 @@
 // See analysis_run.h.
-#include "export/analysis_run.h"
+#include "analysis_run/analysis_run.h"
 
 #include <chrono>
 #include <filesystem>
 
 #include "export/json_aggregates.h"
-#include "format/experiment_layout.h"
 #include "export/perfetto_writer.h"
+#include "format/experiment_layout.h"
 #ifdef SIGMATRACE_HAVE_SQLITE
 #include "export/sqlite_writer.h"
 #endif

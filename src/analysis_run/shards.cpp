@@ -1,5 +1,5 @@
 // See shards.h.
-#include "export/shards.h"
+#include "analysis_run/shards.h"
 
 #include <cstdlib>
 #include <cstring>

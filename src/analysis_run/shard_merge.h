@@ -10,7 +10,7 @@
 #pragma once
 #include <string>
 
-#include "export/analysis_run.h"
+#include "analysis_run/analysis_run.h"
 
 namespace sigmatrace::exporter {
 

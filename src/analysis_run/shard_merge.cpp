@@ -1,5 +1,5 @@
 // See shard_merge.h.
-#include "export/shard_merge.h"
+#include "analysis_run/shard_merge.h"
 
 #include <chrono>
 #include <cstdio>
