@@ -7,19 +7,14 @@
 # offset is found to within the smallest message latency; node-c is tied to node-a through node-b.
 # The programs' own output is the same as untraced.
 # Usage: clock_sync_softnic_test.sh BUILD_DIR SOURCE_DIR. Exit 77 (skipped) without softnic or ibverbs-utils.
-set -u
 build=$1 src=$2
-keep=${SIGMATRACE_KEEP_TEST_DIRS:-}
-unset SIGMATRACE_KEEP_TEST_DIRS
+. "$src/scripts/lib/shell_test.sh"
 st=$build/bin/sigmatrace
-skip() { echo "SKIPPED: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
 [ -x "$st" ] || skip "$st is not built"
 [ -e "$build/softnic/libibverbs.so.1" ] || skip "softnic is not built"
 command -v ibv_rc_pingpong >/dev/null || skip "ibverbs-utils is not installed"
 command -v sqlite3 >/dev/null || skip "the sqlite3 command is not installed"
-work=$(mktemp -d)
-[ -n "$keep" ] && echo "keeping $work" || trap 'rm -rf "$work"' EXIT
+test_work_dir work
 source "$src/scripts/lib/ports.sh"
 export SOFTNIC_FABRIC="clock-$$" SIGMATRACE_RUN_ID="clock-$$"
 exp=$work/exp

@@ -10,14 +10,9 @@
 #   pair 3: ib_read_bw   server on node-a (rank 4), client on node-b (rank 5): READs  b <- a
 # Usage: softnic_multiprocess_test.sh BUILD_DIR SOURCE_DIR. Exit 77 (skipped) while softnic or the
 # ibverbs provider is not built.
-set -u
 build=$1
-# The profiler refuses SIGMATRACE_* variables it does not know: keep the test's own out of its way.
-keep=${SIGMATRACE_KEEP_TEST_DIRS:-}
-unset SIGMATRACE_KEEP_TEST_DIRS
+. "$(dirname "$0")/../../scripts/lib/shell_test.sh"
 st=$build/bin/sigmatrace
-skip() { echo "SKIPPED: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
 
 [ -x "$st" ] || skip "$st is not built"
 [ -e "$build/softnic/libibverbs.so.1" ] || skip "softnic is not built ($build/softnic/libibverbs.so.1 missing)"
@@ -27,8 +22,7 @@ if ! "$st" profile --dry-run --providers ibverbs -- true >/dev/null 2>&1; then
 fi
 
 iters=200 size=65536 cq_mod=10
-work=$(mktemp -d)
-[ -n "$keep" ] && echo "keeping $work" || trap 'rm -rf "$work"' EXIT
+test_work_dir work
 exp=$work/exp
 export SIGMATRACE_RUN_ID="analysis-softnic-$$"
 export SOFTNIC_FABRIC="analysis-$$"

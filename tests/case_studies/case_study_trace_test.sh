@@ -8,12 +8,10 @@
 #     headless Chromium with the numbers of aggregate.json.
 # Usage: case_study_trace_test.sh BUILD_DIR SOURCE_DIR moe|bfs. Exit 77 (skipped) without SQLite
 # or Chromium.
-set -u
 build=$1 src=$2 study=$3
+. "$src/scripts/lib/shell_test.sh"
 st=$build/bin/sigmatrace
 ex=$src/examples/nvshmem
-skip() { echo "SKIPPED: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
 [ -x "$st" ] || skip "$st is not built"
 data=$src/tests/case_studies/data/$study
 [ -f "$data/expected.json" ] || fail "no recorded trace in $data"

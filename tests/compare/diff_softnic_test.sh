@@ -22,18 +22,13 @@
 # ib_write_bw's durations are its queueing behind the WRs in flight and move by half from run to
 # run: the noise case is the ping-pong's.
 # Usage: diff_softnic_test.sh BUILD_DIR SOURCE_DIR. Exit 77 (skipped) without softnic or perftest.
-set -u
 build=$1 src=$2
-keep=${SIGMATRACE_KEEP_TEST_DIRS:-}
-unset SIGMATRACE_KEEP_TEST_DIRS
+. "$src/scripts/lib/shell_test.sh"
 st=$build/bin/sigmatrace
-skip() { echo "SKIPPED: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
 [ -x "$st" ] || skip "$st is not built"
 [ -e "$build/softnic/libibverbs.so.1" ] || skip "softnic is not built"
 command -v ib_write_bw >/dev/null && command -v ibv_rc_pingpong >/dev/null || skip "perftest or ibverbs-utils is not installed"
-work=$(mktemp -d)
-[ -n "$keep" ] && echo "keeping $work" || trap 'rm -rf "$work"' EXIT
+test_work_dir work
 source "$src/scripts/lib/ports.sh"
 export SOFTNIC_FABRIC="diff-$$"
 

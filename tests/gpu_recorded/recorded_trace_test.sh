@@ -11,11 +11,10 @@
 #     operations in the NVSHMEM call that launched it, each barrier with its atomic (SQL).
 # Usage: recorded_trace_test.sh BUILD_DIR SOURCE_DIR RECORDING. Exit 77 (skipped) when the command
 # is not built.
-set -u
 build=$1 src=$2 rec=$3
+. "$src/scripts/lib/shell_test.sh"
 st=$build/bin/sigmatrace
-fail() { echo "FAIL: $*"; exit 1; }
-[ -x "$st" ] || { echo "SKIPPED: $st is not built"; exit 77; }
+[ -x "$st" ] || skip "$st is not built"
 data=$src/tests/gpu_recorded/data/$rec
 source "$src/scripts/lib/recorded_trace.sh"
 analyze_recorded "$st" "$data"

@@ -7,19 +7,14 @@
 # bandwidth per GPU, doorbell rate and doorbells per kernel drawn, their numbers aggregate.json's,
 # and the 4800 WQEs all there.
 # Usage: report_gpu_trace_test.sh BUILD_DIR SOURCE_DIR. Exit 77 (skipped) without Chromium.
-set -u
 build=$1 src=$2
-keep=${SIGMATRACE_KEEP_TEST_DIRS:-}
-unset SIGMATRACE_KEEP_TEST_DIRS
+. "$src/scripts/lib/shell_test.sh"
 st=$build/bin/sigmatrace
-skip() { echo "SKIPPED: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
 [ -x "$st" ] || skip "$st is not built"
 source "$src/tests/report/browser_check.sh"
 find_browser_or_skip
 
-work=$(mktemp -d)
-[ -n "$keep" ] && echo "keeping $work" || trap 'rm -rf "$work"' EXIT
+test_work_dir work
 exp=$work/exp
 cp -r "$src/tests/report/data/nvshmem-4pe-h200" "$exp"
 "$st" analyze -q "$exp" >"$work/analyze.log" 2>&1 || { cat "$work/analyze.log"; fail "analyze failed"; }

@@ -7,13 +7,9 @@
 # and every figure written as a well-formed SVG and PNG.
 # Usage: report_in_browser_test.sh BUILD_DIR SOURCE_DIR. Exit 77 (skipped) without softnic,
 # perftest or Chromium.
-set -u
 build=$1 src=$2
-keep=${SIGMATRACE_KEEP_TEST_DIRS:-}
-unset SIGMATRACE_KEEP_TEST_DIRS
+. "$src/scripts/lib/shell_test.sh"
 st=$build/bin/sigmatrace
-skip() { echo "SKIPPED: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
 
 [ -x "$st" ] || skip "$st is not built"
 [ -e "$build/softnic/libibverbs.so.1" ] || skip "softnic is not built ($build/softnic/libibverbs.so.1 missing)"
@@ -22,8 +18,7 @@ source "$src/tests/report/browser_check.sh"
 find_browser_or_skip
 
 iters=300 size=8192
-work=$(mktemp -d)
-[ -n "$keep" ] && echo "keeping $work" || trap 'rm -rf "$work"' EXIT
+test_work_dir work
 exp=$work/exp
 export SIGMATRACE_RUN_ID="report-browser-$$"
 export SOFTNIC_FABRIC="report-$$"

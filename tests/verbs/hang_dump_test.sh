@@ -11,18 +11,13 @@
 # and a job that makes progress (ib_write_bw, 2 s under --hang-dump 1) records none, its output
 # the same as untraced.
 # Usage: hang_dump_test.sh BUILD_DIR SOURCE_DIR. Exit 77 (skipped) without softnic or perftest.
-set -u
 build=$1 src=$2
-keep=${SIGMATRACE_KEEP_TEST_DIRS:-}
-unset SIGMATRACE_KEEP_TEST_DIRS
+. "$src/scripts/lib/shell_test.sh"
 st=$build/bin/sigmatrace
 hang=$build/tests/bin/verbs_hang
-skip() { echo "SKIPPED: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
 [ -x "$st" ] && [ -x "$hang" ] || skip "sigmatrace or verbs_hang is not built"
 [ -e "$build/softnic/libibverbs.so.1" ] || skip "softnic is not built"
-work=$(mktemp -d)
-[ -n "$keep" ] && echo "keeping $work" || trap 'rm -rf "$work"' EXIT
+test_work_dir work
 export SOFTNIC_FABRIC="hang-$$"
 
 # deadlock MODE: verbs_hang --mode MODE under --hang-dump 1, ended by SIGTERM after 4 s.
