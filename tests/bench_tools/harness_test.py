@@ -4,11 +4,13 @@ runs themselves log it); REPS repetitions; one results.tsv record per metric of 
 status with it; KIND/VAR=VALUE settings exported for that kind's runs only; results.json's medians
 and paired differences equal to a computation of their own from the values the programs printed;
 a failed run recorded and the session failed; status 77 skips the session; bench_abort stops it;
-bad settings and a former spelling refused with one line (the new spelling in it); RESULTS_TAR
-without the traces.
+bad settings and every driver's former spelling refused with one line (the new spelling in it);
+RESULTS_TAR without the traces; the drivers shellcheck-clean (when shellcheck is installed); and,
+given a build, bench/nvtx/nvtx_range_cost.sh end to end.
 usage: harness_test.py REPOSITORY_ROOT [BUILD_DIR]"""
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -18,7 +20,12 @@ import unittest
 from pathlib import Path
 
 ROOT = Path(sys.argv.pop(1)).resolve()
-BUILD = Path(sys.argv.pop(1)) if len(sys.argv) > 1 else None  # for the drivers' tests
+BUILD = Path(sys.argv.pop(1)) if len(sys.argv) > 1 else None
+DRIVERS = ["bench/cpu_speed_under_load.sh", "bench/recorder_sustained_rate.sh", "bench/softnic_perftest.sh",
+           "bench/gda/doorbell_overhead.sh", "bench/gda/doorbell_forward.sh", "bench/nccl/nccl_allreduce_overhead.sh",
+           "bench/nvshmem/nvshmem_perftests.sh", "bench/nvtx/nvtx_range_cost.sh", "bench/ucx_ofi/ucx_ofi_overhead.sh",
+           "bench/verbs/ib_write_bw_rate.sh", "bench/verbs/placement_sensitivity.sh"]
+
 # A driver as small as they come: each kind is a real program printing a known value per repetition.
 DRIVER = r'''#!/usr/bin/env bash
 set -u
@@ -152,6 +159,49 @@ class Harness(unittest.TestCase):
             self.assertEqual((p.returncode, p.stdout), (2, ""), (env, args, p.stderr))
             self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
             self.assertTrue(p.stderr.startswith("driver.sh: ") and message in p.stderr, p.stderr)
+
+    def test_every_driver_says_its_new_spelling(self):
+        former = {
+            "bench/gda/doorbell_overhead.sh": (["build-gpu", "300", "1000", "5000"], "BUILD=build-gpu REPS=300 WARMUP=1000 ITERS=5000"),
+            "bench/gda/doorbell_forward.sh": (["build-gpu", "OUT"], "BUILD=build-gpu OUT=OUT"),
+            "bench/nvshmem/nvshmem_perftests.sh": (["OUT"], "OUT=OUT"),
+            "bench/nccl/nccl_allreduce_overhead.sh": (["build", "res", "--ranks", "4", "--sizes", "1M 128M", "--modes", "simple", "--analyze-only"],
+                                                      "BUILD=build OUT=res RANKS=4 SIZES='1M 128M' KINDS=simple ANALYZE_ONLY=1"),
+            "bench/ucx_ofi/ucx_ofi_overhead.sh": (["BUILD", "5", "off simple"], "BUILD=BUILD REPS=5 KINDS='off simple'"),
+            "bench/verbs/ib_write_bw_rate.sh": (["-r", "9", "-n", "300000"], "REPS=9 ITERS=300000"),
+            "bench/verbs/placement_sensitivity.sh": (["-r", "3", "-s", "OLD.cpp", "-s", "new.cpp", "-f", "", "-f", "-falign-functions=64"],
+                                                     "REPS=3 SOURCES='OLD.cpp new.cpp' FLAGSETS='|-falign-functions=64'"),
+            "bench/nvtx/nvtx_range_cost.sh": (["build", "11", "100000"], "BUILD=build REPS=11 RANGES=100000"),
+            "bench/softnic_perftest.sh": (["build/softnic"], "LIBDIR=build/softnic"),
+            "bench/recorder_sustained_rate.sh": (["build", "1", "1 2 4 8", "lz4 zstd none", "6", "1"],
+                                                 "BUILD=build RUN_SECONDS=1 THREADS='1 2 4 8' KINDS='lz4 zstd none' STEPS=6 WRITERS=1"),
+            "bench/cpu_speed_under_load.sh": (["build", "3", "2"], "BUILD=build REPS=3 CPU=2"),
+        }
+        self.assertEqual(sorted(former), sorted(DRIVERS))
+        env = {k: v for k, v in os.environ.items() if k not in ("REPEAT", "REPEATS", "MODES")}
+        for driver, (args, spelling) in former.items():
+            path = ROOT / driver
+            p = subprocess.run(["bash", str(path), *args], capture_output=True, text=True, env=env, timeout=60)
+            self.assertEqual((p.returncode, p.stdout), (2, ""), (driver, p.stderr))
+            self.assertEqual(p.stderr, f"{path.name}: settings are NAME=VALUE now: {path} {spelling}\n")
+
+    @unittest.skipUnless(shutil.which("shellcheck"), "shellcheck is not installed")
+    def test_shellcheck_clean(self):
+        p = subprocess.run(["shellcheck", "-x", "bench/lib/harness.sh", *DRIVERS], cwd=ROOT, capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    @unittest.skipUnless(BUILD and (BUILD / "tests/bin/verbs_probe_nvtx").exists() and (BUILD / "bin/sigmatrace").exists(),
+                         "no verbs_probe_nvtx or sigmatrace built")
+    def test_nvtx_range_cost_end_to_end(self):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SIGMATRACE_") and k not in ("KINDS", "REPS", "REPEAT", "MODES")}
+        p = subprocess.run(["bash", str(ROOT / "bench/nvtx/nvtx_range_cost.sh"), f"BUILD={BUILD}", f"OUT={self.t / 'nvtx'}", "REPS=2",
+                            "RANGES=2000"], capture_output=True, text=True, env=env, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        doc = json.loads((self.t / "nvtx/results.json").read_text())
+        self.assertEqual([(r["kind"], r["metric"], r["n"]) for r in doc["rows"]], [("untraced", "ns_per_range", 2), ("traced", "ns_per_range", 2)])
+        self.assertTrue(all(r["median"] > 0 for r in doc["rows"]))
+        self.assertEqual(doc["rows"][1]["paired"]["n"], 2)
+        self.assertIn("| ns_per_range | traced | 2 |", p.stdout)
 
 
 if __name__ == "__main__":
