@@ -1,57 +1,60 @@
 #!/bin/bash
 # Latency and bandwidth of RDMA writes over softnic, measured with the unmodified perftest
-# binaries between two processes on this machine. Each figure is the median of REPEAT runs.
-#   bench/softnic_perftest.sh [LIBDIR]      (default: build/softnic)
-# Environment: REPEAT (default 5), ITERS_LAT (default 20000), ITERS_BW (default 5000),
-# PORT (default 19500), NICE (default 0: niceness of both perftest processes; a negative
-# value keeps other work on a shared machine from skewing the figures); any SOFTNIC_*
-# setting is passed through to both processes.
+# binaries between two processes on this machine, through the harness (bench/lib/harness.sh).
+# The one kind is softnic as configured; softnic/VAR=VALUE... kinds pair settings against it
+# (e.g. KINDS="softnic softnic/SOFTNIC_SPIN_US=200000"). Cases: ib_write_lat with 8 B
+# (typical one-way latency and its 99th percentile, us), ib_write_bw with 64 KiB and 1 MiB
+# (average bandwidth, MB/s).
+#   bench/softnic_perftest.sh [NAME=VALUE...]
+#   BUILD, OUT, KINDS (softnic), REPS (5): the harness's settings; LIBDIR (BUILD/softnic);
+#   ITERS_LAT (20000), ITERS_BW (5000; a tenth with 1 MiB); NICE (0: niceness of both perftest
+#   processes; a negative value keeps other work on a shared machine from skewing the figures).
+#   Any SOFTNIC_* setting is passed through to both processes.
 set -u
-here=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=../scripts/lib/ports.sh
-. "$here/scripts/lib/ports.sh"
-# shellcheck source=../scripts/lib/stats.sh
-. "$here/scripts/lib/stats.sh"
-libdir=${1:-$here/build/softnic}
-repeat=${REPEAT:-5}
-iters_lat=${ITERS_LAT:-20000}
-iters_bw=${ITERS_BW:-5000}
-port=${PORT:-19500}
-niceness=${NICE:-0}
-if [ ! -e "$libdir/libibverbs.so.1" ]; then
-  echo "no softnic libraries in $libdir (build the 'softnic' target first)" >&2
-  exit 1
-fi
-export LD_LIBRARY_PATH=$libdir
-export SOFTNIC_FABRIC="bench-$$"
+# shellcheck source=bench/lib/harness.sh
+. "$(dirname "$0")/lib/harness.sh"
+# shellcheck source=scripts/lib/ports.sh
+. "$BENCH_ROOT/scripts/lib/ports.sh"
+bench_args "LIBDIR" "$@"
+bench_default KINDS softnic
+bench_default REPS 5
+bench_default LIBDIR "$BUILD/softnic"
+bench_default ITERS_LAT 20000
+bench_default ITERS_BW 5000
+bench_default NICE 0
+BENCH_KIND_PATTERNS=softnic
+BENCH_CASES="write_lat_8B write_bw_64KiB write_bw_1MiB"
+BENCH_TITLE="softnic perftest, nice $NICE ($(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), Linux $(uname -r))"
+[ -e "$LIBDIR/libibverbs.so.1" ] || bench_skip "no softnic libraries in LIBDIR=$LIBDIR (build the 'softnic' target first)"
+export LD_LIBRARY_PATH=$LIBDIR
 
-# run_pair PROGRAM ARGS... : prints the client's result line
-run_pair() {
-  port=$((port + 1))
-  nice -n "$niceness" timeout 120 "$@" -p $port >/dev/null 2>&1 &
-  local spid=$!
+run_pair() {  # PROGRAM ARGS...: the client's result line
+  local port spid
+  port=$(unused_tcp_port) || return 1
+  nice -n "$NICE" timeout 120 "$@" -p "$port" > "$run_dir/server.log" 2>&1 &
+  spid=$!
   wait_tcp_listening "$port" 100
-  nice -n "$niceness" timeout 120 "$@" -p $port localhost 2>/dev/null | grep -E '^ +[0-9]+ +[0-9]+ ' | tail -1
-  wait $spid
+  nice -n "$NICE" timeout 120 "$@" -p "$port" localhost 2> "$run_dir/client.err" | tee "$run_dir/client.log" | grep -E '^ +[0-9]+ +[0-9]+ ' | tail -1
+  wait "$spid"
 }
 
-
-lat_typ=() lat_p99=() bw64k=() bw1m=()
-for i in $(seq 1 "$repeat"); do
-  # ib_write_lat columns: bytes iters t_min t_max t_typical t_avg t_stdev p99 p99.9 (usec, one way)
-  line=$(run_pair ib_write_lat -s 8 -n "$iters_lat")
-  lat_typ+=("$(awk '{print $5}' <<<"$line")")
-  lat_p99+=("$(awk '{print $8}' <<<"$line")")
-  # ib_write_bw columns: bytes iters peak avg(MB/s) msgrate
-  line=$(run_pair ib_write_bw -s 65536 -n "$iters_bw")
-  bw64k+=("$(awk '{print $4}' <<<"$line")")
-  line=$(run_pair ib_write_bw -s 1048576 -n $((iters_bw / 10)))
-  bw1m+=("$(awk '{print $4}' <<<"$line")")
-done
-rm -f "/dev/shm/softnic-$SOFTNIC_FABRIC.lock"
-
-echo "softnic perftest, median of $repeat runs, nice $niceness ($(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), Linux $(uname -r))"
-printf '  ib_write_lat  8 B   typical one-way latency : %s us  (runs: %s)\n' "$(printf '%s\n' "${lat_typ[@]}" | median)" "${lat_typ[*]}"
-printf '  ib_write_lat  8 B   99th percentile         : %s us  (runs: %s)\n' "$(printf '%s\n' "${lat_p99[@]}" | median)" "${lat_p99[*]}"
-printf '  ib_write_bw  64 KiB average bandwidth       : %s MB/s  (runs: %s)\n' "$(printf '%s\n' "${bw64k[@]}" | median)" "${bw64k[*]}"
-printf '  ib_write_bw   1 MiB average bandwidth       : %s MB/s  (runs: %s)\n' "$(printf '%s\n' "${bw1m[@]}" | median)" "${bw1m[*]}"
+bench_run() {
+  local line
+  export SOFTNIC_FABRIC="bench-$$-$RANDOM"
+  case $case_name in
+    write_lat_8B)  # columns: bytes iters t_min t_max t_typical t_avg t_stdev p99 p99.9 (usec, one way)
+      line=$(run_pair ib_write_lat -s 8 -n "$ITERS_LAT")
+      bench_record typical_us "$(awk '{print $5}' <<< "$line")"
+      bench_record p99_us "$(awk '{print $8}' <<< "$line")" ;;
+    write_bw_64KiB)  # columns: bytes iters peak avg(MB/s) msgrate
+      line=$(run_pair ib_write_bw -s 65536 -n "$ITERS_BW")
+      bench_record average_MBps "$(awk '{print $4}' <<< "$line")" ;;
+    write_bw_1MiB)
+      line=$(run_pair ib_write_bw -s 1048576 -n $((ITERS_BW / 10)))
+      bench_record average_MBps "$(awk '{print $4}' <<< "$line")" ;;
+  esac
+  local rc=$?
+  rm -f "/dev/shm/softnic-$SOFTNIC_FABRIC.lock"
+  return $rc
+}
+bench_main

@@ -2,17 +2,19 @@
 (the bench's JSON "doorbells": warm-up and timed rounds times the burst; the trace's gpu_doorbell
 events, from the run's `sigmatrace info --json` beside it; with bursts, a store the next one
 overwrote before the poller looked is not a doorbell of its own, so at least one per burst and no
-more than were rung) and, where the mode marks kernels, the one kernel's end
-(cuda_kernel_seen_end, or cuda_kernel_end with timed markers). A traced run without its JSON or
-its info is counted failed: it is the run that went wrong, not one to skip.
-Prints one line per mode; exits 1 if any run failed its check.
-usage: forward_checks.py OUT MODE... (untraced modes are not checked)"""
+more than were rung) and, where the kind marks kernels, the one kernel's end
+(cuda_kernel_seen_end, or cuda_kernel_end with timed markers). The runs are those of the
+harness's OUT/results.tsv, each in OUT/runs/RUN (result.json, result.json.info). A traced run
+without its JSON or its info is counted failed: it is the run that went wrong, not one to skip.
+Prints one line per kind; exits 1 if any run failed its check.
+usage: forward_checks.py OUT KIND... (untraced kinds are not checked)"""
 import json
 import re
 import sys
 from pathlib import Path
 
-from pairing import FORWARD_RUN, kind_tag
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
+from bench_table import read_results, run_name  # noqa: E402
 
 MARKERS_OFF = re.compile(r"/SIGMATRACE_KERNEL_MARKERS=(0|off|false)(/|$)")
 
@@ -48,21 +50,25 @@ def check_run(result_path, markers):
 
 
 def main():
-    out, modes = Path(sys.argv[1]), sys.argv[2:]
+    out, kinds = Path(sys.argv[1]), sys.argv[2:]
+    # Every run the harness made has its records, whether or not it wrote results.
+    try:
+        rows = read_results(out)
+    except OSError:
+        rows = []  # no run at all: every kind fails below
+    runs = sorted({(r["kind"], r["case"], r["rep"]) for r in rows}, key=lambda k: (k[1], k[2]))
     failed = False
-    for mode in modes:
-        if mode.split("/")[0] == "untraced":
+    for kind in kinds:
+        if kind.split("/")[0] == "untraced":
             continue
-        tag = kind_tag(mode)
-        markers = not MARKERS_OFF.search(mode)
-        # Every run doorbell_forward.sh made leaves its log, whether or not it wrote results.
-        runs = sorted(p for p in out.glob("*.json.log") if (m := FORWARD_RUN.fullmatch(p.name[:-4])) and m[1] == tag)
-        bad = [(p.name[:-4], why) for p in runs if (why := check_run(Path(str(p)[:-4]), markers))]
+        markers = not MARKERS_OFF.search(kind)
+        names = [run_name(c, k, rep) for k, c, rep in runs if k == kind]
+        bad = [(n, why) for n in names if (why := check_run(out / "runs" / n / "result.json", markers))]
         what = "every doorbell rung" + (" and the kernel's end" if markers else "")
-        print(f"checks {mode}: {len(runs) - len(bad)} of {len(runs)} runs recorded {what}")
+        print(f"checks {kind}: {len(names) - len(bad)} of {len(names)} runs recorded {what}")
         for name, why in bad:
             print(f"  {name}: {why}")
-        failed |= bool(bad) or not runs
+        failed |= bool(bad) or not names
     return 1 if failed else 0
 
 

@@ -1,76 +1,54 @@
 #!/bin/bash
 # NCCL all-reduce between the GPUs of one machine, forced through NCCL's IB transport onto softnic
-# (the emulated RDMA NIC), untraced and under `sigmatrace profile` in each mode (issue #8).
+# (the emulated RDMA NIC), untraced and under `sigmatrace profile` in each mode (issue #8), through
+# the harness (bench/lib/harness.sh: kinds rotated, repeated, paired with untraced). Kinds:
+# untraced, aggregate, simple, full (KIND/VAR=VALUE... too). Cases: the sizes. One run = one launch
+# of nccl_allreduce_bench with RANKS ranks (one process per GPU); its metrics: the median
+# per-operation time of its inner repetitions (time_us), algbw and busbw (GB/s) and, traced, the
+# experiment's bytes (du -b), events and drops (`sigmatrace info`: all processes, the launcher
+# included). Writes the harness's files and OUT/summary.md (the table for docs/performance.md,
+# with the environment), OUT/info/ (`sigmatrace info` of each traced kind's first run per size),
+# and keeps one experiment directory per size (the last kind's first run) in OUT/experiments/,
+# analysed into OUT/analysis/ when `sigmatrace analyze` is built (else later, with ANALYZE_ONLY=1).
+# A failed run, or NCCL not on NET/IB over softnic, stops the session.
 #
-#   nccl_allreduce_overhead.sh BUILD_DIR OUT_DIR [--ranks N] [--sizes "1M 128M"] [--reps 5]
-#       [--modes "aggregate simple full"] [--providers ibverbs,mlx5] [--iters N] [--warmup N]
-#       [--inner-reps N] [--timeout S]
-#   nccl_allreduce_overhead.sh BUILD_DIR OUT_DIR --analyze-only
+#   bench/nccl/nccl_allreduce_overhead.sh BUILD=DIR OUT=DIR [NAME=VALUE...]
+#   BUILD, OUT, KINDS (untraced aggregate simple full), REPS (5), DEADLINE_S, RESULTS_TAR: the
+#   harness's settings; RANKS (2), SIZES ("1M 128M"), PROVIDERS (ibverbs,mlx5), ITERS (about
+#   256 MiB per repetition, 5..100), WARMUP (a fifth of ITERS, at least 2), INNER_REPS (5),
+#   TIMEOUT_S (900)
+#   bench/nccl/nccl_allreduce_overhead.sh OUT=DIR ANALYZE_ONLY=1    (analyse the kept experiments)
 #
-# For each size and repetition the configurations run one after the other (untraced, then each mode,
-# then again), so drift in the machine hits all alike. One run = one launch of nccl_allreduce_bench
-# with --ranks N (one process per GPU); its value is the median per-operation time of its inner
-# repetitions; a configuration's value is the median over runs. Overhead = that median against the
-# untraced median of the same invocation. Writes OUT_DIR/results.csv (one row per run),
-# OUT_DIR/summary.md (a table for docs/performance.md), OUT_DIR/logs/ (each run's output, NCCL's INFO
-# lines included), OUT_DIR/info/ (`sigmatrace info` of one experiment per size and mode) and keeps one
-# experiment directory per size (the last mode's first run) in OUT_DIR/experiments/, analysed into
-# OUT_DIR/analysis/ when `sigmatrace analyze` is built (else later, with --analyze-only).
-#
-# Exit status: 0 done, 1 a run failed or NCCL did not use NET/IB on softnic, 2 bad arguments,
+# Exit status: 0 done, 1 a run failed or NCCL did not use NET/IB on softnic, 2 bad settings,
 # 77 skipped (no nvidia-smi, fewer GPUs than ranks, no NCCL, a build product missing).
 # Documentation: docs/nccl.md.
 set -u -o pipefail
-# shellcheck source=../../scripts/lib/stats.sh
-. "$(cd "$(dirname "$0")/../.." && pwd)/scripts/lib/stats.sh"
-
-prog=$(basename "$0")
-usage() {
-  echo "usage: $prog BUILD_DIR OUT_DIR [--ranks N] [--sizes \"1M 128M\"] [--reps N] [--modes \"aggregate simple full\"] [--providers LIST] [--iters N] [--warmup N] [--inner-reps N] [--timeout S] [--analyze-only]" >&2
-  exit 2
-}
-bad() { echo "$prog: $*" >&2; exit 2; }
-skip() { echo "SKIPPED: $*"; exit 77; }
-die() { echo "$prog: $*" >&2; exit 1; }
+# shellcheck source=bench/lib/harness.sh
+. "$(dirname "$0")/../lib/harness.sh"
+bench_args "BUILD OUT --ranks=RANKS --sizes=SIZES --reps=REPS --modes=KINDS --providers=PROVIDERS --iters=ITERS --warmup=WARMUP --inner-reps=INNER_REPS --timeout=TIMEOUT_S --analyze-only=ANALYZE_ONLY!" "$@"
+bench_default KINDS "untraced aggregate simple full"
+bench_default REPS 5
+bench_default RANKS 2
+bench_default SIZES "1M 128M"
+bench_default PROVIDERS ibverbs,mlx5
+bench_default ITERS ""
+bench_default WARMUP ""
+bench_default INNER_REPS 5
+bench_default TIMEOUT_S 900
+bench_default ANALYZE_ONLY 0
 is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
-
-[ $# -ge 2 ] || usage
-case $1 in -*) usage ;; esac
-case $2 in -*) usage ;; esac
-BUILD=$1 OUT=$2
-shift 2
-ranks=2 sizes="1M 128M" reps=5 modes="aggregate simple full" providers=ibverbs,mlx5
-iters="" warmup="" inner_reps=5 timeout_s=900 analyze_only=0
-while [ $# -gt 0 ]; do
-  case $1 in
-    --ranks|--sizes|--reps|--modes|--providers|--iters|--warmup|--inner-reps|--timeout)
-      [ $# -ge 2 ] || bad "$1 needs a value"
-      case $1 in
-        --ranks) ranks=$2 ;; --sizes) sizes=$2 ;; --reps) reps=$2 ;; --modes) modes=$2 ;;
-        --providers) providers=$2 ;; --iters) iters=$2 ;; --warmup) warmup=$2 ;;
-        --inner-reps) inner_reps=$2 ;; --timeout) timeout_s=$2 ;;
-      esac
-      shift 2 ;;
-    --analyze-only) analyze_only=1; shift ;;
-    -h|--help) usage ;;
-    *) bad "unknown argument '$1' (see $prog --help)" ;;
-  esac
+{ is_uint "$RANKS" && [ "$RANKS" -ge 2 ]; } || bench_die "RANKS=$RANKS: expected an integer >= 2"
+{ is_uint "$INNER_REPS" && [ "$INNER_REPS" -ge 1 ]; } || bench_die "INNER_REPS=$INNER_REPS: expected an integer >= 1"
+{ is_uint "$TIMEOUT_S" && [ "$TIMEOUT_S" -ge 10 ]; } || bench_die "TIMEOUT_S=$TIMEOUT_S: expected seconds >= 10"
+[ -z "$ITERS" ] || { is_uint "$ITERS" && [ "$ITERS" -ge 1 ]; } || bench_die "ITERS=$ITERS: expected an integer >= 1"
+[ -z "$WARMUP" ] || is_uint "$WARMUP" || bench_die "WARMUP=$WARMUP: expected an integer >= 0"
+[ -n "$SIZES" ] || bench_die "SIZES: give at least one size"
+for s in $SIZES; do
+  [[ $s =~ ^[0-9]+([KkMmGg]([iI]?[bB])?)?$ ]] || bench_die "SIZES: '$s' is not a size such as 4096, 1M or 128M"
 done
-{ is_uint "$ranks" && [ "$ranks" -ge 2 ]; } || bad "--ranks $ranks: expected an integer >= 2"
-{ is_uint "$reps" && [ "$reps" -ge 1 ]; } || bad "--reps $reps: expected an integer >= 1"
-{ is_uint "$inner_reps" && [ "$inner_reps" -ge 1 ]; } || bad "--inner-reps $inner_reps: expected an integer >= 1"
-{ is_uint "$timeout_s" && [ "$timeout_s" -ge 10 ]; } || bad "--timeout $timeout_s: expected seconds >= 10"
-[ -z "$iters" ] || { is_uint "$iters" && [ "$iters" -ge 1 ]; } || bad "--iters $iters: expected an integer >= 1"
-[ -z "$warmup" ] || is_uint "$warmup" || bad "--warmup $warmup: expected an integer >= 0"
-[ -n "$sizes" ] || bad "--sizes: give at least one size"
-for s in $sizes; do
-  [[ $s =~ ^[0-9]+([KkMmGg]([iI]?[bB])?)?$ ]] || bad "--sizes: '$s' is not a size such as 4096, 1M or 128M"
-done
-[ -n "$modes" ] || bad "--modes: give at least one of aggregate, simple, full"
-for m in $modes; do
-  case $m in aggregate|simple|full) ;; *) bad "--modes: '$m' is not one of aggregate, simple, full" ;; esac
-done
-[[ $providers =~ ^[a-z0-9,]+$ ]] || bad "--providers '$providers': expected a comma-separated list (all, ibverbs, mlx5, ...)"
+[[ $PROVIDERS =~ ^[a-z0-9,]+$ ]] || bench_die "PROVIDERS=$PROVIDERS: expected a comma-separated list (all, ibverbs, mlx5, ...)"
+BENCH_KIND_PATTERNS="untraced aggregate simple full"
+BENCH_CASES=$SIZES
 
 [ -d "$BUILD" ] && BUILD=$(cd -P "$BUILD" && pwd)  # absolute: compared with /proc/PID/maps paths
 S=$BUILD/bin/sigmatrace
@@ -86,7 +64,7 @@ analyze_dir() {  # EXPERIMENT_DIR ANALYSIS_DIR
   mkdir -p "$dst"
   echo "analysing $exp -> $dst"
   if ! "$S" analyze "$exp" >"$dst/summary.txt" 2>&1; then
-    echo "$prog: sigmatrace analyze $exp failed (see $dst/summary.txt)" >&2
+    echo "$BENCH_NAME: sigmatrace analyze $exp failed (see $dst/summary.txt)" >&2
     return 1
   fi
   # QP topology: every QP NCCL created, its owner and the peer it was connected to at RTR.
@@ -108,25 +86,26 @@ analyze_kept() {
     analyze_dir "$exp" "$OUT/analysis/$(basename "$exp")" || return 1
     n=$((n + 1))
   done
-  [ "$n" -gt 0 ] || die "no experiment directory in $OUT/experiments"
+  [ "$n" -gt 0 ] || { echo "$BENCH_NAME: no experiment directory in $OUT/experiments" >&2; return 1; }
 }
 
-if [ "$analyze_only" = 1 ]; then
-  [ -x "$S" ] || die "no $S"
-  have_analyze || die "$S has no 'analyze' command (built without SQLite: run scripts/setup.sh and rebuild)"
+if [ "$ANALYZE_ONLY" = 1 ]; then
+  [ -n "${OUT:-}" ] || bench_die "ANALYZE_ONLY=1 needs OUT, the directory of an earlier session"
+  [ -x "$S" ] || { echo "$BENCH_NAME: no $S" >&2; exit 1; }
+  have_analyze || { echo "$BENCH_NAME: $S has no 'analyze' command (built without SQLite: run scripts/setup.sh and rebuild)" >&2; exit 1; }
   analyze_kept || exit 1
   echo "analysis written to $OUT/analysis/"
   exit 0
 fi
 
 # ---- what the runs need: otherwise skip ---------------------------------------------------------------
-[ -x "$BENCH" ] || skip "no $BENCH (built where the CUDA toolkit is found: cmake --build $BUILD --target nccl_allreduce_bench)"
-[ -x "$S" ] || skip "no $S (cmake --build $BUILD --target sigmatrace_cli)"
-[ -e "$BUILD/lib/libsigmatrace.so" ] || skip "no $BUILD/lib/libsigmatrace.so (cmake --build $BUILD --target sigmatrace)"
-{ [ -e "$SOFTNIC/libibverbs.so.1" ] && [ -e "$SOFTNIC/libibverbs.so" ]; } || skip "no softnic libraries in $SOFTNIC (cmake --build $BUILD --target softnic)"
-command -v nvidia-smi >/dev/null 2>&1 || skip "nvidia-smi not found (no NVIDIA driver)"
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-[ "$gpus" -ge "$ranks" ] || skip "$ranks ranks need $ranks GPUs, nvidia-smi lists $gpus"
+[ -x "$BENCH" ] || bench_skip "no $BENCH (built where the CUDA toolkit is found: cmake --build $BUILD --target nccl_allreduce_bench)"
+[ -x "$S" ] || bench_skip "no $S (cmake --build $BUILD --target sigmatrace_cli)"
+[ -e "$BUILD/lib/libsigmatrace.so" ] || bench_skip "no $BUILD/lib/libsigmatrace.so (cmake --build $BUILD --target sigmatrace)"
+{ [ -e "$SOFTNIC/libibverbs.so.1" ] && [ -e "$SOFTNIC/libibverbs.so" ]; } || bench_skip "no softnic libraries in $SOFTNIC (cmake --build $BUILD --target softnic)"
+command -v nvidia-smi > /dev/null 2>&1 || bench_skip "nvidia-smi not found (no NVIDIA driver)"
+gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU ')
+[ "$gpus" -ge "$RANKS" ] || bench_skip "$RANKS ranks need $RANKS GPUs, nvidia-smi lists $gpus"
 
 find_nccl() {  # prints the path of libnccl.so.2
   if [ -n "${NCCL_BENCH_LIB:-}" ]; then echo "$NCCL_BENCH_LIB"; return 0; fi
@@ -150,8 +129,8 @@ for mod, sub in (("nvidia.nccl", "lib"), ("torch", "lib")):
 sys.exit(1)
 EOF
 }
-NCCL_LIB=$(find_nccl) || skip "NCCL not found (not in ldconfig, no nvidia-nccl or torch wheel for python3); set NCCL_BENCH_LIB=/path/to/libnccl.so.2"
-[ -e "$NCCL_LIB" ] || die "NCCL_BENCH_LIB=$NCCL_LIB does not exist"
+NCCL_LIB=$(find_nccl) || bench_skip "NCCL not found (not in ldconfig, no nvidia-nccl or torch wheel for python3); set NCCL_BENCH_LIB=/path/to/libnccl.so.2"
+[ -e "$NCCL_LIB" ] || { echo "$BENCH_NAME: NCCL_BENCH_LIB=$NCCL_LIB does not exist" >&2; exit 1; }
 export NCCL_BENCH_LIB=$NCCL_LIB
 
 # ---- the environment that puts NCCL on softnic's IB transport ---------------------------------------
@@ -178,156 +157,114 @@ to_bytes() {
 }
 iters_for() {  # about 256 MiB per repetition, 5..100 all-reduces
   local b=$1 i
-  if [ -n "$iters" ]; then echo "$iters"; return; fi
+  if [ -n "$ITERS" ]; then echo "$ITERS"; return; fi
   i=$(((256 << 20) / b))
   [ "$i" -lt 5 ] && i=5
   [ "$i" -gt 100 ] && i=100
   echo "$i"
 }
 warmup_for() {
-  if [ -n "$warmup" ]; then echo "$warmup"; return; fi
+  if [ -n "$WARMUP" ]; then echo "$WARMUP"; return; fi
   local i=$(($1 / 5))
   [ "$i" -lt 2 ] && i=2
   echo "$i"
 }
-
-minmax() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR) printf "%.1f-%.1f\n", lo, hi; else print "n/a" }'; }
-fmt() { awk -v v="$1" -v f="$2" 'BEGIN { if (v == "" || v == "n/a") print "n/a"; else printf f "\n", v }'; }
-human() { awk -v b="$1" 'BEGIN { if (b == "" || b == "n/a") { print "n/a"; exit } split("B KiB MiB GiB TiB", u, " "); i = 1; while (b >= 1024 && i < 5) { b /= 1024; i++ } fmt = (i == 1) ? "%d %s\n" : "%.1f %s\n"; printf fmt, b, u[i] }'; }
-
-# ---- output directory --------------------------------------------------------------------------------
-mkdir -p "$OUT" || die "cannot create $OUT"
-OUT=$(cd "$OUT" && pwd)
-rm -rf "$OUT/logs" "$OUT/info" "$OUT/experiments" "$OUT/analysis" "$OUT/work" "$OUT/results.csv" "$OUT/summary.md"
-mkdir -p "$OUT/logs" "$OUT/info" "$OUT/experiments" "$OUT/work"
-CSV=$OUT/results.csv
-echo "size,bytes,mode,rep,ranks,iters,time_us,algbw_GBps,busbw_GBps,trace_bytes,processes,events,dropped,log" >"$CSV"
-modes_all="untraced $modes"
-last_mode=${modes##* }
-run_index=0
 
 check_transport() {  # LOG: NCCL must have used NET/IB on softnic's mlx5_0
   local log=$1 ibv
   ibv=$(awk -F= '/^libibverbs=/ { print $2; exit }' "$log")
   case $ibv in
     "$SOFTNIC"/*) ;;
-    *) die "NCCL loaded libibverbs from '${ibv:-?}', not softnic's $SOFTNIC (see $log)" ;;
+    *) fail_transport "NCCL loaded libibverbs from '${ibv:-?}', not softnic's $SOFTNIC (see $log)" ;;
   esac
   if [ "$NCCL_DEBUG" != INFO ] && [ "$NCCL_DEBUG" != TRACE ]; then return 0; fi
   if grep -Eq 'Using network Socket|via NET/Socket|NET/Socket : Using' "$log"; then
-    die "NCCL chose NET/Socket, not NET/IB (see $log)"
+    fail_transport "NCCL chose NET/Socket, not NET/IB (see $log)"
   fi
-  grep -Eq 'NET/IB.*mlx5_0|Using network IB|via NET/IB' "$log" || die "no sign of NET/IB on mlx5_0 in NCCL's log (see $log)"
+  grep -Eq 'NET/IB.*mlx5_0|Using network IB|via NET/IB' "$log" || fail_transport "no sign of NET/IB on mlx5_0 in NCCL's log (see $log)"
 }
 
-run_one() {  # SIZE MODE REP
-  local size=$1 mode=$2 rep=$3 bytes it wu log exp rc line time_us algbw busbw tbytes=n/a procs=n/a events=n/a dropped=n/a
-  bytes=$(to_bytes "$size")
+
+bench_setup() {
+  rm -rf "$OUT/info" "$OUT/experiments" "$OUT/analysis" "$OUT/summary.md"
+  mkdir -p "$OUT/info" "$OUT/experiments"
+}
+
+fail_transport() { bench_abort "$*"; return 1; }
+last_kind=${KINDS##* }
+
+bench_run() {
+  local bytes it wu exp=$run_dir/exp rc line info procs events dropped
+  bytes=$(to_bytes "$case_name")
   it=$(iters_for "$bytes")
   wu=$(warmup_for "$it")
-  run_index=$((run_index + 1))
-  export SOFTNIC_FABRIC="nccl-$$-$run_index"
-  log=$OUT/logs/$size-$mode-r$rep.log
-  exp=$OUT/work/$size-$mode-r$rep
-  local cmd=("$BENCH" --ranks "$ranks" --bytes "$bytes" --warmup "$wu" --reps "$inner_reps" --iters "$it" --timeout "$timeout_s")
-  if [ "$mode" = untraced ]; then
-    timeout -k 30 "$((timeout_s + 30))" "${cmd[@]}" >"$log" 2>&1
+  export SOFTNIC_FABRIC="nccl-$$-$RANDOM"
+  local cmd=("$BENCH" --ranks "$RANKS" --bytes "$bytes" --warmup "$wu" --reps "$INNER_REPS" --iters "$it" --timeout "$TIMEOUT_S")
+  if [ "$kind" = untraced ]; then
+    timeout -k 30 "$((TIMEOUT_S + 30))" "${cmd[@]}" > "$run_dir/nccl.log" 2>&1
   else
-    timeout -k 30 "$((timeout_s + 30))" "$S" profile --mode "$mode" --providers "$providers" -o "$exp" -- "${cmd[@]}" >"$log" 2>&1
+    timeout -k 30 "$((TIMEOUT_S + 30))" "$S" profile --mode "$kind" --providers "$PROVIDERS" -o "$exp" -- "${cmd[@]}" > "$run_dir/nccl.log" 2>&1
   fi
   rc=$?
   # A rank stopped by a signal leaves its softnic segments behind: this run's fabric is ours alone.
   rm -f "/dev/shm/softnic-$SOFTNIC_FABRIC" "/dev/shm/softnic-$SOFTNIC_FABRIC.lock" "/dev/shm/softnic-$SOFTNIC_FABRIC"-*
-  if [ "$rc" = 77 ]; then
-    skip "$(grep -m1 '^SKIPPED:' "$log" | sed 's/^SKIPPED: //')"
-  fi
+  if [ "$rc" = 77 ]; then grep -m1 '^SKIPPED:' "$run_dir/nccl.log"; return 77; fi
   if [ "$rc" != 0 ]; then
-    echo "$prog: $size $mode run $rep failed with status $rc; last lines of $log:" >&2
-    tail -n 20 "$log" >&2
-    exit 1
+    bench_abort "failed with status $rc; last lines of $run_dir/nccl.log:"
+    bench_say "$(tail -n 20 "$run_dir/nccl.log")"
+    return "$rc"
   fi
-  check_transport "$log"
-  line=$(grep -m1 '^median ' "$log") || die "no median line in $log"
-  time_us=$(sed -n 's/.* time_us=\([^ ]*\).*/\1/p' <<<"$line")
-  algbw=$(sed -n 's/.* algbw_GBps=\([^ ]*\).*/\1/p' <<<"$line")
-  busbw=$(sed -n 's/.* busbw_GBps=\([^ ]*\).*/\1/p' <<<"$line")
-  if [ "$mode" != untraced ]; then
-    [ -d "$exp" ] || die "the profiler wrote no experiment directory $exp (see $log)"
-    if [ "$rep" = 1 ] && [ "$mode" = "$last_mode" ]; then  # kept for the analysis
-      mv "$exp" "$OUT/experiments/$size-$mode-r$rep" || die "cannot move $exp to $OUT/experiments"
-      exp=$OUT/experiments/$size-$mode-r$rep
+  check_transport "$run_dir/nccl.log" || return 1
+  line=$(grep -m1 '^median ' "$run_dir/nccl.log") || { bench_abort "no median line in $run_dir/nccl.log"; return 1; }
+  bench_record iters "$it"
+  bench_record time_us "$(sed -n 's/.* time_us=\([^ ]*\).*/\1/p' <<< "$line")"
+  bench_record algbw_GBps "$(sed -n 's/.* algbw_GBps=\([^ ]*\).*/\1/p' <<< "$line")"
+  bench_record busbw_GBps "$(sed -n 's/.* busbw_GBps=\([^ ]*\).*/\1/p' <<< "$line")"
+  [ "$kind" != untraced ] || return 0
+  [ -d "$exp" ] || { bench_abort "the profiler wrote no experiment directory $exp (see $run_dir/nccl.log)"; return 1; }
+  bench_record trace_bytes "$(du -sb "$exp" | cut -f1)"
+  info=$run_dir/info.txt
+  "$S" info "$exp" > "$info" 2>&1 || { bench_abort "sigmatrace info $exp failed: $(head -n1 "$info")"; return 1; }
+  # First line: "experiment DIR: P processes, T threads, E events, D dropped"
+  read -r procs events dropped < <(awk 'NR == 1 { for (i = 1; i <= NF; i++) { if ($(i + 1) ~ /^processes/) p = $i; if ($(i + 1) ~ /^events/) e = $i; if ($(i + 1) ~ /^dropped/) d = $i } print p, e, d; exit }' "$info")
+  bench_record processes "$procs"
+  bench_record events "$events"
+  bench_record dropped "$dropped"
+  if [ "$rep" = 1 ]; then
+    cp "$info" "$OUT/info/$case_name-$kind_name-r1.txt"
+    if [ "$kind_name" = "$last_kind" ]; then  # kept for the analysis
+      mv "$exp" "$OUT/experiments/$case_name-$kind-r1" || { bench_abort "cannot move $exp to $OUT/experiments"; return 1; }
+      return 0
     fi
-    tbytes=$(du -sb "$exp" | cut -f1)
-    local info=$OUT/info/$size-$mode-r$rep.txt
-    "$S" info "$exp" >"$info" 2>&1 || die "sigmatrace info $exp failed: $(head -n1 "$info")"
-    # First line: "experiment DIR: P processes, T threads, E events, D dropped"
-    read -r procs events dropped < <(awk 'NR == 1 { for (i = 1; i <= NF; i++) { if ($(i + 1) ~ /^processes/) p = $i; if ($(i + 1) ~ /^events/) e = $i; if ($(i + 1) ~ /^dropped/) d = $i } print p, e, d; exit }' "$info")
-    [ "$rep" = 1 ] || rm -f "$info"
-    [ "$exp" = "$OUT/work/$size-$mode-r$rep" ] && rm -rf "$exp"
   fi
-  echo "$size,$bytes,$mode,$rep,$ranks,$it,$time_us,$algbw,$busbw,$tbytes,$procs,$events,$dropped,logs/$size-$mode-r$rep.log" >>"$CSV"
-  printf '  %-5s %-9s run %d: %10s us/op  busbw %7s GB/s  trace %10s  events %10s  dropped %s\n' "$size" "$mode" "$rep" "$time_us" "$busbw" "$tbytes" "$events" "$dropped"
+  rm -rf "$exp"
 }
 
-echo "NCCL: $NCCL_LIB; softnic: $SOFTNIC; $ranks ranks on $gpus GPUs; sizes: $sizes; modes: $modes_all; $reps runs each"
-for size in $sizes; do
-  for rep in $(seq 1 "$reps"); do
-    for mode in $modes_all; do
-      run_one "$size" "$mode" "$rep"
-    done
-  done
-done
-rm -rf "$OUT/work"
-
-# ---- summary ------------------------------------------------------------------------------------------
-col() {  # SIZE MODE COLUMN -> values of that column
-  awk -F, -v s="$1" -v m="$2" -v c="$3" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next } $1 == s && $3 == m && $k != "n/a" { print $k }' "$CSV"
+bench_checks() {
+  local first_log nccl_version net_line gpu_names
+  first_log=$OUT/runs/$(bench_run_name "${SIZES%% *}" "${KINDS%% *}" 1)/nccl.log
+  nccl_version=$(sed -n 's/^nccl_version=\([^ ]*\).*/\1/p' "$first_log" 2> /dev/null | head -n1)
+  net_line=$(grep -m1 -E 'NET/IB : Using|Using network IB' "$first_log" 2> /dev/null | sed 's/.*NCCL INFO //')
+  gpu_names=$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | sort | uniq -c | awk '{ $1 = $1 " x"; print }' | paste -sd, -)
+  {
+    echo "### NCCL all-reduce over softnic (NET/IB), traced vs untraced"
+    echo
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(hostname), ${gpu_names:-GPUs}, NCCL ${nccl_version:-?} ($NCCL_LIB), $RANKS ranks (one process per GPU), float32 sum, out of place; providers \`$PROVIDERS\`."
+    echo "NCCL's network: \`${net_line:-see nccl.log of the runs}\`."
+    echo "A run's time_us is the median of $INNER_REPS timed repetitions of ITERS all-reduces; trace_bytes: \`du -b\` of the experiment directory; events and dropped: all processes of the run, the launcher included (\`sigmatrace info\`; by type: \`info/<size>-<kind>-r1.txt\`)."
+    echo
+    echo "Command: \`bench/nccl/nccl_allreduce_overhead.sh BUILD=$BUILD OUT=$OUT RANKS=$RANKS SIZES='$SIZES' REPS=$REPS KINDS='$KINDS' PROVIDERS=$PROVIDERS\`"
+    echo
+    tail -n +3 "$OUT/table.md"
+  } > "$OUT/summary.md"
+  echo
+  if have_analyze; then
+    analyze_kept || return 1
+    echo "analysis of the kept experiments: $OUT/analysis/ (summary.txt, qp_topology.csv, qp_stats.csv, rank_matrix.csv, qp_bandwidth.csv)"
+  else
+    echo "sigmatrace analyze is not built here (no SQLite): the kept experiments in $OUT/experiments/ are left for later:"
+    echo "  copy $OUT to a machine with a full build and run: bench/nccl/nccl_allreduce_overhead.sh BUILD=BUILD_DIR OUT=$OUT ANALYZE_ONLY=1"
+  fi
+  echo "summary: $OUT/summary.md"
 }
-first_log=$OUT/logs/$(awk '{ print $1 }' <<<"$sizes")-untraced-r1.log
-nccl_version=$(sed -n 's/^nccl_version=\([^ ]*\).*/\1/p' "$first_log" | head -n1)
-net_line=$(grep -m1 -E 'NET/IB : Using|Using network IB' "$first_log" | sed 's/.*NCCL INFO //')
-gpu_names=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | awk '{ $1 = $1 " x"; print }' | paste -sd, -)
-{
-  echo "### NCCL all-reduce over softnic (NET/IB), traced vs untraced"
-  echo
-  echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(hostname), ${gpu_names:-GPUs}, NCCL ${nccl_version:-?} ($NCCL_LIB), $ranks ranks (one process per GPU), float32 sum, out of place; providers \`$providers\`."
-  echo "NCCL's network: \`${net_line:-see logs}\`."
-  echo "Each configuration ran $reps times, interleaved (untraced, then each mode, repeated); a run's value is the median of $inner_reps timed repetitions of --iters all-reduces; the table gives the median over runs (min-max of the runs in brackets); overhead is against the untraced median of this invocation."
-  echo
-  echo "Command: \`bench/nccl/nccl_allreduce_overhead.sh $BUILD $OUT --ranks $ranks --sizes \"$sizes\" --reps $reps --modes \"$modes\" --providers $providers\`"
-  echo
-  echo "| size | mode | iters/run | time per all-reduce (us) | busbw (GB/s) | overhead | trace size | events | dropped |"
-  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
-  for size in $sizes; do
-    base=$(col "$size" untraced time_us | median)
-    for mode in $modes_all; do
-      t=$(col "$size" "$mode" time_us | median)
-      range=$(col "$size" "$mode" time_us | minmax)
-      bw=$(col "$size" "$mode" busbw_GBps | median)
-      it=$(col "$size" "$mode" iters | head -n1)
-      if [ "$mode" = untraced ]; then
-        ovh="-" tsize="-" ev="-" dr="-"
-      else
-        ovh=$(awk -v t="$t" -v b="$base" 'BEGIN { if (b + 0 > 0 && t != "n/a") printf "%+.1f %%\n", (t / b - 1) * 100; else print "n/a" }')
-        tsize=$(human "$(col "$size" "$mode" trace_bytes | median)")
-        ev=$(col "$size" "$mode" events | median)
-        dr=$(col "$size" "$mode" dropped | sort -g | tail -n1)
-      fi
-      echo "| $size | $mode | $it | $(fmt "$t" %.1f) ($range) | $(fmt "$bw" %.2f) | $ovh | $tsize | $ev | ${dr:-n/a} |"
-    done
-  done
-  echo
-  echo "Trace size: \`du -b\` of the experiment directory (median over runs); events: all processes of the run, the launcher included (\`sigmatrace info\`, median); dropped: the largest count of any run. Event counts by type: \`info/<size>-<mode>-r1.txt\`."
-} >"$OUT/summary.md"
-
-echo
-cat "$OUT/summary.md"
-echo
-if have_analyze; then
-  analyze_kept || exit 1
-  echo "analysis of the kept experiments: $OUT/analysis/ (summary.txt, qp_topology.csv, qp_stats.csv, rank_matrix.csv, qp_bandwidth.csv)"
-else
-  echo "sigmatrace analyze is not built here (no SQLite): the kept experiments in $OUT/experiments/ are left for later:"
-  echo "  copy $OUT to a machine with a full build and run: bench/nccl/nccl_allreduce_overhead.sh BUILD_DIR $OUT --analyze-only"
-fi
-echo "results: $CSV, $OUT/summary.md"
+bench_main

@@ -1,26 +1,39 @@
 #!/usr/bin/env bash
-# What an NVTX range costs its thread under the nvtx provider: verbs_probe_nvtx pushes and pops N
-# ranges (two deep, ASCII messages) as fast as it can, twice, timing the second (the first touches
-# the trace buffer's pages), untraced (NVTX without an injection: its
-# no-op stubs) and under `sigmatrace profile` (Simple mode), alternated REPS times; reports the
-# median ns per range of each and their difference, and checks the traced runs dropped nothing
-# (N is kept within what the buffer holds: the writer is not what is measured here).
-#   bench/nvtx/nvtx_range_cost.sh BUILD_DIR [REPS] [N]
+# What an NVTX range costs its thread under the nvtx provider: verbs_probe_nvtx pushes and pops
+# RANGES ranges (two deep, ASCII messages) as fast as it can, twice, timing the second (the first
+# touches the trace buffer's pages). Kinds (the harness: bench/lib/harness.sh): untraced (NVTX
+# without an injection: its no-op stubs) and traced (under `sigmatrace profile`, Simple mode).
+# Metric: ns per range. Every traced run is checked to have dropped nothing (RANGES is kept
+# within what the buffer holds: the writer is not what is measured here).
+#   bench/nvtx/nvtx_range_cost.sh [NAME=VALUE...]
+#   BUILD, OUT, KINDS (untraced traced), REPS (11): the harness's settings; RANGES (100000)
 set -u
-B=${1:?usage: nvtx_range_cost.sh BUILD_DIR [REPS] [N]}
-REPS=${2:-11} N=${3:-100000}
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-. "$ROOT/scripts/lib/stats.sh"
-exe=$B/tests/bin/verbs_probe_nvtx
-[ -x "$exe" ] || { echo "nvtx_range_cost: $exe is missing (built where the CUDA toolkit's NVTX headers are)"; exit 2; }
-W=$(mktemp -d /tmp/nvtx-cost.XXXXXX)
-trap 'rm -rf "$W"' EXIT
-for rep in $(seq "$REPS"); do
-  env -u NVTX_INJECTION64_PATH "$exe" --only-ranges "$N" --time-ranges | sed -n 's/ns_per_range=//p' >> "$W/untraced"
-  rm -rf "$W/exp"
-  SIGMATRACE_RUN_ID=nvtx-cost-$rep "$B/bin/sigmatrace" profile -o "$W/exp" -- "$exe" --only-ranges "$N" --time-ranges \
-    | sed -n 's/ns_per_range=//p' >> "$W/traced"
-  "$B/bin/sigmatrace" info "$W/exp" | head -1 | grep -q ' 0 dropped' || echo "rep $rep: the traced run dropped events"
-done
-u=$(median < "$W/untraced") t=$(median < "$W/traced")
-awk -v n="$N" -v r="$REPS" -v u="$u" -v t="$t" 'BEGIN { printf "ranges per run %s, %s alternated runs\nns per range: untraced %s, traced %s, added %.2f\n", n, r, u, t, t - u }'
+# shellcheck source=bench/lib/harness.sh
+. "$(dirname "$0")/../lib/harness.sh"
+bench_args "BUILD REPS RANGES" "$@"
+bench_default KINDS "untraced traced"
+bench_default REPS 11
+bench_default RANGES 100000
+BENCH_KIND_PATTERNS="untraced traced"
+BENCH_TITLE="NVTX range (push + pop), $RANGES ranges per run: ns per range"
+exe=$BUILD/tests/bin/verbs_probe_nvtx
+[ -x "$exe" ] || bench_skip "no $exe (built where the CUDA toolkit's NVTX headers are)"
+[ -x "$BUILD/bin/sigmatrace" ] || bench_skip "no $BUILD/bin/sigmatrace"
+
+bench_run() {
+  local rc
+  if [ "$kind" = untraced ]; then
+    env -u NVTX_INJECTION64_PATH "$exe" --only-ranges "$RANGES" --time-ranges > "$run_dir/out.txt"
+    rc=$?
+  else
+    SIGMATRACE_RUN_ID=nvtx-cost-$rep "$BUILD/bin/sigmatrace" profile -o "$run_dir/exp" -- "$exe" --only-ranges "$RANGES" \
+      --time-ranges > "$run_dir/out.txt"
+    rc=$?
+    "$BUILD/bin/sigmatrace" info "$run_dir/exp" > "$run_dir/info.txt"
+    head -1 "$run_dir/info.txt" | grep -q ' 0 dropped' || bench_fail "the traced run dropped events ($(head -1 "$run_dir/info.txt"))"
+    rm -rf "$run_dir/exp"
+  fi
+  bench_record ns_per_range "$(sed -n 's/ns_per_range=//p' "$run_dir/out.txt")"
+  return "$rc"
+}
+bench_main

@@ -1,64 +1,56 @@
 #!/bin/bash
 # ib_write_bw's message rate with 64-byte messages over softnic, untraced and under the profiler in
-# each mode, interleaved (untraced, aggregate, simple, full, untraced, ...) so that drift in the
-# machine's load hits every configuration alike. Prints the median MsgRate of each and the loss
-# against the untraced median. Results and the command used: docs/performance.md.
-#
-# Usage: ib_write_bw_rate.sh [-r REPS] [-n ITERS] [-s SIZE] [-l LIBDIR] [-p LIBSIGMATRACE] [-b IB_WRITE_BW]
-#   LIBDIR: softnic's libraries (default <build>/softnic); LIBSIGMATRACE: the preload library.
+# each of KINDS (the harness: bench/lib/harness.sh). Kinds: untraced; aggregate, simple, full (the
+# profiler preloaded in that mode, the ibverbs and mlx5 providers on); preload-only (the profiler
+# loaded and recording, no provider on). Metric: the client's MsgRate (Mpps). Results and the
+# command used: docs/performance.md.
+#   bench/verbs/ib_write_bw_rate.sh [NAME=VALUE...]
+#   BUILD, OUT, KINDS (untraced aggregate simple full), REPS (7): the harness's settings
+#   ITERS (200000), SIZE (64): ib_write_bw's -n and -s; PROGRAM (ib_write_bw);
+#   LIBDIR (BUILD/softnic): softnic's libraries; PRELOAD (BUILD/lib/libsigmatrace.so)
+#   SOFTNIC_SPIN_US (200000): see below
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-build=${SIGMATRACE_BUILD_DIR:-$here/../../build}
-# shellcheck source=../../scripts/lib/ports.sh
-. "$here/../../scripts/lib/ports.sh"
-# shellcheck source=../../scripts/lib/stats.sh
-. "$here/../../scripts/lib/stats.sh"
-reps=7 iters=200000 size=64 libdir=$build/softnic preload=$build/lib/libsigmatrace.so prog=ib_write_bw
-while getopts r:n:s:l:p:b: o; do
-  case $o in
-    r) reps=$OPTARG ;; n) iters=$OPTARG ;; s) size=$OPTARG ;; l) libdir=$OPTARG ;; p) preload=$OPTARG ;; b) prog=$OPTARG ;;
-    *) exit 2 ;;
-  esac
-done
-[ -e "$libdir/libibverbs.so.1" ] || { echo "no softnic libraries in $libdir" >&2; exit 77; }
-[ -e "$preload" ] || { echo "no $preload" >&2; exit 77; }
-command -v "$prog" >/dev/null || { echo "$prog not found" >&2; exit 77; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# shellcheck source=bench/lib/harness.sh
+. "$here/../lib/harness.sh"
+# shellcheck source=scripts/lib/ports.sh
+. "$BENCH_ROOT/scripts/lib/ports.sh"
+bench_args "-r=REPS -n=ITERS -s=SIZE -l=LIBDIR -p=PRELOAD -b=PROGRAM" "$@"
+bench_default KINDS "untraced aggregate simple full"
+bench_default REPS 7
+bench_default ITERS 200000
+bench_default SIZE 64
+bench_default PROGRAM ib_write_bw
+bench_default LIBDIR "$BUILD/softnic"
+bench_default PRELOAD "$BUILD/lib/libsigmatrace.so"
 # softnic's engine threads busy-poll instead of sleeping on a futex after 5 us: far less
 # run-to-run spread (needs a few idle cores: 2 engines + 2 perftest threads + 2 writers).
-export SOFTNIC_SPIN_US=${SOFTNIC_SPIN_US:-200000}
+bench_default SOFTNIC_SPIN_US 200000
+BENCH_KIND_PATTERNS="untraced aggregate simple full preload-only"
+BENCH_TITLE="ib_write_bw -s $SIZE -n $ITERS over softnic, SOFTNIC_SPIN_US=$SOFTNIC_SPIN_US: message rate (Mpps)"
+[ -e "$LIBDIR/libibverbs.so.1" ] || bench_skip "no softnic libraries in LIBDIR=$LIBDIR"
+[ -e "$PRELOAD" ] || bench_skip "no PRELOAD=$PRELOAD"
+command -v "$PROGRAM" > /dev/null || bench_skip "PROGRAM=$PROGRAM not found"
+export LD_LIBRARY_PATH=$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-run_one() {  # mode -> prints MsgRate (Mpps) of the client
-  local mode=$1 port envs=()
+bench_run() {
+  local port envs=() spid rc=0 s
   port=$(unused_tcp_port) || return 1  # the kernel's ephemeral range: fixed test ports stay below it
   export SOFTNIC_FABRIC="rate-$$-$RANDOM"
-  if [ "$mode" = preload-only ]; then  # the profiler loaded and recording, no provider on
-    envs=(LD_PRELOAD="$preload" SIGMATRACE_OUTPUT="$work/exp-$mode-$port" SIGMATRACE_PROVIDERS=none)
-  elif [ "$mode" != untraced ]; then
-    envs=(LD_PRELOAD="$preload" SIGMATRACE_MODE="$mode" SIGMATRACE_OUTPUT="$work/exp-$mode-$port" SIGMATRACE_PROVIDERS=ibverbs,mlx5)
-  fi
-  env "${envs[@]}" "$prog" -s "$size" -n "$iters" -p "$port" >"$work/server.log" 2>&1 &
-  local spid=$!
-  wait_tcp_listening "$port" 100
-  env "${envs[@]}" "$prog" -s "$size" -n "$iters" -p "$port" localhost >"$work/client.log" 2>&1
+  case $kind in
+    untraced) ;;
+    preload-only) envs=(LD_PRELOAD="$PRELOAD" SIGMATRACE_OUTPUT="$run_dir/exp" SIGMATRACE_PROVIDERS=none) ;;
+    *) envs=(LD_PRELOAD="$PRELOAD" SIGMATRACE_MODE="$kind" SIGMATRACE_OUTPUT="$run_dir/exp" "SIGMATRACE_PROVIDERS=ibverbs,mlx5") ;;
+  esac
+  env "${envs[@]}" "$PROGRAM" -s "$SIZE" -n "$ITERS" -p "$port" > "$run_dir/server.log" 2>&1 &
+  spid=$!
+  wait_tcp_listening "$port" 100 || echo "no server listening on port $port"
+  env "${envs[@]}" "$PROGRAM" -s "$SIZE" -n "$ITERS" -p "$port" localhost > "$run_dir/client.log" 2>&1 || rc=$?
   wait "$spid"
-  awk -v s="$size" '$1 == s && NF >= 5 { print $5 }' "$work/client.log" | tail -1
+  s=$?
+  [ "$rc" != 0 ] || rc=$s
+  rm -rf "$run_dir/exp"  # the trace is not what is measured
+  bench_record msg_rate_Mpps "$(awk -v s="$SIZE" '$1 == s && NF >= 5 { print $5 }' "$run_dir/client.log" | tail -1)"
+  return "$rc"
 }
-
-modes=${MODES:-untraced aggregate simple full}
-for r in $(seq 1 "$reps"); do
-  for m in $modes; do
-    v=$(run_one "$m")
-    [ -n "$v" ] && echo "$v" >>"$work/$m.txt"
-  done
-done
-base=$(median < "$work/untraced.txt")
-printf "ib_write_bw -s %s -n %s, SOFTNIC_SPIN_US=%s, %s interleaved runs per configuration (median MsgRate)\n" "$size" "$iters" "$SOFTNIC_SPIN_US" "$reps"
-printf "%-10s %12s %10s   %s\n" mode "Mpps" "loss" "all runs"
-for m in $modes; do
-  v=$(median < "$work/$m.txt")
-  loss=$(awk -v b="$base" -v v="$v" 'BEGIN { printf "%.2f %%", (b - v) / b * 100 }')
-  printf "%-10s %12s %10s   %s\n" "$m" "$v" "$loss" "$(tr '\n' ' ' <"$work/$m.txt")"
-done
+bench_main

@@ -2,41 +2,45 @@
 # How much the ibverbs wrappers' measured cost depends on where the linker put them. Relinks
 # verbs_wrapper_cost_bench with the translation unit of the context-op wrappers (post_send, poll_cq)
 # shifted by 0, 16, 32 and 48 bytes (a .skip at the start of its .text), for each set of extra
-# compiler flags given, and runs every variant in alternated rounds. Within one flag set the
-# variants execute the same instructions at different addresses, so their spread is placement.
-# Prints one line per variant and round (ns per call, medians of the benchmark's 5 repetitions)
-# and, per variant, the median over rounds of Simple-mode post_send minus untraced beside the
-# round's RDTSC + 3 ns, the per-call target. Results: docs/performance.md.
-#
-# Usage: placement_sensitivity.sh [-b BUILD] [-r ROUNDS] [-c CPUS] [-s SOURCE]... [-f FLAGS]...
-#   BUILD:  a configured build tree of this repository (Makefile generator) in which
-#           verbs_wrapper_cost_bench and recorder_hot_path_bench are built (default ./build);
-#   CPUS:   the taskset list the benchmarks run on (default 2,3);
-#   SOURCE: a version of ibverbs_context_ops.cpp to build, one per -s (default: this tree's), to
-#           compare two versions side by side with their placement spread;
-#   FLAGS:  extra compiler flags for that file, one set per -f ("" = as built; default).
-# Every SOURCE is built with every FLAGS at every shift.
-set -eu
-build=build rounds=3 cpus=2,3 sources=() flagsets=()
-while getopts b:r:c:s:f: o; do
-  case $o in
-    b) build=$OPTARG ;; r) rounds=$OPTARG ;; c) cpus=$OPTARG ;; s) sources+=("$(realpath "$OPTARG")") ;; f) flagsets+=("$OPTARG") ;;
-    *) exit 2 ;;
-  esac
-done
-[ ${#flagsets[@]} -gt 0 ] || flagsets=("")
-[ ${#sources[@]} -gt 0 ] || sources=("$(cd "$(dirname "$0")/../.." && pwd)/src/profiler/providers/verbs/ibverbs_context_ops.cpp")
-build=$(cd "$build" && pwd)
-objdir=$build/src/profiler/CMakeFiles/sigmatrace_runtime_objects.dir
+# compiler flags given; the variants are the harness's kinds (bench/lib/harness.sh), named
+# sSfFoO (source S, flag set F, shift O), s0f0o0 the baseline. Within one flag set the variants
+# execute the same instructions at different addresses, so their spread is placement. Metrics per
+# run (ns per call, medians of the benchmark's 5 repetitions): post_send untraced, floor (forward
+# and RDTSC), aggregate, simple, full; simple_added (simple minus untraced), simple_over_floor, and
+# the target RDTSC + 3 ns (RDTSC measured in each run). After the table, per variant, the median
+# simple_added against the median target. Results: docs/performance.md.
+#   bench/verbs/placement_sensitivity.sh [NAME=VALUE...]
+#   BUILD: a configured build tree of this repository (Makefile generator) in which
+#          verbs_wrapper_cost_bench and recorder_hot_path_bench are built;
+#   OUT, REPS (3 rounds), KINDS (every variant built): the harness's settings;
+#   CPUS:  the taskset list the benchmarks run on (default 2,3);
+#   SOURCES: versions of ibverbs_context_ops.cpp to build, space-separated (default: this tree's),
+#          to compare two versions side by side with their placement spread;
+#   FLAGSETS: sets of extra compiler flags for that file, separated by | ("" = as built, the
+#          default; e.g. FLAGSETS='|-falign-functions=64' for both).
+# Every source is built with every flag set at every shift.
+set -u
+# shellcheck source=bench/lib/harness.sh
+. "$(dirname "$0")/../lib/harness.sh"
+bench_args "-b=BUILD -r=REPS -c=CPUS -s=SOURCES -f=FLAGSETS|" "$@"
+bench_default REPS 3
+bench_default CPUS 2,3
+bench_default SOURCES "$BENCH_ROOT/src/profiler/providers/verbs/ibverbs_context_ops.cpp"
+bench_default FLAGSETS ""
+read -r -a srcs <<< "$SOURCES"
+IFS='|' read -r -a flag_sets <<< "$FLAGSETS"
+[ ${#flag_sets[@]} -gt 0 ] || flag_sets=("")
+tree=$(cd "$BUILD" && pwd) || bench_die "no BUILD=$BUILD"
+objdir=$tree/src/profiler/CMakeFiles/sigmatrace_runtime_objects.dir
 flags_make=$objdir/flags.make
-link_txt=$build/bench/verbs/CMakeFiles/verbs_wrapper_cost_bench.dir/link.txt
-runtime_lib=$build/lib/libsigmatrace_runtime.a
-hot_bench=$build/bench/bin/recorder_hot_path_bench
+link_txt=$tree/bench/verbs/CMakeFiles/verbs_wrapper_cost_bench.dir/link.txt
+runtime_lib=$tree/lib/libsigmatrace_runtime.a
+hot_bench=$tree/bench/bin/recorder_hot_path_bench
 for f in "$flags_make" "$link_txt" "$runtime_lib" "$hot_bench"; do
-  [ -e "$f" ] || { echo "placement_sensitivity: $f is missing (configure $build with the Makefile generator and build verbs_wrapper_cost_bench and recorder_hot_path_bench)" >&2; exit 2; }
+  [ -e "$f" ] || bench_skip "$f is missing (configure $tree with the Makefile generator and build verbs_wrapper_cost_bench and recorder_hot_path_bench)"
 done
 member=ibverbs_context_ops.cpp.o
-cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
+cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$tree/CMakeCache.txt")
 flag_line() { sed -n "s/^$1 = //p" "$flags_make"; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -44,63 +48,65 @@ trap 'rm -rf "$work"' EXIT
 # Build the variants: the wrappers' object recompiled (in parallel), put into a copy of the runtime
 # library, the benchmark relinked against it with the link line CMake wrote.
 variants=()
-for j in "${!sources[@]}"; do
-  for i in "${!flagsets[@]}"; do
+for j in "${!srcs[@]}"; do
+  s=$(realpath "${srcs[$j]}") || bench_die "SOURCES: no ${srcs[$j]}"
+  for i in "${!flag_sets[@]}"; do
     for shift in 0 16 32 48; do
       v=$work/s${j}f${i}o$shift
       mkdir -p "$v"
-      : >"$v/shift.h"
-      [ "$shift" = 0 ] || printf '__asm__(".text\\n\\t.skip %d, 0x90\\n");\n' "$shift" >"$v/shift.h"
-      echo "${sources[$j]}|${flagsets[$i]}|$shift" >"$v/what"
+      : > "$v/shift.h"
+      [ "$shift" = 0 ] || printf '__asm__(".text\\n\\t.skip %d, 0x90\\n");\n' "$shift" > "$v/shift.h"
+      echo "$s|${flag_sets[$i]}|$shift" > "$v/what"
       # shellcheck disable=SC2046,SC2086  # the flag lines are word lists
-      eval "$cxx" $(flag_line CXX_DEFINES) $(flag_line CXX_INCLUDES) $(flag_line CXX_FLAGS) ${flagsets[$i]} \
-        -include "$v/shift.h" -c "${sources[$j]}" -o "$v/$member" &
-      variants+=("$v")
+      eval "$cxx" $(flag_line CXX_DEFINES) $(flag_line CXX_INCLUDES) $(flag_line CXX_FLAGS) ${flag_sets[$i]} \
+        -include "$v/shift.h" -c "$s" -o "$v/$member" &
+      variants+=("$(basename "$v")")
     done
   done
 done
 wait
-for v in "${variants[@]}"; do
+for name in "${variants[@]}"; do
+  v=$work/$name
   [ -s "$v/$member" ] || { echo "placement_sensitivity: compiling $(cut -d'|' -f1 "$v/what") failed" >&2; exit 1; }
-  cp "$runtime_lib" "$v/runtime.a"
-  (cd "$v" && ar r runtime.a "$member")
+  cp "$runtime_lib" "$v/runtime.a" && (cd "$v" && ar r runtime.a "$member") || exit 1
   link=$(sed -e "s|[^ ]*libsigmatrace_runtime\.a|$v/runtime.a|" -e "s|-o [^ ]*verbs_wrapper_cost_bench|-o $v/bench|" "$link_txt")
-  (cd "$build/bench/verbs" && eval "$link")
-  IFS='|' read -r s f o <"$v/what"
-  echo "variant $(basename "$v"): source $s, flags '$f', shift $o bytes, post_send_hook<simple> at $(nm -C "$v/bench" | sed -n 's/^\([0-9a-f]*\) t int sigmatrace::profiler::ibv::(anonymous namespace)::post_send_hook<(sigmatrace::profiler::TraceMode)1>.*/0x\1/p' | head -1)"
+  (cd "$tree/bench/verbs" && eval "$link") || { echo "placement_sensitivity: linking $name failed" >&2; exit 1; }
+  IFS='|' read -r s f o < "$v/what"
+  echo "variant $name: source $s, flags '$f', shift $o bytes, post_send_hook<simple> at $(nm -C "$v/bench" | sed -n 's/^\([0-9a-f]*\) t int sigmatrace::profiler::ibv::(anonymous namespace)::post_send_hook<(sigmatrace::profiler::TraceMode)1>.*/0x\1/p' | head -1)"
 done
+bench_default KINDS "${variants[*]}"
+BENCH_KIND_PATTERNS="${variants[*]}"
+BENCH_TITLE="ibverbs wrappers' cost by placement (ns per call, on CPUs $CPUS)"
 
-filter='^post_send/(untraced|floor_forward_rdtsc|aggregate|simple|full)/'
 median_of() { awk -F, -v n="\"$1/iterations:3000000/repeats:5_median\"" '$1 == n { print $3 }' "$2"; }
-results=$work/results
-: >"$results"
-printf '%-6s %-8s %6s %9s %9s %9s %9s %9s\n' round variant rdtsc untraced floor agg simple full
-for r in $(seq "$rounds"); do
-  rdtsc=$(taskset -c "$cpus" "$hot_bench" --benchmark_filter='Rdtsc/threads:1$' --benchmark_repetitions=3 \
-    --benchmark_report_aggregates_only=true --benchmark_format=csv 2>/dev/null |
+bench_run() {
+  local csv=$run_dir/bench.csv rdtsc b
+  rdtsc=$(taskset -c "$CPUS" "$hot_bench" --benchmark_filter='Rdtsc/threads:1$' --benchmark_repetitions=3 \
+    --benchmark_report_aggregates_only=true --benchmark_format=csv 2> /dev/null |
     awk -F, '$1 ~ /Rdtsc\/threads:1_median"$/ { print $3 }')
-  for v in "${variants[@]}"; do
-    csv=$v/round$r.csv
-    taskset -c "$cpus" "$v/bench" --benchmark_filter="$filter" --benchmark_format=csv >"$csv" 2>/dev/null
-    line=$(printf '%-6s %-8s %6.1f' "$r" "$(basename "$v")" "$rdtsc")
-    for b in post_send/untraced post_send/floor_forward_rdtsc post_send/aggregate post_send/simple post_send/full; do
-      line+=$(printf ' %9.2f' "$(median_of "$b" "$csv")")
-    done
-    echo "$line" | tee -a "$results"
+  taskset -c "$CPUS" "$work/$kind/bench" --benchmark_filter='^post_send/(untraced|floor_forward_rdtsc|aggregate|simple|full)/' \
+    --benchmark_format=csv > "$csv" || return 1
+  for b in untraced floor_forward_rdtsc aggregate simple full; do
+    bench_record "post_send $b ns" "$(median_of "post_send/$b" "$csv")" || return 1
   done
-done
+  bench_record "simple_added ns" "$(awk -v s="$(median_of post_send/simple "$csv")" -v u="$(median_of post_send/untraced "$csv")" 'BEGIN { print s - u }')"
+  bench_record "simple_over_floor ns" "$(awk -v s="$(median_of post_send/simple "$csv")" -v f="$(median_of post_send/floor_forward_rdtsc "$csv")" 'BEGIN { print s - f }')"
+  bench_record "target (RDTSC + 3) ns" "$(awk -v r="$rdtsc" 'BEGIN { print r + 3 }')"
+}
 
-echo
-echo "per variant, medians over rounds: Simple post_send minus untraced against RDTSC + 3, and minus the floor"
-awk 'function median(list,   v, n, i, j, t) {
-       n = split(list, v, " ")
-       for (i = 2; i <= n; ++i) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; --j) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-       return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-     }
-     { added[$2] = added[$2] " " ($7 - $4); target[$2] = target[$2] " " ($3 + 3); over_floor[$2] = over_floor[$2] " " ($7 - $5) }
-     END {
-       for (k in added) {
-         a = median(added[k]); t = median(target[k])
-         printf "%-8s added %6.2f ns, RDTSC + 3 = %6.2f ns: %s; floor + %5.2f ns\n", k, a, t, a <= t ? "met" : sprintf("over by %.2f", a - t), median(over_floor[k])
-       }
-     }' "$results" | sort
+bench_checks() {  # per variant: the median added cost against the median target
+  echo
+  echo "per variant, medians over rounds: Simple post_send minus untraced against RDTSC + 3"
+  python3 - "$OUT/results.json" << 'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+med = {(r["kind"], r["metric"]): r["median"] for r in rows}
+for kind in sorted({r["kind"] for r in rows}):
+    a, t, f = med.get((kind, "simple_added ns")), med.get((kind, "target (RDTSC + 3) ns")), med.get((kind, "simple_over_floor ns"))
+    if a is None or t is None:
+        print(f"{kind:<8} no run")
+        continue
+    print(f"{kind:<8} added {a:6.2f} ns, RDTSC + 3 = {t:6.2f} ns: {'met' if a <= t else f'over by {a - t:.2f}'}; floor + {f:5.2f} ns")
+PY
+}
+bench_main

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Real NVSHMEM over softnic on a fresh GPU machine, from the repository root (docs/nvshmem.md):
-#     OUT=DIR [PERFTESTS=DIR [FIG4=0]] [REPEAT=3] testbed/nvshmem/run_gpu_suite.sh
+#     OUT=DIR [PERFTESTS=DIR [FIG4=0]] [REPS=3] testbed/nvshmem/run_gpu_suite.sh
 # 1. configure and build (softnic, the profiler, nvshmem_ops, the checks, gda), against the
 #    installed NVSHMEM (NVSHMEM_HOME, or the nvidia-nvshmem Python package);
 # 2. the GPU tests, gda's and NVSHMEM's (ctest -L gpu: each PE count untraced and traced, every
@@ -50,11 +50,11 @@ if [ -n "${PERFTESTS:-}" ] && [ "${FIG4:-1}" != 0 ]; then
   echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
   sleep 0.5
   nvidia-cuda-mps-control -d
-  BUILD=$B bash "$root/bench/nvshmem/nvshmem_perftests.sh" "$OUT/fig4" > "$L/fig4.log" 2>&1
+  BUILD=$B bash "$root/bench/nvshmem/nvshmem_perftests.sh" OUT="$OUT/fig4" > "$L/fig4.log" 2>&1
   rc=$?
   echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
   cp "$OUT/fig4/fig4.md" "$OUT/fig4/results.tsv" "$OUT/" 2>/dev/null
-  step "Fig. 4 (perftests)" "$([ $rc = 0 ] && echo PASS || echo FAIL)" "REPEAT=${REPEAT:-3}; table in fig4.md"
+  step "Fig. 4 (perftests)" "$([ $rc = 0 ] && echo PASS || echo FAIL)" "REPS=${REPS:-3}; table in fig4.md"
 else
   step "Fig. 4 (perftests)" SKIP "PERFTESTS not set, or FIG4=0"
 fi

@@ -1,7 +1,8 @@
-"""bench/gda/forward_checks.py: a traced run passes when its trace holds every doorbell its GPU
+"""bench/gda/forward_checks.py, on runs filed as the harness files doorbell_forward.sh's (records in
+OUT/results.tsv, files in OUT/runs/RUN): a traced run passes when its trace holds every doorbell its GPU
 rang (exactly with one in flight; with bursts, at least one per burst and no more than rung) and,
 with markers on, its kernel's end; a run without results or without its info fails; untraced
-modes are not checked. With the profiler and the CPU doorbell client (a CPU thread ringing
+kinds are not checked. With the profiler and the CPU doorbell client (a CPU thread ringing
 softnic's doorbells through the stand-in libcuda), also on `sigmatrace info --json` of a real
 experiment: 20 doorbells and the kernel's end recorded, found as such.
 usage: forward_checks_test.py REPOSITORY_ROOT [BUILD_DIR]"""
@@ -26,19 +27,28 @@ def info(doorbells, ends=0, processes=1):
     return {"dir": "x", "skipped": [], "processes": ps}
 
 
-def write_run(out, tag, rep, rung, burst=1, recorded=None, ends=1, result=True, info_text=None):
-    stem = out / f"{tag}_b{burst}_d0_r0_{rep}.json"
-    Path(str(stem) + ".log").write_text("doorbell round trip ...\n")
+def write_run(out, kind, rep, rung, burst=1, recorded=None, ends=1, result=True, info_text=None):
+    """One run as doorbell_forward.sh leaves it through the harness: its records in results.tsv, its
+    files in OUT/runs/bBURST_d0_r0-KINDTAG-REP."""
+    case = f"b{burst}_d0_r0"
+    d = out / "runs" / f"{case}-{kind.replace('/', '-').replace('=', '-')}-{rep}"
+    d.mkdir(parents=True)
+    (d / "run.log").write_text("doorbell round trip ...\n")
+    results = out / "results.tsv"
+    if not results.exists():
+        results.write_text("run\trep\tcase\tkind\tmetric\tvalue\trc\n")
+    with results.open("a") as f:
+        f.write(f"1\t{rep}\t{case}\t{kind}\t{'median_us' if result else ''}\t{'1.9' if result else ''}\t{0 if result else 1}\n")
     if result:
-        stem.write_text(json.dumps({"burst": burst, "rounds": rung // burst, "doorbells": rung, "median_us": 1.9, "p99_us": 2.0}))
-    if info_text is None and tag != "untraced":
+        (d / "result.json").write_text(json.dumps({"burst": burst, "rounds": rung // burst, "doorbells": rung, "median_us": 1.9, "p99_us": 2.0}))
+    if info_text is None and kind != "untraced":
         info_text = json.dumps(info(rung if recorded is None else recorded, ends))
     if info_text is not None:
-        Path(str(stem) + ".info").write_text(info_text)
+        (d / "result.json.info").write_text(info_text)
 
 
-def run(out, *modes):
-    return subprocess.run([sys.executable, str(SCRIPT), str(out), *modes], capture_output=True, text=True)
+def run(out, *kinds):
+    return subprocess.run([sys.executable, str(SCRIPT), str(out), *kinds], capture_output=True, text=True)
 
 
 class ForwardChecks(unittest.TestCase):
@@ -48,7 +58,7 @@ class ForwardChecks(unittest.TestCase):
             for rep in (1, 2, 3):
                 write_run(out, "untraced", rep, 22000, info_text="")
                 write_run(out, "forward", rep, 22000)
-                write_run(out, "forward-SIGMATRACE_KERNEL_MARKERS-0", rep, 22000, ends=0)
+                write_run(out, "forward/SIGMATRACE_KERNEL_MARKERS=0", rep, 22000, ends=0)
                 write_run(out, "forward", rep, 176000, burst=8, recorded=150000)  # stores overwritten: fine
             r = run(out, "untraced", "forward", "forward/SIGMATRACE_KERNEL_MARKERS=0")
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -70,14 +80,14 @@ class ForwardChecks(unittest.TestCase):
             self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
             self.assertEqual(r.stdout.splitlines(), [
                 "checks forward: 1 of 7 runs recorded every doorbell rung and the kernel's end",
-                "  forward_b1_d0_r0_2.json: 21999 doorbells recorded of 22000 rung",
-                "  forward_b1_d0_r0_3.json: 0 kernel ends recorded of 1",
-                "  forward_b1_d0_r0_4.json: no result (the run failed)",
-                "  forward_b1_d0_r0_5.json: no readable `sigmatrace info --json`",
-                "  forward_b8_d0_r0_6.json: 21999 doorbells recorded of 176000 rung in bursts of 8 (at least 22000)",
-                "  forward_b8_d0_r0_7.json: 176001 doorbells recorded of 176000 rung in bursts of 8 (at least 22000)"])
+                "  b1_d0_r0-forward-2: 21999 doorbells recorded of 22000 rung",
+                "  b1_d0_r0-forward-3: 0 kernel ends recorded of 1",
+                "  b1_d0_r0-forward-4: no result (the run failed)",
+                "  b1_d0_r0-forward-5: no readable `sigmatrace info --json`",
+                "  b8_d0_r0-forward-6: 21999 doorbells recorded of 176000 rung in bursts of 8 (at least 22000)",
+                "  b8_d0_r0-forward-7: 176001 doorbells recorded of 176000 rung in bursts of 8 (at least 22000)"])
 
-    def test_a_mode_without_runs_fails(self):
+    def test_a_kind_without_runs_fails(self):
         with tempfile.TemporaryDirectory() as t:
             r = run(Path(t), "untraced", "forward")
             self.assertEqual(r.returncode, 1)
@@ -102,7 +112,7 @@ class ForwardChecks(unittest.TestCase):
             r = run(out, "forward")
             self.assertEqual(r.stdout.splitlines(), [
                 "checks forward: 1 of 2 runs recorded every doorbell rung and the kernel's end",
-                "  forward_b1_d0_r0_2.json: 20 doorbells recorded of 21 rung"], r.stdout + r.stderr)
+                "  b1_d0_r0-forward-2: 20 doorbells recorded of 21 rung"], r.stdout + r.stderr)
 
 
 if __name__ == "__main__":
