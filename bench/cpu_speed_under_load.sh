@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Whether busy CPUs slow the others on this host (docs/performance.md, "Forwarding's cost is the
+# Whether busy CPUs slow the others on this host (docs/performance-log/gpu-forwarding.md, "Forwarding's cost is the
 # pollers' CPUs"): one CPU's speed on a dependent chain, alone and while other CPUs spin with
 # pause loops (as doorbell pollers) or busy loops (as doorbell_overhead.sh's spin kind), through
 # the harness (bench/lib/harness.sh). Kinds: none; pause:CPUS and busy:CPUS (a taskset list of

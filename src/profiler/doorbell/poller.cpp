@@ -125,7 +125,7 @@ uint64_t now_ns(clockid_t clock) {
 // Each ask is a driver call or two per stream with kernels in flight, about 1 us. A burst without
 // pauses is asked about once, at its end. Looks every 10 us between doorbells (4 per doorbell in
 // gda's operations) cost 0.6-0.8 us per operation on an H200; the look after each doorbell alone
-// cost none of that measurably, and neither did events never asked about (docs/performance.md,
+// cost none of that measurably, and neither did events never asked about (docs/performance-log/gpu-forwarding.md,
 // "Which looks cost"). Timed markers carry the GPU's own end time: asked about once a millisecond
 // (for them, asking after every doorbell cost no more: "What in the kernel markers costs").
 constexpr uint64_t kMarkerLookNs = 100000, kSleepingMarkerLookNs = 1500000, kTimedMarkerLookNs = 1000000;

@@ -6,7 +6,7 @@
 // when they find it complete: the kernel ended between the last look that found it running and
 // that one. The event has no timing: a timed event (the GPU stamping its completion) slowed each
 // GPU-initiated operation by 1-4 us on an H100 under MPS; untimed events with the pollers' looks
-// add 0.4-1.4 us (docs/performance.md, "What in the kernel markers costs" and "Forwarding with
+// add 0.4-1.4 us (docs/performance-log/gpu-forwarding.md, "What in the kernel markers costs" and "Forwarding with
 // untimed markers and without"). SIGMATRACE_KERNEL_MARKERS
 // =timed records timed events instead, whose time on the GPU's event clock, matched to a host TSC
 // reading (a reference event recorded and synchronised on a stream of the profiler's own), gives
