@@ -38,7 +38,7 @@ bench_default ITERS 5000
 BENCH_KIND_PATTERNS="untraced off forward spin wqe:* *+aggregate"
 BENCH_TITLE="GPU doorbells traced (Fig. 4): gda_bench, $WARMUP warm-up and $ITERS timed iterations per operation, us"
 export GDA_PAIR_TIMEOUT_S=${GDA_PAIR_TIMEOUT_S:-120}
-PAIR=$BENCH_ROOT/testbed/gda/tests/run_gda_pair.sh
+PAIR=$BENCH_ROOT/tests/gpu/gda/run_gda_pair.sh
 for f in bin/gda_probe bin/gda_bench bin/sigmatrace tests/bin/doorbell_trace_check; do
   [ -x "$BUILD/$f" ] || bench_skip "no $BUILD/$f (build gda_all, sigmatrace_cli and doorbell_trace_check)"
 done

@@ -14,7 +14,7 @@
 #   BUILD, OUT, KINDS (untraced forward wqe), REPS (3), DEADLINE_S, RESULTS_TAR: the harness's
 #   settings; PERFTESTS: the perftest binaries (NVSHMEM's perftest/device/pt-to-pt, built against
 #   the installed NVSHMEM by build_perftests.sh); TESTS (perftest_names.sh); RUN_TIMEOUT_S (150)
-# MPS must be running (testbed/gda/tests/mps.sh). Writes the harness's files and OUT/fig4.md
+# MPS must be running (tests/gpu/gda/mps.sh). Writes the harness's files and OUT/fig4.md
 # (the table and the output check).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)

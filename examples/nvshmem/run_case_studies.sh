@@ -24,7 +24,7 @@ failed=0
 summary=()
 step() { summary+=("$(printf '%-28s %-5s %s' "$1" "$2" "$3")"); [ "$2" = FAIL ] && failed=1; echo ">>> $1: $2 $3"; }
 finish() {
-  [ -n "${mps_started:-}" ] && bash "$root/testbed/gda/tests/mps.sh" stop >/dev/null 2>&1
+  [ -n "${mps_started:-}" ] && bash "$root/tests/gpu/gda/mps.sh" stop >/dev/null 2>&1
   { printf '%s\n' "${summary[@]}"; [ $failed = 0 ] && echo "OVERALL: PASS" || echo "OVERALL: FAIL"; } | tee "$out/summary.txt"
   exit $failed
 }
@@ -38,7 +38,7 @@ else tail -30 "$out/build.log"; step build FAIL "see build.log"; exit; fi
 st=$B/bin/sigmatrace
 
 export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/gda-mps-pipe} CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/gda-mps-log}
-if bash "$root/testbed/gda/tests/mps.sh" start "$B/bin/gda_probe" > "$out/mps.log" 2>&1; then mps_started=1; step mps PASS ""
+if bash "$root/tests/gpu/gda/mps.sh" start "$B/bin/gda_probe" > "$out/mps.log" 2>&1; then mps_started=1; step mps PASS ""
 else step mps FAIL "$(tail -1 "$out/mps.log")"; exit; fi
 
 for study in ${STUDIES:-moe bfs}; do
@@ -60,7 +60,7 @@ for study in ${STUDIES:-moe bfs}; do
   exp=$d/traced/exp
   "$st" analyze "$exp" > "$d/analyze.log" 2>&1; rc=$?
   step "$study analyze" "$([ $rc = 0 ] && echo PASS || echo FAIL)" ""
-  python3 "$here/check_${study}_trace.py" "$d/expected.json" "$exp/aggregate.json" > "$d/check.log" 2>&1; rc=$?
+  python3 "$root/tests/gpu/checks/check_${study}_trace.py" "$d/expected.json" "$exp/aggregate.json" > "$d/check.log" 2>&1; rc=$?
   step "$study finding" "$([ $rc = 0 ] && echo PASS || echo FAIL)" "$(tail -1 "$d/check.log")"
   plots=()
   command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || [ -n "${SIGMATRACE_CHROMIUM:-}" ] && plots=(--plots "$exp/figures")
@@ -69,7 +69,7 @@ for study in ${STUDIES:-moe bfs}; do
   if [ -f "$exp/trace.sqlite" ]; then
     mkdir -p "$d/queries"
     for q in "$here"/queries/*.sql; do "$st" sql "$exp" "$(cat "$q")" > "$d/queries/$(basename "$q" .sql).txt" 2>&1; done
-    python3 "$here/check_case_study_sql.py" "$study" "$st" "$exp" "$d/expected.json" "$here/queries" > "$d/queries/check.log" 2>&1; rc=$?
+    python3 "$root/tests/gpu/checks/check_case_study_sql.py" "$study" "$st" "$exp" "$d/expected.json" "$here/queries" > "$d/queries/check.log" 2>&1; rc=$?
     step "$study queries" "$([ $rc = 0 ] && echo PASS || echo FAIL)" "$(tail -1 "$d/queries/check.log"); results in $d/queries"
   else
     step "$study queries" SKIP "no trace.sqlite (built without SQLite): run them where the experiment is analysed"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # An NVSHMEM program over softnic: NPES processes launched by Open MPI's mpirun on this machine's
-# GPU (under MPS, which the caller starts: the gda_mps ctest fixture, or testbed/gda/tests/mps.sh),
+# GPU (under MPS, which the caller starts: the gda_mps ctest fixture, or tests/gpu/gda/mps.sh),
 # each its own emulated host (SOFTNIC_HOST=pe<rank>, which softnic's platform stand-in also gives
 # as the host name), so that NVSHMEM takes its remote transport: IBGDA, with GPU-rung doorbells.
 #   run_nvshmem.sh [options] NPES -- PROGRAM ARGS...
@@ -48,7 +48,7 @@ if [ ! -f "$nvshmem/lib/libnvshmem_host.so.3" ]; then echo "skipped: no NVSHMEM 
 if [ ! -f "$softnic/libsoftnic_platform.so.1" ]; then echo "run_nvshmem.sh: softnic is not built in $softnic" >&2; exit 2; fi
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 if [ "$npes" -gt "$gpus" ] && ! pgrep -f nvidia-cuda-mps-control >/dev/null 2>&1; then
-  echo "run_nvshmem.sh: warning: $npes PEs on $gpus GPU(s) and no MPS daemon: their kernels time-slice the GPU (milliseconds a switch), so PEs that wait on each other crawl and their timings are the scheduler's (testbed/gda/tests/mps.sh start, or ctest's gda_mps fixture, starts one)"
+  echo "run_nvshmem.sh: warning: $npes PEs on $gpus GPU(s) and no MPS daemon: their kernels time-slice the GPU (milliseconds a switch), so PEs that wait on each other crawl and their timings are the scheduler's (tests/gpu/gda/mps.sh start, or ctest's gda_mps fixture, starts one)"
 fi
 [ -n "$out" ] || out=$(mktemp -d /tmp/nvshmem-run.XXXXXX)
 mkdir -p "$out/oracle"

@@ -1,7 +1,7 @@
 // A devx endpoint in host memory over softnic, driven by a CPU thread through the path a GPU
 // thread takes (WQE stores, doorbell record, one 8-byte doorbell store to the UAR page): an RC
 // QP with its SQ, CQ and doorbell records in one umem, and the WQE builders. Shared by the
-// host-memory devx test and the doorbell-hijack client (tests/gpu_doorbell), which rings through
+// host-memory devx test and the doorbell-hijack client (tests/gpu/doorbell), which rings through
 // a pointer the CUDA driver handed out instead of the UAR page itself (Endpoint::doorbell).
 #pragma once
 #include <infiniband/mlx5dv.h>

@@ -8,4 +8,4 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/run_traced_python.sh"
 run_traced_python torch-nvtx "$st" "$here/torch_steps.py" "$steps"
 [ -n "${TORCH_NVTX_KEEP:-}" ] && cp -r "$w/exp" "$TORCH_NVTX_KEEP"
-"${PYTHON:-python3}" "$here/check_torch_steps.py" "$w/exp/aggregate.json" "$steps"
+"${PYTHON:-python3}" "$here/../checks/check_torch_steps.py" "$w/exp/aggregate.json" "$steps"

@@ -2,11 +2,11 @@
 # A trace the GPU tests recorded on the GPU machine (data/RECORDING: the trace files, the manifest
 # and the program's own output), analysed here without a GPU and checked as the GPU test checks it
 # there; with SQLite, also what only trace.sqlite holds:
-#   hang_peer_silent, hang_deadlock (testbed/nvshmem/check_hang.py): who dumped, the kernel each
+#   hang_peer_silent, hang_deadlock (tests/gpu/checks/check_hang.py): who dumped, the kernel each
 #     waited in, what it waited for; the summary says it too;
-#   torch_nccl (tests/gpu_nvtx/check_torch_nccl.py): NCCL's ranges once per call with their sizes
+#   torch_nccl (tests/gpu/checks/check_torch_nccl.py): NCCL's ranges once per call with their sizes
 #     and reductions decoded; each collective's range lies in its step's range (SQL);
-#   nvshmem_perftest_nvtx (testbed/nvshmem/check_perftest_nvtx.py): NVSHMEM's own ranges on its
+#   nvshmem_perftest_nvtx (tests/gpu/checks/check_perftest_nvtx.py): NVSHMEM's own ranges on its
 #     perftest shmem_put_latency; the perftest's kernels' puts in no range, the barrier kernel's
 #     operations in the NVSHMEM call that launched it, each barrier with its atomic (SQL).
 # Usage: recorded_trace_test.sh BUILD_DIR SOURCE_DIR RECORDING. Exit 77 (skipped) when the command
@@ -15,19 +15,19 @@ build=$1 src=$2 rec=$3
 . "$src/scripts/lib/shell_test.sh"
 st=$build/bin/sigmatrace
 [ -x "$st" ] || skip "$st is not built"
-data=$src/tests/gpu_recorded/data/$rec
+data=$src/tests/gpu/recorded/data/$rec
 source "$src/scripts/lib/recorded_trace.sh"
 analyze_recorded "$st" "$data"
 case "$rec" in
   hang_*)
     mode=${rec#hang_}; mode=${mode//_/-}
-    python3 "$src/testbed/nvshmem/check_hang.py" "$mode" 6 "$exp/aggregate.json" "$data/pe0.log" "$data/pe1.log" || fail "the hang is not diagnosed"
+    python3 "$src/tests/gpu/checks/check_hang.py" "$mode" 6 "$exp/aggregate.json" "$data/pe0.log" "$data/pe1.log" || fail "the hang is not diagnosed"
     "$st" report "$exp" > "$work/report.txt" || fail "report failed"
     sed -n '/^hang dumps/,/^$/p' "$work/report.txt"
     grep -q "kernel wait_" "$work/report.txt" || fail "the summary does not name the waiting kernel"
     ;;
   torch_nccl)
-    python3 "$src/tests/gpu_nvtx/check_torch_nccl.py" "$exp/aggregate.json" "$data/program.out" || fail "NCCL's ranges are not as called"
+    python3 "$src/tests/gpu/checks/check_torch_nccl.py" "$exp/aggregate.json" "$data/program.out" || fail "NCCL's ranges are not as called"
     if [ -f "$exp/trace.sqlite" ]; then
       # Every collective of a step lies in that step's range on its thread (a path names the
       # outermost range's domain: "step 0 / ncclAllReduce"; the warm-up's is "NCCL / ncclAllReduce").
@@ -50,7 +50,7 @@ PY
     fi
     ;;
   nvshmem_perftest_nvtx)
-    python3 "$src/testbed/nvshmem/check_perftest_nvtx.py" "$exp/aggregate.json" 8 4096 512 220 || fail "NVSHMEM's ranges do not hold what it issued in them"
+    python3 "$src/tests/gpu/checks/check_perftest_nvtx.py" "$exp/aggregate.json" 8 4096 512 220 || fail "NVSHMEM's ranges do not hold what it issued in them"
     if [ -f "$exp/trace.sqlite" ]; then
       q() { "$st" sql --csv "$exp" "$1" | tail -1; }
       "$st" sql "$exp" "SELECT g.kernel, r.path, count(*) AS ops, sum(o.bytes) AS bytes FROM gpu_op g JOIN op o USING (op_id) LEFT JOIN range r ON r.range_id = o.range_id GROUP BY 1, 2 ORDER BY 1, 2"

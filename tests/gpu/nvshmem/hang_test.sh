@@ -17,10 +17,10 @@ out=$(mktemp -d)
 [ -n "${SIGMATRACE_KEEP_TEST_DIRS:-}" ] && echo "keeping $out" || trap 'rm -rf "$out"' EXIT
 unset SIGMATRACE_KEEP_TEST_DIRS
 wait_s=6
-SIGMATRACE_HANG_DUMP_S=2 "$here/run_nvshmem.sh" --build "$build" --nvshmem "$nvshmem" --trace --out "$out" --timeout 90 2 -- \
+SIGMATRACE_HANG_DUMP_S=2 "$here/../../../testbed/nvshmem/run_nvshmem.sh" --build "$build" --nvshmem "$nvshmem" --trace --out "$out" --timeout 90 2 -- \
   "$program" --mode "$mode" --wait-s $wait_s
 rc=$?
 [ $rc = 0 ] || exit $rc
 "$build/bin/sigmatrace" analyze -q --no-sqlite "$out/exp" >"$out/analyze.log" 2>&1 || { cat "$out/analyze.log"; exit 1; }
 "$build/bin/sigmatrace" report "$out/exp" | sed -n '/^hang dumps/,/^$/p'
-python3 "$here/check_hang.py" "$mode" $wait_s "$out/exp/aggregate.json" "$out"/pe0.log "$out"/pe1.log
+python3 "$here/../checks/check_hang.py" "$mode" $wait_s "$out/exp/aggregate.json" "$out"/pe0.log "$out"/pe1.log

@@ -9,11 +9,11 @@
 set -u
 build=$1 nvshmem=$2 study=$3 program=$4
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+root=$(cd "$here/../../.." && pwd)
 out=$(mktemp -d)
 [ -n "${SIGMATRACE_KEEP_TEST_DIRS:-}" ] && echo "keeping $out" || trap 'rm -rf "$out"' EXIT
 unset SIGMATRACE_KEEP_TEST_DIRS
-source "$here/case_study_args.sh"
+source "$root/examples/nvshmem/case_study_args.sh"
 case "$study" in
   moe) read -r -a args <<< "$MOE_ARGS" ;;
   bfs) read -r -a args <<< "$BFS_ARGS" ;;
@@ -24,4 +24,4 @@ SIGMATRACE_DOORBELLS=wqe "$root/testbed/nvshmem/run_nvshmem.sh" --build "$build"
 rc=$?
 [ $rc = 0 ] || exit $rc
 "$build/bin/sigmatrace" analyze -q --no-sqlite "$out/exp" >"$out/analyze.log" 2>&1 || { cat "$out/analyze.log"; exit 1; }
-python3 "$here/check_${study}_trace.py" "$out/expected.json" "$out/exp/aggregate.json"
+python3 "$root/tests/gpu/checks/check_${study}_trace.py" "$out/expected.json" "$out/exp/aggregate.json"

@@ -7,7 +7,7 @@
 // launched on a stream of the fake's own "runs" until the test client says it is done
 // (fake_cuda_kernel_done): events recorded after it complete then, so the profiler's kernel-end
 // markers work as on a GPU.
-// Nothing of this is used outside tests/gpu_doorbell.
+// Nothing of this is used outside tests/gpu/doorbell.
 #include <time.h>
 
 #include <algorithm>

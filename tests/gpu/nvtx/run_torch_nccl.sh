@@ -12,4 +12,4 @@ run_traced_python torch-nccl "$st" "$here/torch_nccl.py" "$steps"
 if [ -n "${TORCH_NCCL_KEEP:-}" ]; then
   mkdir -p "$TORCH_NCCL_KEEP" && cp "$w"/exp/*.sgt "$w"/exp/manifest.json "$TORCH_NCCL_KEEP"/ && cp "$w/plain.out" "$TORCH_NCCL_KEEP/program.out"
 fi
-"${PYTHON:-python3}" "$here/check_torch_nccl.py" "$w/exp/aggregate.json" "$w/plain.out"
+"${PYTHON:-python3}" "$here/../checks/check_torch_nccl.py" "$w/exp/aggregate.json" "$w/plain.out"

@@ -11,18 +11,18 @@
 build=$1 src=$2 study=$3
 . "$src/scripts/lib/shell_test.sh"
 st=$build/bin/sigmatrace
-ex=$src/examples/nvshmem
+ex=$src/examples/nvshmem checks=$src/tests/gpu/checks
 [ -x "$st" ] || skip "$st is not built"
-data=$src/tests/case_studies/data/$study
+data=$src/tests/gpu/case_studies/data/$study
 [ -f "$data/expected.json" ] || fail "no recorded trace in $data"
 source "$src/scripts/lib/recorded_trace.sh"
 analyze_recorded "$st" "$data"
-python3 "$ex/check_${study}_trace.py" "$data/expected.json" "$exp/aggregate.json" || fail "aggregate.json does not hold the finding"
+python3 "$checks/check_${study}_trace.py" "$data/expected.json" "$exp/aggregate.json" || fail "aggregate.json does not hold the finding"
 if [ "$study" = bfs ]; then
   # The check tells a run that missed the imbalance from a trace that misplaces it: the same
   # trace against GPU clocks with PE 2 last at level 2 (PEs 1 and 2 swapped: the spread is the
   # same), then the GPUs' own clocks against a trace with PE 3 last there.
-  python3 - "$data/expected.json" "$exp/aggregate.json" "$work" "$ex" <<'PY'
+  python3 - "$data/expected.json" "$exp/aggregate.json" "$work" "$checks" <<'PY'
 import json, sys
 sys.path.insert(0, sys.argv[4])
 from check_bfs_trace import bfs_barriers
@@ -37,14 +37,14 @@ json.dump(a, open(sys.argv[3] + "/aggregate-pe3-last.json", "w"))
 PY
   expect_one_problem() {
     local got
-    got=$(python3 "$ex/check_bfs_trace.py" "$1" "$2") && fail "check_bfs_trace.py passed $1 with $2"
+    got=$(python3 "$checks/check_bfs_trace.py" "$1" "$2") && fail "check_bfs_trace.py passed $1 with $2"
     [ "$got" = "$3" ] || fail "check_bfs_trace.py said: $got; expected: $3"
   }
   expect_one_problem "$work/expected-pe2-last.json" "$exp/aggregate.json" "check_bfs_trace: level 2: by the GPUs' own clocks PE 2 arrived last, not the slow PE 1: the run did not hold the imbalance (PEs that share a GPU without the MPS daemon time-slice it: is it running?)"
   expect_one_problem "$data/expected.json" "$work/aggregate-pe3-last.json" "check_bfs_trace: level 2: PE 3 arrived last at its barrier in the trace, PE 1 by the GPUs' own clocks (by 1652800 ns)"
 fi
 [ -f "$exp/trace.sqlite" ] || skip "this build has no SQLite: the queries of docs/case-studies.md cannot run"
-python3 "$ex/check_case_study_sql.py" "$study" "$st" "$exp" "$data/expected.json" "$ex/queries" || fail "the queries do not find it"
+python3 "$checks/check_case_study_sql.py" "$study" "$st" "$exp" "$data/expected.json" "$ex/queries" || fail "the queries do not find it"
 # The docs show each query exactly as it is run.
 python3 - "$src/docs/case-studies.md" "$ex/queries" "$study" <<'PY' || fail "docs/case-studies.md does not show the queries as they are"
 import os, sys

@@ -4,7 +4,7 @@
 // producer indices 1..n (mod 2^16), each announcing one WQEBB; the QP must have been created
 // with devx (its GPU named when its queue is in GPU memory) and connected to a devx QP of another
 // traced process (its peer), its doorbell page hijacked, and a kernel launch must precede its
-// first doorbell (the kernel's name is printed when the driver gave one). Used by the GPU tests (testbed/gda); prints one
+// first doorbell (the kernel's name is printed when the driver gave one). Used by the GPU tests (tests/gpu/gda); prints one
 // line per QP and exits 1 on any mismatch.
 //   doorbell_trace_check [--lookups] [--wqes] [--context-reset] EXPERIMENT_DIR LOG...
 // --lookups also lists the driver functions the programs looked up by name that the profiler

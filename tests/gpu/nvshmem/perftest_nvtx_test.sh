@@ -14,7 +14,7 @@
 set -u
 build=$1 nvshmem=$2 perftests=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+root=$(cd "$here/../../.." && pwd)
 test=shmem_put_latency
 program=$perftests/$test
 if [ -z "$perftests" ]; then
@@ -34,7 +34,7 @@ for mode in untraced wqe; do
   run=$w/runs/$test-$mode-1
   flags=()
   [ $mode = wqe ] && flags=(--trace --check)
-  env ${flags:+SIGMATRACE_DOORBELLS=wqe} "$here/run_nvshmem.sh" --build "$build" --nvshmem "$nvshmem" --out "$run" --timeout 120 \
+  env ${flags:+SIGMATRACE_DOORBELLS=wqe} "$root/testbed/nvshmem/run_nvshmem.sh" --build "$build" --nvshmem "$nvshmem" --out "$run" --timeout 120 \
     "${flags[@]}" 2 -- "$program" "${args[@]}" > "$run.log" 2>&1
   rc=$?
   [ $rc = 0 ] || { cat "$run.log"; echo "FAIL: the $mode run ended with status $rc"; exit 1; }
@@ -46,4 +46,4 @@ if [ -n "${PERFTEST_NVTX_KEEP:-}" ]; then
   mkdir -p "$PERFTEST_NVTX_KEEP"
   cp "$exp"/*.sgt "$exp/manifest.json" "$w/runs/$test-wqe-1"/pe*.log "$PERFTEST_NVTX_KEEP/"
 fi
-python3 "$here/check_perftest_nvtx.py" "$exp/aggregate.json" $min $max $factor $((warmup + iters))
+python3 "$root/tests/gpu/checks/check_perftest_nvtx.py" "$exp/aggregate.json" $min $max $factor $((warmup + iters))
