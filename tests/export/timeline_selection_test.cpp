@@ -5,7 +5,7 @@
 
 #include "analysis/synthetic_experiment.h"
 #include "analysis_run/analysis_run.h"
-#include "analysis_test_util.h"
+#include "analysis/analysis_test_util.h"
 #include "export/timeline_selection.h"
 #include "support/temp_dir.h"
 #include "support/timeline_check.h"

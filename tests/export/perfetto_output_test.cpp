@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "analysis/synthetic_experiment.h"
-#include "analysis_test_util.h"
+#include "analysis/analysis_test_util.h"
 #include "export/perfetto_writer.h"
 #include "support/process_runner.h"
 #include "support/temp_dir.h"

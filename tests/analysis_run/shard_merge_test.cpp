@@ -11,7 +11,7 @@
 
 #include "analysis/synthetic_experiment.h"
 #include "analysis_run/shard_merge.h"
-#include "analysis_test_util.h"
+#include "analysis/analysis_test_util.h"
 #include "export/sqlite_table_reader.h"
 #include "support/process_runner.h"
 #include "support/temp_dir.h"
