@@ -31,17 +31,12 @@ if(NOT NVSHMEM_HOME OR NOT NVSHMEM_DEVICE_LIB OR NOT NVSHMEM_HOST_LIB OR NOT EXI
 endif()
 set(SIGMATRACE_HAVE_NVSHMEM ON)
 message(STATUS "sigmatrace: NVSHMEM in ${NVSHMEM_HOME}: its GPU tests and examples are built")
-if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
-  set(NVSHMEM_CUDA_ARCH 90)
-else()
-  set(NVSHMEM_CUDA_ARCH ${CMAKE_CUDA_ARCHITECTURES})
-endif()
 
 # One CUDA program of NVSHMEM (device library linked, relocatable device code), with the test
 # bed's program support (testbed/nvshmem/program_support.h) on its include path.
 function(sigmatrace_nvshmem_program target source)
   add_executable(${target} ${source})
-  set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES "${NVSHMEM_CUDA_ARCH}" CUDA_STANDARD 17
+  set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES "${SIGMATRACE_CUDA_ARCH}" CUDA_STANDARD 17
     CUDA_SEPARABLE_COMPILATION ON CUDA_RESOLVE_DEVICE_SYMBOLS ON BUILD_RPATH ${NVSHMEM_HOME}/lib)
   target_include_directories(${target} PRIVATE ${NVSHMEM_HOME}/include ${PROJECT_SOURCE_DIR}/testbed/nvshmem)
   target_link_libraries(${target} PRIVATE ${NVSHMEM_DEVICE_LIB} ${NVSHMEM_HOST_LIB} CUDA::cudart CUDA::cuda_driver)
