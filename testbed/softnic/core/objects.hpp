@@ -189,6 +189,15 @@ struct Qp {
   size_t staged_n = 0;
   int staged_error = 0;
 
+  // What the requester executed to completion, per operation kind (engine/op_log.hpp: written
+  // under SOFTNIC_WQE_LOG). A QP that carries a devx QP's traffic is the devx engine's to report.
+  struct OpTally {
+    uint64_t wrs = 0, bytes = 0;
+  };
+  OpTally executed[kOpKinds];
+  bool carries_devx_qp = false;
+  bool op_log_written = false;
+
   ibv_qp* qp() { return &qpx.qp_base; }
 };
 

@@ -14,6 +14,7 @@ struct Sge {
 };
 
 enum class OpKind : uint8_t { Send, SendImm, Write, WriteImm, Read, CmpSwap, FetchAdd };
+constexpr uint32_t kOpKinds = 7;
 
 struct SendOp {
   uint64_t wr_id = 0;

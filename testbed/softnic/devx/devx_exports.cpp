@@ -240,6 +240,7 @@ mlx5dv_devx_obj* create_qp(ibv_context* ctx, const void* in, void* out, size_t o
     transport::destroy_cq(icq);
     return bad(0x2a, "CREATE_QP: no internal QP");
   }
+  to_qp(iqp)->carries_devx_qp = true;  // its work is the devx QP's, which the devx engine logs
   auto* qp = new Qp;
   qp->qpn = iqp->qp_num;
   qp->dci = st == prm::kQpStDci;

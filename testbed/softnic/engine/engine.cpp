@@ -16,6 +16,7 @@
 #include "core/context.hpp"
 #include "core/memory_registry.hpp"
 #include "engine/engine_internal.hpp"
+#include "engine/op_log.hpp"
 
 namespace softnic {
 
@@ -75,6 +76,8 @@ void Engine::shutdown() {
   delete thread_;
   thread_ = nullptr;
   std::lock_guard<std::mutex> g(mu);
+  for (Qp* qp : qps_)
+    if (qp) write_op_log(qp);  // QPs the program never destroyed (SOFTNIC_WQE_LOG)
   wire.leave();
 }
 

@@ -173,6 +173,9 @@ void Engine::retire(Qp* qp) {
     SendOp& op = sq.at(sq.head);
     if (int32_t(op.msn - qp->acked_msn) > 0) break;
     if (is_read_like(op.kind) && !op.data_done) break;
+    Qp::OpTally& t = qp->executed[uint32_t(op.kind)];
+    t.wrs++;
+    t.bytes += op.length;
     complete_send(qp, op, IBV_WC_SUCCESS);
     sq.head++;
     qp->last_progress_ns = 0;

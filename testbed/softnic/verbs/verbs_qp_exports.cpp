@@ -9,6 +9,7 @@
 #include "core/exports.hpp"
 #include "core/transport_api.hpp"
 #include "engine/engine.hpp"
+#include "engine/op_log.hpp"
 #include "engine/qp_state_machine.hpp"
 #include "verbs/verbs_datapath.hpp"
 #include "verbs/verbs_object_setup.hpp"
@@ -253,6 +254,7 @@ SOFTNIC_EXPORT int ibv_destroy_qp(ibv_qp* ibqp) {
   Qp* qp = to_qp(ibqp);
   {
     std::lock_guard<std::mutex> g(Engine::get().mu);
+    write_op_log(qp);
     Engine::get().unregister_qp(qp);
     if (qp->kind == QpKind::dct) Engine::get().forget_dct(qp);
     qp->pd->refs--;
