@@ -33,12 +33,9 @@ command -v mpicc > /dev/null || die "no mpicc on PATH (Open MPI's compiler wrapp
 if ! mpi_inc=$(mpicc --showme:incdirs 2>/dev/null) || ! mpi_lib=$(mpicc --showme:libdirs 2>/dev/null); then
   die "mpicc does not answer --showme:incdirs (Open MPI's wrapper is needed)"
 fi
-arch=${CUDA_ARCH:-}
-if [ -z "$arch" ]; then
-  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)
-  arch=sm_90
-  [[ $cc =~ ^([0-9]+)\.([0-9]+)$ ]] && arch=sm_${BASH_REMATCH[1]}${BASH_REMATCH[2]}
-fi
+# shellcheck source=../../scripts/lib/gpu_arch.sh
+. "$(dirname "$0")/../../scripts/lib/gpu_arch.sh"
+arch=$(gpu_sm_arch)
 mkdir -p "$out" || die "cannot create $out"
 out=$(cd "$out" && pwd)
 flags=(-std=c++17 -rdc=true -arch="$arch" -O2 -DNVSHMEMTEST_MPI_SUPPORT -I"$nv/include" -I"$common")

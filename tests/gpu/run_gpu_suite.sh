@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU suite, on a fresh GPU machine, from the repository root:
-#     OUT=DIR [ROUNDS=1] [PERFTESTS=DIR [FIG4=0] [REPS=3]] [BUILD_DIR=build-gpu] tests/gpu/run_gpu_suite.sh
+#     OUT=DIR [ROUNDS=1] [PERFTESTS=DIR [FIG4=0] [REPS=3]] [NCCL_TESTS=DIR] [BUILD_DIR=build-gpu] tests/gpu/run_gpu_suite.sh
 # 1. the environment (GPU, driver, toolkits);
 # 2. configure the root project against the installed NVSHMEM (NVSHMEM_HOME, or the nvidia-nvshmem
 #    Python package) and build everything (the profiler, softnic, gda, the NVSHMEM programs, the
@@ -9,7 +9,8 @@
 # 4. every GPU test (ctest -L gpu) ROUNDS times, one test at a time, each with a fresh MPS daemon
 #    from ctest's gda_mps fixture: gda's pairs, NVSHMEM's programs, the case studies, the NVTX
 #    tests; a test that skips on a GPU machine counts as failed. With PERFTESTS (NVSHMEM's perftest
-#    binaries, bench/nvshmem/build_perftests.sh) nvtx.nvshmem_perftest is among them;
+#    binaries, bench/nvshmem/build_perftests.sh) nvtx.nvshmem_perftest is among them, with
+#    NCCL_TESTS (nccl-tests' binaries, bench/nccl/build_nccl_tests.sh) the nccl.* tests;
 # 5. with PERFTESTS, unless FIG4=0: the Fig. 4 table of NVSHMEM's perftests
 #    (bench/nvshmem/nvshmem_perftests.sh, REPS paired repetitions).
 # The benchmarks themselves (gda's microbenchmarks, forwarding, WQE recovery) are bench/'s
@@ -50,7 +51,7 @@ trap finish EXIT
 head -12 "$L/env.txt"
 
 nv=${NVSHMEM_HOME:-$(python3 -c 'import nvidia.nvshmem as m; print(list(m.__path__)[0])' 2>/dev/null)}
-if cmake -S "$root" -B "$B" -DCMAKE_BUILD_TYPE=Release ${nv:+-DNVSHMEM_HOME=$nv} -DNVSHMEM_PERFTESTS="${PERFTESTS:-}" \
+if cmake -S "$root" -B "$B" -DCMAKE_BUILD_TYPE=Release ${nv:+-DNVSHMEM_HOME=$nv} -DNVSHMEM_PERFTESTS="${PERFTESTS:-}" -DNCCL_TESTS="${NCCL_TESTS:-}" \
   > "$L/configure.log" 2>&1; then
   step configure PASS "NVSHMEM in ${nv:-(none found)}"
 else
@@ -72,6 +73,9 @@ for round in $(seq "$ROUNDS"); do
   for t in $(cd "$B" && ctest -L '^gpu$' -N | awk '/Test +#/ {print $3}' | grep -v '^gda\.mps_'); do
     if [ "$t" = nvtx.nvshmem_perftest ] && [ -z "${PERFTESTS:-}" ]; then
       step "r$round $t" SKIP "needs NVSHMEM's perftest binaries: PERFTESTS=DIR"; continue
+    fi
+    if [[ $t == nccl.* ]] && [ -z "${NCCL_TESTS:-}" ]; then
+      step "r$round $t" SKIP "needs nccl-tests' binaries: NCCL_TESTS=DIR"; continue
     fi
     log=$L/ctest-$t-r$round.log
     (cd "$B" && timeout 300 ctest -R "^${t//./\\.}\$" --output-on-failure > "$log" 2>&1)

@@ -26,6 +26,26 @@ case "$rec" in
     sed -n '/^hang dumps/,/^$/p' "$work/report.txt"
     grep -q "kernel wait_" "$work/report.txt" || fail "the summary does not name the waiting kernel"
     ;;
+  nccl_*)
+    # nccl-tests on one GPU, each rank its own host (tests/gpu/nccl/nccl_tests_test.sh): the trace
+    # against softnic's own log, and NCCL's connections and rank matrix from it.
+    ranks=$(find "$data" -maxdepth 1 -name '*.sgt' | wc -l)
+    grep -q '# Out of bounds values : 0 OK' "$data/program.out" || fail "the recorded run found wrong values"
+    python3 "$src/tests/gpu/checks/check_verbs_oracle.py" "$exp/aggregate.json" "$data/oracle" --min-qps "$ranks" ||
+      fail "the trace is not what softnic executed"
+    python3 "$src/tests/gpu/checks/check_nccl_trace.py" "$exp/aggregate.json" "$data/oracle" "$ranks" ||
+      fail "NCCL's connections or rank matrix are not as softnic executed them"
+    # Both checks refuse a log with one WRITE_IMM of 8 bytes fewer on one QP.
+    mkdir -p "$work/bad"
+    cp "$data"/oracle/*.txt "$work/bad/"
+    f=$(grep -l 'WRITE_IMM' "$work"/bad/*.txt | head -1)
+    awk '!done && match($0, /WRITE_IMM:[0-9]+:[0-9]+/) { split(substr($0, RSTART, RLENGTH), a, ":");
+         $0 = substr($0, 1, RSTART - 1) "WRITE_IMM:" a[2] - 1 ":" a[3] - 8 substr($0, RSTART + RLENGTH); done = 1 } { print }' "$f" > "$f.new" && mv "$f.new" "$f"
+    python3 "$src/tests/gpu/checks/check_verbs_oracle.py" "$exp/aggregate.json" "$work/bad" > "$work/bad1.log" && fail "check_verbs_oracle.py passed an altered log"
+    python3 "$src/tests/gpu/checks/check_nccl_trace.py" "$exp/aggregate.json" "$work/bad" "$ranks" > "$work/bad2.log" && fail "check_nccl_trace.py passed an altered log"
+    grep -q 'rank matrix .* B executed by softnic' "$work/bad2.log" || { cat "$work/bad2.log"; fail "check_nccl_trace.py did not name the matrix cell"; }
+    echo "ok: an altered softnic log is refused by both checks"
+    ;;
   torch_nccl)
     python3 "$src/tests/gpu/checks/check_torch_nccl.py" "$exp/aggregate.json" "$data/program.out" || fail "NCCL's ranges are not as called"
     if [ -f "$exp/trace.sqlite" ]; then
