@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "core/cuda_driver.hpp"
+#include "core/oracle_log.hpp"
 #include "devx/devx.hpp"
 #include "engine/qp_describe.hpp"
 #include "mlx5/wqe.hpp"
@@ -241,15 +242,8 @@ void print_qp_stats(const Qp* q) {
 }
 
 void write_wqe_oracle(Qp* q) {
-  static const char* dir = getenv("SOFTNIC_WQE_LOG");
-  if (!dir || !*dir || q->oracle_written) return;
+  if (!oracle::log_dir() || q->oracle_written) return;
   q->oracle_written = true;
-  char host[128] = "";
-  const char* h = getenv("SOFTNIC_HOST");
-  if (h && *h) snprintf(host, sizeof host, "%s", h);
-  else gethostname(host, sizeof host - 1);
-  char path[1024];
-  snprintf(path, sizeof path, "%s/softnic-wqes-%s-%d.txt", dir, host, int(getpid()));
   char line[4096];
   uint64_t wqes = 0;
   for (const Qp::OpTally& t : q->executed) wqes += t.wqes;
@@ -263,9 +257,7 @@ void write_wqe_oracle(Qp* q) {
     sep = ",";
   }
   n += snprintf(line + n, sizeof line - size_t(n), "\n");
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0 || write(fd, line, size_t(n)) != n) fprintf(stderr, "softnic devx: cannot write %s: %s\n", path, strerror(errno));
-  if (fd >= 0) close(fd);
+  oracle::append_line("wqes", line, size_t(n));
 }
 
 void print_engine_stats() {
