@@ -14,8 +14,6 @@
 
 #include "format/event_types.h"
 #include "profiler/doorbell/hijack.h"
-#include "profiler/doorbell/poller.h"
-#include "profiler/gpu/kernel_markers.h"
 #include "profiler/providers/cuda/cuda_state.h"
 #include "profiler/providers/provider.h"
 #include "profiler/runtime/recorder.h"
