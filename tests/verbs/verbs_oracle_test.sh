@@ -17,28 +17,29 @@ work=""
 test_work_dir work
 iters=300
 
-# pair MODE PROGRAM EXTRA...: one perftest pair, node-a serving node-b, into $work/MODE-PROGRAM;
-# MODE "untraced" runs it on softnic without the profiler.
+# run MODE DIR HOST LOG PROGRAM ARGS...: one side of a pair, its output in DIR/LOG, softnic's log in
+# DIR/oracle; MODE "untraced" runs it on softnic without the profiler (as the C++ pair runner does).
+run() {
+  local mode=$1 dir=$2 host=$3 log=$4
+  shift 4
+  if [ "$mode" = untraced ]; then
+    SOFTNIC_HOST=$host SOFTNIC_WQE_LOG=$dir/oracle LD_LIBRARY_PATH=$build/softnic timeout 60 "$@" >"$dir/$log" 2>&1
+  else
+    SOFTNIC_HOST=$host SOFTNIC_WQE_LOG=$dir/oracle timeout 60 "$st" profile --softnic --host "$host" --mode "$mode" \
+      --providers ibverbs,mlx5 -o "$dir/exp" -- "$@" >"$dir/$log" 2>&1
+  fi
+}
+
+# pair MODE PROGRAM EXTRA...: one perftest pair, node-a serving node-b, into $work/MODE-PROGRAM.
 pair() {
   local mode=$1 prog=$2 dir=$work/$1-$2 port s rc=0
   shift 2
   mkdir -p "$dir/oracle"
   port=$(unused_tcp_port)
-  run() {  # host log args...
-    local host=$1 log=$2
-    shift 2
-    if [ "$mode" = untraced ]; then
-      SOFTNIC_HOST=$host SOFTNIC_WQE_LOG=$dir/oracle LD_LIBRARY_PATH=$build/softnic LD_PRELOAD=$build/softnic/libsoftnic_platform.so.1 \
-        timeout 60 "$@" >"$dir/$log" 2>&1
-    else
-      SOFTNIC_HOST=$host SOFTNIC_WQE_LOG=$dir/oracle timeout 60 "$st" profile --softnic --host "$host" --mode "$mode" \
-        --providers ibverbs,mlx5 -o "$dir/exp" -- "$@" >"$dir/$log" 2>&1
-    fi
-  }
   export SOFTNIC_FABRIC="oracle-$$-$mode-$prog" SIGMATRACE_RUN_ID="oracle-$$-$mode-$prog"
-  run node-a server.log "$prog" -p "$port" -n "$iters" "$@" & s=$!
+  run "$mode" "$dir" node-a server.log "$prog" -p "$port" -n "$iters" "$@" & s=$!
   wait_tcp_listening "$port" 100 || fail "$prog's server did not start ($mode)"
-  run node-b client.log "$prog" -p "$port" -n "$iters" "$@" localhost || rc=1
+  run "$mode" "$dir" node-b client.log "$prog" -p "$port" -n "$iters" "$@" localhost || rc=1
   wait "$s" || rc=1
   [ $rc = 0 ] || { cat "$dir/server.log" "$dir/client.log"; fail "$prog failed ($mode)"; }
   ls "$dir"/oracle/softnic-verbs-node-*.txt >/dev/null 2>&1 || fail "softnic wrote no log of what it executed ($mode $prog)"

@@ -25,8 +25,8 @@ struct DriverCalls {
   cuda::CUresult (*ctx_get_current)(cuda::CUcontext*);
 };
 
-// Once at provider init: recording while *active. With DoorbellMode::off registrations are
-// still recorded but the GPU gets the real pointer.
+// Once, from configure_doorbells (doorbell_subsystem.h): recording while *active. With
+// DoorbellMode::off registrations are still recorded but the GPU gets the real pointer.
 void configure_hijack(const Config& config, const std::atomic<bool>* active);
 
 // After the real cuMemHostRegister returned result.

@@ -17,7 +17,8 @@
 namespace sigmatrace::profiler::doorbell {
 
 
-// Recording settings, once at provider init: recording while *active; aggregate mode counts.
+// Recording settings, once from configure_doorbells (doorbell_subsystem.h): recording while
+// *active; aggregate mode counts.
 void configure_pollers(const Config& config, const std::atomic<bool>* active);
 
 // Starts watching page (a poller with room, or a new thread). False with *why when no thread

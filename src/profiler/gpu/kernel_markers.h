@@ -24,7 +24,7 @@
 
 namespace sigmatrace::profiler::cuda {
 
-// SIGMATRACE_KERNEL_MARKERS (set once, at init): off, no launch is marked.
+// SIGMATRACE_KERNEL_MARKERS (set once, by configure_doorbells): off, no launch is marked.
 void enable_kernel_markers(KernelMarkers mode);
 KernelMarkers kernel_markers_mode();
 

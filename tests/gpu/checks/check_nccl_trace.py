@@ -34,11 +34,12 @@ def main():
         problems.append(f"{dropped} events dropped")
     rank_of = {pid: p.get("rank") for pid, p in procs.items()}
     qps = {q["qp_id"]: q for q in agg["qps"]}
-    cross = loops = 0
+    cross, per_rank_loops = 0, {}
     for c in agg["connections"]:
         a, b = qps[c["qp_a"]], qps[c["qp_b"]]
         if c["qp_a"] == c["qp_b"]:
-            loops += 1
+            r = rank_of[a["process_id"]]
+            per_rank_loops[r] = per_rank_loops.get(r, 0) + 1
         elif a["process_id"] != b["process_id"]:
             cross += 1
         else:
@@ -46,12 +47,7 @@ def main():
     unconnected = [q for q in agg["qps"] if q.get("connection_id") is None]
     if unconnected:
         problems.append(f"{len(unconnected)} QPs with no connection in the trace")
-    per_rank_loops = {}
-    for c in agg["connections"]:
-        if c["qp_a"] == c["qp_b"]:
-            r = rank_of[qps[c["qp_a"]]["process_id"]]
-            per_rank_loops[r] = per_rank_loops.get(r, 0) + 1
-    print(f"connections: {cross} between ranks, {loops} QPs connected to themselves "
+    print(f"connections: {cross} between ranks, {sum(per_rank_loops.values())} QPs connected to themselves "
           f"({', '.join(f'rank {r}: {n}' for r, n in sorted(per_rank_loops.items()))})")
     if cross < ranks - 1 or cross % 2:
         problems.append(f"{cross} connections between ranks: NCCL connects every rank to its ring neighbours, one send and one receive connection each")
