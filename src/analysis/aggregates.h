@@ -116,6 +116,8 @@ struct ProcessCounters {
   HijackCounters hijack;
   std::vector<LayerTraffic> layer_traffic;  // its UCX/libfabric traffic (reads: from their source)
   std::vector<RangeTraffic> range_traffic;  // per NVTX range of the process (ProcessRow::ranges)
+  std::vector<NcclTaskTraffic> nccl_traffic;  // per NCCL task of the process (ProcessRow::nccl_tasks)
+  NcclAttribution nccl;                       // how its verbs operations found their NCCL task
   ProcessSeries series;                     // binned over time, for the plots (series.h)
 };
 

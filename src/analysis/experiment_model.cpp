@@ -163,12 +163,16 @@ bool layout_ok(const format::DecodedEvent& ev) {
   return spec && ev.field_count >= spec->field_count;
 }
 
+bool is_nccl_task(uint16_t type) {
+  return type == static_cast<uint16_t>(EventType::nccl_comm) || type == static_cast<uint16_t>(EventType::nccl_task);
+}
 bool is_nvtx(uint16_t type) { return type >= static_cast<uint16_t>(EventType::nvtx_domain) && type <= static_cast<uint16_t>(EventType::nvtx_payload); }
 
 struct FileControl {
   std::vector<ControlEvent> events;
   MessageStampCollector messages;  // message ends, for the host clock correction
   NvtxCollector nvtx;  // ranges are many: folded as they come, not kept as events
+  NcclTaskCollector nccl;
   std::vector<LayerControlEvent> layer_events;  // for the UCX/libfabric layer model
 };
 
@@ -214,7 +218,7 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
   const bool stamps = clock_sync != ClockSyncMode::off && files_span_hosts(files);
   for (size_t t = 0; t < wanted.size(); ++t) {
     const auto type = static_cast<uint16_t>(t);
-    wanted[t] = is_control(type) || is_layer_control(type) || is_nvtx(type) || (stamps && MessageStampCollector::wants(type));
+    wanted[t] = is_control(type) || is_layer_control(type) || is_nvtx(type) || is_nccl_task(type) || (stamps && MessageStampCollector::wants(type));
   }
   std::atomic<size_t> next{0};
   std::vector<std::thread> pool;
@@ -229,6 +233,10 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
           if (stamps && MessageStampCollector::wants(ev.type) && layout_ok(ev)) fc.messages.on_event(ev);
           if (is_nvtx(ev.type)) {
             if (layout_ok(ev)) fc.nvtx.on_event(tid, ev);
+            return;
+          }
+          if (is_nccl_task(ev.type)) {
+            if (layout_ok(ev)) fc.nccl.on_event(tid, ev);
             return;
           }
           if (is_layer_control(ev.type)) {
@@ -509,6 +517,20 @@ ExperimentModel build_experiment_model(const std::string& dir, unsigned threads,
       }
       p.ranges.set(std::move(ranges));
       p.ranges.counters = counters;
+    }
+    if (!control[order[i]].nccl.empty()) {
+      p.nccl_tasks = control[order[i]].nccl.finish();
+      for (size_t t = 0; t < p.nccl_tasks.size(); ++t) {
+        NcclTaskRow& row = p.nccl_tasks[t];
+        row.task_id = (uint64_t{p.process_id} << 40) | t;
+        row.process_id = p.process_id;
+        auto th = p.thread_of_tid.find(row.tid);
+        row.thread_id = th != p.thread_of_tid.end() ? int64_t{th->second} : kNone;
+        row.ts_ns = p.clock.to_ns(row.tsc);
+        // The call's own range: open on the launching thread, whose NCCL call launched it.
+        if (row.thread_id != kNone) row.range = p.ranges.at(row.thread_id, row.ts_ns);
+        p.nccl_task_index[row.plugin_task] = static_cast<uint32_t>(t);
+      }
     }
     m.processes.push_back(std::move(p));
   }

@@ -12,6 +12,7 @@
 
 #include "analysis/clock_normalization.h"
 #include "analysis/clock_sync.h"
+#include "analysis/nccl_tasks.h"
 #include "analysis/nvtx_ranges.h"
 #include "analysis/experiment_scan.h"
 
@@ -142,6 +143,8 @@ struct ProcessRow {
   // When its first hang dump was recorded (ns on the normalized timeline; -1: none).
   int64_t first_hang_dump_ns() const;
   ProcessRanges ranges;           // NVTX
+  std::vector<NcclTaskRow> nccl_tasks;                        // NCCL's calls, in launch order
+  std::unordered_map<uint64_t, uint32_t> nccl_task_index;     // the profiler's task number -> index
 };
 
 struct LayerModel;  // layer_ops.cpp: the UCX/libfabric peers and traffic of one experiment

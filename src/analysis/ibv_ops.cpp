@@ -2,7 +2,8 @@
 // posting order; an unsignaled WR completes with the next signaled one, as RC guarantees), sends
 // that consume a receive with the peer's receive completion (message flows, association.h),
 // one-sided operations with their target process, Simple mode's post calls, verbs errors and the
-// control calls as slices.
+// control calls as slices. Operations of NCCL's IB transport are tied to the NCCL task whose data
+// they move (nccl_tasks.h).
 #include <algorithm>
 #include <deque>
 #include <unordered_map>
@@ -40,7 +41,8 @@ struct QpState {
 
 class IbvAssociation final : public LayerAssociator {
  public:
-  explicit IbvAssociation(FileContext& f) : f_(f) {
+  explicit IbvAssociation(FileContext& f) : f_(f), nccl_(&f.process.nccl_task_index) {
+    f_.counters.nccl_traffic.assign(f_.process.nccl_tasks.size(), {});
     // A process's QPs have consecutive ids (the first pass numbers them file by file).
     first_qp_ = f_.model.qps.size();
     size_t last = 0;
@@ -73,6 +75,8 @@ class IbvAssociation final : public LayerAssociator {
   void control_call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result);
   void call_error(int64_t thread, int64_t ts, const format::DecodedEvent& ev);
   void finish_op(OpRecord& op);
+  // Ties op (a work request, or a post call when wr_id is unknown) to its NCCL task, if any.
+  void tag_nccl(OpRecord& op, uint64_t qp_num, bool wr_id_known);
   bool match_early(QpState* s, OpRecord& op, bool receive);
   void emit_completion(const CompletionRecord& c);
   QpState* state(int64_t qp) { return qp == kNone ? nullptr : &qps_[static_cast<size_t>(qp) - first_qp_]; }
@@ -83,6 +87,7 @@ class IbvAssociation final : public LayerAssociator {
   std::vector<QpState> qps_;
   std::unordered_map<uint64_t, std::deque<PendingWr>> srq_recvs_;
   uint64_t completions_ = 0, errors_ = 0;
+  NcclWorkRequestMatcher nccl_;
 };
 
 // The end of the file: WRs still waiting had their completion not traced (unsignaled at the end,
@@ -110,13 +115,30 @@ void IbvAssociation::finish() {
 }
 
 void IbvAssociation::finish_op(OpRecord& op) {
+  if (op.nccl_task >= 0) {
+    NcclTaskTraffic& t = f_.counters.nccl_traffic[static_cast<size_t>(op.nccl_task)];
+    const bool receive = op.op_class == kOpRecv;
+    t.wrs += op.wr_count, (receive ? t.recv_wrs : t.send_wrs) += op.wr_count;
+    if (!receive) t.wire_bytes += op.bytes;
+    if (t.first_post_ns < 0 || op.ts_ns < t.first_post_ns) t.first_post_ns = op.ts_ns;
+    t.last_done_ns = std::max(t.last_done_ns, op.ts_ns + std::max<int64_t>(op.dur_ns, 0));
+  }
   if (f_.sink) f_.sink->op(op);
+}
+
+void IbvAssociation::tag_nccl(OpRecord& op, uint64_t qp_num, bool wr_id_known) {
+  if (!nccl_.active()) return;
+  op.nccl_task = nccl_.task_of(op.thread_id, qp_num, op.wr_id, wr_id_known, op.wr_count, &f_.counters.nccl);
+  if (op.nccl_task >= 0) op.range_id = f_.process.ranges.id(f_.process.nccl_tasks[static_cast<size_t>(op.nccl_task)].range);
 }
 
 void IbvAssociation::on_event(int64_t thread, int64_t ts, const format::DecodedEvent& ev) {
   const uint64_t* v = ev.values;
   switch (static_cast<EventType>(ev.type)) {
     case EventType::ibv_send_wr: post_send_wr(thread, ts, ev); break;
+    case EventType::nccl_net_wr:
+      if (nccl_.active()) nccl_.on_net_wr(thread, ev, &f_.counters.nccl);
+      break;
     case EventType::ibv_recv_wr: post_recv_wr(thread, ts, ev); break;
     case EventType::ibv_completion: completion(thread, ts, ev); break;
     case EventType::ibv_post_send: post_call(thread, ts, ev, true); break;
@@ -176,6 +198,7 @@ void IbvAssociation::post_send_wr(int64_t thread, int64_t ts, const format::Deco
   op.bytes = v[3];
   op.wr_id = v[1];
   op.signaled = (v[7] & kSendSignaled) != 0;
+  tag_nccl(op, v[0], true);
   if (s) {
     op.peer_process_id = s->peer_process;
     if (op_consumes_receive(op.op_class)) {
@@ -212,6 +235,7 @@ void IbvAssociation::post_recv_wr(int64_t thread, int64_t ts, const format::Deco
   op.op_class = kOpRecv;
   op.bytes = v[2];
   op.wr_id = v[1];
+  if (!v[4]) tag_nccl(op, v[0], true);
   std::deque<PendingWr>* queue;
   if (v[4]) {
     queue = &srq_recvs_[v[4]];
@@ -404,15 +428,14 @@ void IbvAssociation::post_call(int64_t thread, int64_t ts, const format::Decoded
   op.peer_process_id = s ? s->peer_process : kNone;
   op.status = result;
   op.is_call = true;
+  if (!srq) tag_nccl(op, v[0], false);
   OpCounters& c = f_.op_counters(qp);
   c.ops[op.op_class] += v[1];
   c.bytes[op.op_class] += v[2];
   c.calls += 1;
   c.saw(ts);
-  if (f_.sink) {
-    f_.sink->work_request(op);
-    f_.sink->op(op);
-  }
+  if (f_.sink) f_.sink->work_request(op);
+  finish_op(op);
 }
 
 void IbvAssociation::control_call(int64_t thread, int64_t ts, const char* name, int64_t qp, int64_t result) {
@@ -435,7 +458,7 @@ void IbvAssociation::call_error(int64_t thread, int64_t ts, const format::Decode
 
 std::unique_ptr<LayerAssociator> make_ibv_associator(FileContext& f) { return std::make_unique<IbvAssociation>(f); }
 
-constexpr EventIdRange kIbvEvents[] = {{100, 199}};
+constexpr EventIdRange kIbvEvents[] = {{100, 199}, {702, 702}};  // verbs, and nccl_net_wr
 constexpr format::AggregateKey kIbvKeys[] = {format::AggregateKey::ibv_qp_opcode};
 
 }  // namespace

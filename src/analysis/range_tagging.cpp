@@ -10,8 +10,9 @@ RangeTagger::RangeTagger(const ProcessRow& process, FileSink* next, std::vector<
     for (const RangeRow& r : process_.ranges.rows()) next_->range(r);
 }
 
-int64_t RangeTagger::range_of(uint64_t op_id, int64_t thread, int64_t ts_ns) {
-  if (op_id != last_op_) last_op_ = op_id, last_index_ = process_.ranges.at(thread, ts_ns);
+int64_t RangeTagger::range_of(const OpRecord& r) {
+  if (r.op_id != last_op_)
+    last_op_ = r.op_id, last_index_ = r.range_id >= 0 ? ProcessRanges::index(r.range_id) : process_.ranges.at(r.thread_id, r.ts_ns);
   return last_index_;
 }
 
@@ -24,13 +25,13 @@ void RangeTagger::count(int64_t index, uint64_t ops, uint64_t bytes) {
 void RangeTagger::work_request(const OpRecord& r) {
   if (!next_) return;
   OpRecord t = r;
-  t.range_id = process_.ranges.id(range_of(r.op_id, r.thread_id, r.ts_ns));
+  t.range_id = process_.ranges.id(range_of(r));
   next_->work_request(t);
 }
 
 void RangeTagger::op(const OpRecord& r) {
   OpRecord t = r;
-  const int64_t index = range_of(r.op_id, r.thread_id, r.ts_ns);
+  const int64_t index = range_of(r);
   t.range_id = process_.ranges.id(index);
   count(index, r.wr_count, r.bytes);
   if (next_) next_->op(t);

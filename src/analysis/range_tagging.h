@@ -34,7 +34,8 @@ class RangeTagger : public FileSink {
  private:
   // The range index of an operation of this thread at ts_ns. An operation's work request and its
   // final record ask in turn (Simple mode: at once): the last answer is kept for its op_id.
-  int64_t range_of(uint64_t op_id, int64_t thread, int64_t ts_ns);
+  // An operation of an NCCL task already has its call's range (nccl_tasks.h), and keeps it.
+  int64_t range_of(const OpRecord& r);
   void count(int64_t index, uint64_t ops, uint64_t bytes);
   const ProcessRow& process_;
   FileSink* next_;

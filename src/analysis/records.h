@@ -44,6 +44,8 @@ struct OpRecord {
   // The NVTX range it belongs to (RangeRow::range_id; -1: none): the innermost one open on its
   // thread when it was posted; a GPU-initiated operation's, when its kernel was launched.
   int64_t range_id = -1;
+  // The NCCL task (index in the process's nccl_tasks) whose data it moves; -1: none (nccl_tasks.h).
+  int64_t nccl_task = -1;
 };
 
 

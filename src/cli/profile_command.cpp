@@ -132,6 +132,10 @@ int run_profile(ProfileOptions& o) {
   // under another tool that took the place (then the nvtx provider says so in the trace).
   const char* nvtx = getenv("NVTX_INJECTION64_PATH");
   if (!nvtx || !*nvtx) env["NVTX_INJECTION64_PATH"] = lib;
+  // NCCL loads its profiler plugin from this at its first communicator: the profiler again (its
+  // nccl provider), unless the program names its own plugin (the provider then says so).
+  const char* nccl = getenv("NCCL_PROFILER_PLUGIN");
+  if (!nccl || !*nccl) env["NCCL_PROFILER_PLUGIN"] = lib;
   if (o.softnic) {
     std::string softnic = self_dir() + "/../softnic";
     if (!exists(softnic + "/libibverbs.so.1")) {

@@ -2,6 +2,7 @@
 #include "export/json_aggregates.h"
 #include "export/json_hangs.h"
 #include "export/json_layers.h"
+#include "export/json_nccl.h"
 #include "export/json_series.h"
 
 #include <algorithm>
@@ -179,6 +180,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
     if (const RangeCounters& rc = p.ranges.counters; rc.ranges || rc.marks)
       o["nvtx"] = {{"ranges", rc.ranges}, {"marks", rc.marks}, {"not_ended", rc.unended}, {"unmatched_ends", rc.unmatched_ends},
                    {"undecoded_payloads", rc.undecoded_payloads}};
+    if (json n = nccl_process_json(p, pc); !n.is_null()) o["nccl"] = n;
     o["clock"] = {{"source", clock_source_name(p.clock.source)},   {"samples", p.clock.samples},
                   {"ns_per_tick", p.clock.ns_per_tick},           {"max_residual_ns", p.clock.max_residual_ns},
                   {"rms_residual_ns", p.clock.rms_residual_ns}};
@@ -192,6 +194,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
     }
   }
   j["processes"] = procs;
+  if (json calls = nccl_calls_json(m, agg); !calls.empty()) j["nccl_calls"] = calls;
 
   json hosts = json::array();
   for (size_t h = 0; h < m.hosts.size(); ++h) {

@@ -88,6 +88,7 @@ class PerfettoFileSink : public FileSink {
   }
 
   void op(const OpRecord& r) override {
+    if (r.nccl_task >= 0) nccl_spans_.add(r);
     if (summarising_) count_op(r.ts_ns);
     if (!keep(r.ts_ns, timeline_layer_bit(r.layer))) return;
     const bool receive = r.op_class == kOpRecv;
@@ -108,6 +109,7 @@ class PerfettoFileSink : public FileSink {
     if (!receive && !r.is_call && !r.signaled) w_.annotation("signaled", uint64_t{0});
     if (r.status > 0 || (r.status < 0 && r.dur_ns >= 0)) w_.annotation_int("status", r.status);
     if (r.peer_process_id >= 0) w_.annotation_text("peer", peer_label(r.peer_process_id));
+    if (r.nccl_task >= 0) w_.annotation_text("nccl", m_.processes[pid_].nccl_tasks[static_cast<size_t>(r.nccl_task)].label());
     if (r.range_id >= 0) {  // its NVTX range, by path (interned: a range's operations share it)
       const std::vector<RangeRow>& ranges = m_.processes[pid_].ranges.rows();
       const auto index = static_cast<size_t>(ProcessRanges::index(r.range_id));
@@ -220,6 +222,7 @@ class PerfettoFileSink : public FileSink {
 
   void finish() override {
     kernel_slices();
+    nccl_slices();
     for (size_t i = 0; i < qp_doorbell_bins_.size(); ++i)
       if (!qp_doorbell_bins_[i].empty()) emit_counter(track_uuid(TrackKind::qp_doorbells, first_qp_ + i), qp_doorbell_bins_[i]);
     // Bytes/s counters: per QP, then the process's sum (and its share of its host's).
@@ -295,6 +298,32 @@ class PerfettoFileSink : public FileSink {
     }
   }
 
+  // Each NCCL task's network part as a slice: from its first work request's post to its last
+  // completion (nccl_tasks.h), named as the call ("ncclAllReduce #37").
+  void nccl_slices() {
+    const std::vector<NcclTaskRow>& tasks = m_.processes[pid_].nccl_tasks;
+    const uint64_t group = track_uuid(TrackKind::nccl_lane, lane_index(pid_, 0));
+    for (const auto& [index, s] : nccl_spans_.spans) {
+      if (!keep(s.start, kLayerIbv)) continue;
+      const NcclTaskRow& t = tasks[static_cast<size_t>(index)];
+      const int64_t end = std::max(s.end, s.start + 1);
+      int64_t lane = lanes_[group].place(s.start, end);
+      if (lane < 0) ++lanes_full_, lane = 0;
+      const uint64_t track = lane_track(group, static_cast<uint32_t>(lane));
+      w_.begin_event(s.start, kSliceBegin, track);
+      w_.name(t.label());
+      w_.category("nccl");
+      w_.annotation("bytes", t.bytes());
+      w_.annotation("wrs", s.wrs);
+      w_.annotation("wire_bytes", s.wire_bytes);
+      if (t.algorithm_bytes() >= 0) w_.annotation("algorithm_bytes", static_cast<uint64_t>(t.algorithm_bytes()));
+      if (!t.algorithm.empty()) w_.annotation_text("algorithm", t.algorithm + "/" + t.protocol);
+      w_.annotation_text("datatype", t.datatype);
+      w_.end_event();
+      slice_end(end, track);
+    }
+  }
+
   // The lanes this file used, under their QP (process, GPU) track.
   void describe_lanes() {
     for (const auto& [group, lanes] : lanes_) {
@@ -325,6 +354,12 @@ class PerfettoFileSink : public FileSink {
           t.rank = 650000 + static_cast<int64_t>(g % 1024);
           break;
         }
+        case TrackKind::nccl_lane:
+          t.parent = track_uuid(TrackKind::process, pid_);
+          t.name = "NCCL calls on the network";
+          t.description = "each NCCL call's network part: from the first work request posted for it to its last completion";
+          t.rank = 300000;
+          break;
         case TrackKind::nvtx_lane:
           t.parent = track_uuid(TrackKind::thread, g);
           t.name = "NVTX ranges";
@@ -432,6 +467,23 @@ class PerfettoFileSink : public FileSink {
   std::map<int64_t, std::vector<uint64_t>> gpu_bins_;  // bytes of recovered operations, per GPU
   std::map<uint64_t, Lanes> lanes_;                    // by the uuid of the group's lane 0
   std::set<uint64_t> completion_qps_;
+  // Per NCCL task of the process: its operations' span and totals, drawn when the file ends.
+  struct NcclSpans {
+    struct Span {
+      int64_t start = 0, end = 0;
+      uint64_t wrs = 0, wire_bytes = 0;
+    };
+    std::map<int64_t, Span> spans;  // by task index
+    void add(const OpRecord& r) {
+      auto [it, fresh] = spans.try_emplace(r.nccl_task);
+      Span& s = it->second;
+      const int64_t end = r.ts_ns + std::max<int64_t>(r.dur_ns, 0);
+      if (fresh) s.start = r.ts_ns, s.end = end;
+      s.start = std::min(s.start, r.ts_ns), s.end = std::max(s.end, end);
+      s.wrs += r.wr_count;
+      if (r.op_class != kOpRecv) s.wire_bytes += r.bytes;
+    }
+  } nccl_spans_;
   uint64_t lanes_full_ = 0;
   const TimelineSelection& sel_;
   const bool summarising_;  // the budget cuts the timeline: count operations for operations/s

@@ -59,6 +59,7 @@ enum class TrackKind : uint64_t {
   host_bytes = 16,    // index: host
   process_ops = 17,   // index: process: operations/s, where the budget summarised the timeline
   nvtx_lane = 18,     // index: lane_index(thread, lane): NVTX ranges of a thread (nested ones on lanes below)
+  nccl_lane = 19,     // index: lane_index(process, lane): NCCL tasks' network parts
 };
 constexpr uint32_t kTrackKindBits = 5;
 // One track per (process, GPU) (gpu -1: doorbells of QPs whose queues are in host memory).

@@ -43,7 +43,8 @@ CREATE TABLE op_row(op_id INTEGER PRIMARY KEY, ts INTEGER, dur INTEGER, thread_i
   bytes INTEGER, peer_process_id INTEGER, wr_id INTEGER, flow_id INTEGER, c_delta INTEGER, status INTEGER,
   c_opcode INTEGER DEFAULT 0, c_byte_len INTEGER DEFAULT 0, c_src_qp INTEGER DEFAULT 0, c_flow INTEGER DEFAULT 0,
   c_cq INTEGER DEFAULT 0, c_imm INTEGER DEFAULT 0, layer INTEGER DEFAULT 0, wr_count INTEGER DEFAULT 1,
-  is_call INTEGER DEFAULT 0, c_vendor_err INTEGER DEFAULT 0, c_thread INTEGER, range_id INTEGER);
+  is_call INTEGER DEFAULT 0, c_vendor_err INTEGER DEFAULT 0, c_thread INTEGER, range_id INTEGER,
+  nccl_task_id INTEGER);
 CREATE TABLE completion_row(completion_id INTEGER PRIMARY KEY, ts INTEGER, thread_id INTEGER, qp_id INTEGER, wr_id INTEGER,
   opcode INTEGER, status INTEGER, byte_len INTEGER, op_id INTEGER, flow_id INTEGER, cq INTEGER DEFAULT 0,
   src_qp INTEGER DEFAULT 0, imm_data INTEGER DEFAULT 0, vendor_err INTEGER DEFAULT 0);
@@ -83,6 +84,11 @@ CREATE TABLE qp_doorbells(qp_id INTEGER PRIMARY KEY, doorbells INTEGER, wqebbs I
   wqes_recovered INTEGER, recovered_wqebbs INTEGER, lost_wqebbs INTEGER, damaged_wqes INTEGER, unread_wqebbs INTEGER,
   index_errors INTEGER, batches INTEGER, wait_ns INTEGER, max_wait_ns INTEGER, from_record INTEGER);
 CREATE TABLE qp_stats(qp_id INTEGER, opcode TEXT, ops INTEGER, bytes INTEGER, PRIMARY KEY(qp_id, opcode));
+CREATE TABLE nccl_task(task_id INTEGER PRIMARY KEY, process_id INTEGER, thread_id INTEGER, ts_ns INTEGER, label TEXT,
+  kind TEXT, func TEXT, seq INTEGER, comm_hash INTEGER, comm_name TEXT, rank INTEGER, nranks INTEGER, count INTEGER,
+  datatype TEXT, bytes INTEGER, peer INTEGER, algorithm TEXT, protocol TEXT, channels INTEGER, range_id INTEGER,
+  wrs INTEGER, send_wrs INTEGER, recv_wrs INTEGER, wire_bytes INTEGER, algorithm_bytes INTEGER, net_start_ns INTEGER,
+  net_end_ns INTEGER, net_dur_ns INTEGER);
 )sql";
 
 // No index on the per-event tables: rows are stored by id (by process, then in post order), the
@@ -101,7 +107,7 @@ inline std::string sqlite_views(int64_t start_ns) {
   return "CREATE VIEW op AS SELECT op_id, ts + " + start + " AS ts_ns, dur AS dur_ns, op_id >> 40 AS process_id, thread_id, "
          "(SELECT name FROM layer_name WHERE code = o.layer) AS layer, qp_id, "
          "(SELECT name FROM opcode_name WHERE code = o.opcode) AS opcode, bytes, peer_process_id, status, wr_id, wr_count, "
-         "flow_id, is_call, range_id FROM op_row o;\n"
+         "flow_id, is_call, range_id, nccl_task_id FROM op_row o;\n"
          "CREATE VIEW completion AS SELECT completion_id, ts + " + start + " AS ts_ns, completion_id >> 40 AS process_id, "
          "thread_id, qp_id, (SELECT handle FROM cq WHERE cq.process_id = c.completion_id >> 40 AND number = c.cq) AS cq, wr_id, "
          "CASE WHEN c.status = 0 THEN (SELECT name FROM wc_opcode_name WHERE code = c.opcode) ELSE 'UNDEFINED' END AS opcode, "

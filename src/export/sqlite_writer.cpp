@@ -10,6 +10,8 @@
 #include <cstring>
 
 #include "analysis/ibv_names.h"
+#include "export/sqlite_binder.h"
+#include "export/sqlite_call_rows.h"
 #include "export/sqlite_schema.h"
 #include "export/sqlite_table_reader.h"
 
@@ -23,6 +25,7 @@ const SqlRow& op_row_defaults() {
     for (int c = 0; c < 12; ++c) r.null();  // op_id ... status: no default
     r.i(0).i(0).i(0).i(0).i(0).i(0);        // c_opcode, c_byte_len, c_src_qp, c_flow, c_cq, c_imm
     r.i(0).i(1).i(0).i(0).null().null();    // layer, wr_count, is_call, c_vendor_err, c_thread, range_id
+    r.null();                               // nccl_task_id
     return r;
   }();
   return d;
@@ -50,27 +53,6 @@ constexpr uint32_t kPageSize = 65536;
 // doorbells, launches): 16 MiB, a hole in the file where unused (then on the freelist).
 constexpr uint32_t kReservedPages = 256;
 
-// Binds a statement's parameters in order; -1 in an id column means NULL.
-class Binder {
- public:
-  explicit Binder(sqlite3_stmt* s) : s_(s) { sqlite3_reset(s_); }
-  Binder& i(int64_t v) { sqlite3_bind_int64(s_, ++n_, v); return *this; }
-  Binder& id(int64_t v) { if (v < 0) sqlite3_bind_null(s_, ++n_); else sqlite3_bind_int64(s_, ++n_, v); return *this; }
-  Binder& u(uint64_t v) { sqlite3_bind_int64(s_, ++n_, static_cast<int64_t>(v)); return *this; }
-  Binder& d(double v) { sqlite3_bind_double(s_, ++n_, v); return *this; }
-  Binder& t(const std::string& v) { sqlite3_bind_text(s_, ++n_, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); return *this; }
-  Binder& t(const char* v) { sqlite3_bind_text(s_, ++n_, v, -1, SQLITE_STATIC); return *this; }
-  Binder& null() { sqlite3_bind_null(s_, ++n_); return *this; }
-  Binder& row(const SqlRow& r) {
-    for (unsigned c = 0; c < r.count; ++c) r.is_null(c) ? null() : i(r.value[c]);
-    return *this;
-  }
-  bool step() { return sqlite3_step(s_) == SQLITE_DONE; }
-
- private:
-  sqlite3_stmt* s_;
-  int n_ = 0;
-};
 
 bool mergeable_completion(const OpRecord& op, const CompletionRecord& c) {
   // Everything the completion view gives back must be recoverable from the merged row.
@@ -169,7 +151,7 @@ class SqlFileSink : public FileSink {
     }
     b.i(layer_index(r.layer)).i(r.wr_count).i(r.is_call).u(c ? c->vendor_err : 0);
     if (c && c->thread_id != r.thread_id) b.i(c->thread_id); else b.null();
-    b.id(r.range_id);
+    b.id(r.range_id).id(r.nccl_task < 0 ? -1 : static_cast<int64_t>((uint64_t{r.process_id} << 40) | static_cast<uint64_t>(r.nccl_task)));
     return b;
   }
   SqlRow completion_row(const CompletionRecord& r) {
@@ -284,7 +266,7 @@ bool SqliteExport::insert_late_rows(std::string* error) {
     sqlite3_finalize(s);
     return ok;
   };
-  if (!insert("INSERT INTO op_row VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", late_.ops) ||
+  if (!insert("INSERT INTO op_row VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", late_.ops) ||
       !insert("INSERT INTO completion_row VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", late_.completions) || !exec("COMMIT", error))
     return false;
   sqlite3_close(db_);
@@ -540,22 +522,6 @@ void SqliteExport::insert_launches(const std::vector<LaunchRecord>& rows) {
   }
 }
 
-void SqliteExport::insert_ranges(const std::vector<RangeRow>& rows) {
-  static constexpr const char* kKinds[] = {"", "push", "start", "mark"};
-  for (const RangeRow& r : rows) {
-    Binder b(range_);
-    b.u(r.range_id).i(r.process_id).id(r.thread_id).t(kKinds[r.kind < 4 ? r.kind : 0]);
-    if (r.domain.empty()) b.null(); else b.t(r.domain);
-    b.t(r.name).t(r.path).u(r.category);
-    if (r.category_name.empty()) b.null(); else b.t(r.category_name);
-    if (r.color) b.u(r.color); else b.null();
-    if (r.payload.empty()) b.null(); else b.t(r.payload);
-    b.i(r.start_ns).i(r.end_ns).i(r.end_ns - r.start_ns).i(r.ended).u(r.depth);
-    if (r.parent >= 0) b.u((uint64_t{r.process_id} << 40) | static_cast<uint64_t>(r.parent)); else b.null();
-    b.step();
-  }
-}
-
 bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::string* error) {
   sqlite3_stmt* s = nullptr;
   if (!rows_ok_) {
@@ -597,6 +563,7 @@ bool SqliteExport::finish(const ExperimentModel& m, const Aggregates& agg, std::
         .u(f.bytes_b_to_a).step();
   }
   sqlite3_finalize(s);
+  insert_nccl_tasks(db_, m, agg);
   sqlite3_prepare_v2(db_, "INSERT INTO qp_stats VALUES(?,?,?,?)", -1, &s, nullptr);
   for (const QpRow& q : m.qps)
     for (unsigned i = 0; i < kOpClasses; ++i)

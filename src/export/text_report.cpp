@@ -173,6 +173,24 @@ std::string render_text_report(const json& a, size_t top) {
         add(&out, "  %-12s %" PRIu64 " not ended, %" PRIu64 " ends without a begin, %" PRIu64 " payloads not decoded\n", s(p, "label").c_str(),
             u(p["nvtx"], "not_ended"), u(p["nvtx"], "unmatched_ends"), u(p["nvtx"], "undecoded_payloads"));
   }
+  // NCCL: each kind of call, its wire bytes against the algorithm's, its network time (docs/nccl.md).
+  if (a.contains("nccl_calls")) {
+    add(&out, "\nNCCL calls (per rank: network part from first post to last completion; wire/algorithm bytes):\n");
+    for (const json& c : a["nccl_calls"]) {
+      const double calls = std::max<double>(1, double(u(c, "calls")));
+      const std::string what = s(c, "func") + " " + human_bytes(double(u(c, "bytes"))) +
+                               (s(c, "algorithm").empty() ? "" : " " + s(c, "algorithm") + "/" + s(c, "protocol"));
+      add(&out, "  %-36s %6" PRIu64 " calls  %8.1f WRs  wire %10s", what.c_str(), u(c, "calls"), double(u(c, "wrs")) / calls,
+          human_bytes(double(u(c, "wire_bytes")) / calls).c_str());
+      if (c.contains("wire_per_algorithm_byte")) add(&out, " (x%.3f)", c["wire_per_algorithm_byte"].get<double>());
+      add(&out, "  network mean %10.1f us max %10.1f us\n", double(u(c, "network_mean_ns")) / 1e3, double(u(c, "network_max_ns")) / 1e3);
+    }
+    for (const json& p : procs)
+      if (p.contains("nccl"))
+        add(&out, "  %-12s %" PRIu64 " tasks; verbs operations tied to them: %" PRIu64 " by wr_id, %" PRIu64 " by QP, %" PRIu64 " not tied\n",
+            s(p, "label").c_str(), u(p["nccl"], "tasks"), u(p["nccl"], "matched_by_wr_id"), u(p["nccl"], "matched_by_qp"),
+            u(p["nccl"], "ops_unattributed"));
+  }
   add(&out, "\nerrors: %" PRIu64 "\n", u(a, "errors"));
   if (a.contains("error_kinds"))
     for (const auto& [kind, n] : a["error_kinds"].items()) add(&out, "  %-40s %" PRIu64 "\n", kind.c_str(), n.get<uint64_t>());

@@ -275,7 +275,27 @@ enum class FieldKind : uint8_t {
   X(606, nvtx_schema, "nvtx_schema",                                                              \
     F(u64, "domain") F(u64, "schema_id") F(u64, "kind") F(u64, "size") F(bytes, "layout"))        \
   /* The bytes of one extended payload (at most kNvtxPayloadBytes; size: its real size). */        \
-  X(607, nvtx_payload, "nvtx_payload", F(u64, "schema_id") F(u64, "size") F(bytes, "data"))
+  X(607, nvtx_payload, "nvtx_payload", F(u64, "schema_id") F(u64, "size") F(bytes, "data")) \
+  /* NCCL (layer 'nccl'), as NCCL's profiler plugin (NCCL_PROFILER_PLUGIN names libsigmatrace.so; */ \
+  /* `sigmatrace profile` sets it). A communicator NCCL initialised the plugin for: context */      \
+  /* names it in nccl_task; comm_hash is NCCL's id of the communicator, the same on every rank. */   \
+  X(700, nccl_comm, "nccl_comm",                                                                  \
+    F(u64, "context") F(u64, "comm_hash") F(i64, "rank") F(i64, "nranks") F(i64, "nnodes")        \
+    F(bytes, "name"))                                                                             \
+  /* A collective or point-to-point task NCCL launched, on the calling thread (inside the call, */ \
+  /* or its group's end). task: its number in the process; kind: NcclTaskKind; seq: NCCL's */      \
+  /* sequence number of the function on the communicator (collectives: ncclAllReduce #seq), the */ \
+  /* plugin's count of the communicator's sends or receives (p2p); peer: the root (collectives) */ \
+  /* or the peer (p2p); names: "func\tdatatype\talgorithm\tprotocol". */                           \
+  X(701, nccl_task, "nccl_task",                                                                  \
+    F(u64, "context") F(u64, "task") F(u64, "kind") F(u64, "seq") F(u64, "count") F(i64, "peer")  \
+    F(u64, "channels") F(u64, "warps") F(bytes, "names"))                                         \
+  /* A work request NCCL's IB transport posts next for a proxy step of task, recorded on the */    \
+  /* posting thread just before its ibv_post_send or ibv_post_recv: the QP and the wr_id the */    \
+  /* work request carries tie it to the verbs operation. task 0: its step was not known. */        \
+  X(702, nccl_net_wr, "nccl_net_wr",                                                              \
+    F(u64, "task") F(u64, "channel") F(i64, "peer") F(u64, "is_send") F(u64, "step")             \
+    F(u64, "qp_num") F(u64, "wr_id"))
 
 enum class EventType : uint16_t {
 #define SIGMATRACE_ENUM_FIELD(kind, name)
@@ -345,6 +365,9 @@ enum class CudaLookupVia : uint64_t { dlsym = 1, get_proc_address = 2, get_proc_
 // destroy: cuCtxDestroy; reset: cuDevicePrimaryCtxReset (cudaDeviceReset); release: the last
 // cuDevicePrimaryCtxRelease of a primary context (seen after the fact).
 enum class CudaContextEnd : uint64_t { destroy = 1, reset = 2, release = 3 };
+
+// nccl_task.kind
+enum class NcclTaskKind : uint64_t { collective = 1, send = 2, recv = 3 };
 
 // nvtx_begin.kind / nvtx_end.kind
 enum class NvtxKind : uint64_t { push = 1, start = 2, mark = 3 };

@@ -29,6 +29,9 @@ rank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-${SLURM_PROCID:-}}}
 [ -z "$nccl_lib" ] || [ -e "$nccl_lib/libnccl.so.2" ] || { echo "nccl_rank.sh: no libnccl.so.2 in $nccl_lib" >&2; exit 2; }
 
 export SOFTNIC_HOST=node$rank NCCL_HOSTID=node$rank
+# NCCL_RANK_GPUS=N: the ranks spread over N GPUs of the machine (rank r on GPU r mod N); nccl-tests
+# and the like take the first GPU they see, as every rank is its own host.
+if [ -n "${NCCL_RANK_GPUS:-}" ] && [ "$NCCL_RANK_GPUS" -gt 1 ] 2>/dev/null; then export CUDA_VISIBLE_DEVICES=$((rank % NCCL_RANK_GPUS)); fi
 for kv in NCCL_NET=IB NCCL_IB_HCA=mlx5_0 NCCL_NET_PLUGIN=none NCCL_GIN_TYPE=0 NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=0 \
           NCCL_MNNVL_ENABLE=0 NCCL_CUMEM_ENABLE=0 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1; do
   name=${kv%%=*}

@@ -76,7 +76,7 @@ TEST(Cli, DryRunPrintsTheEnvironmentToForward) {
 TEST(Cli, MistakesGetOneClearLine) {
   TempDir t;
   expect_one_line_error(run_process({cli(), "profile", "--mode", "fast", "--", "true"}), "invalid SIGMATRACE_MODE='fast'");
-  expect_one_line_error(run_process({cli(), "profile", "--providers", "nccl", "--", "true"}), "unknown provider 'nccl'");
+  expect_one_line_error(run_process({cli(), "profile", "--providers", "rccl", "--", "true"}), "unknown provider 'rccl'");
   expect_one_line_error(run_process({cli(), "profile", "--bogus", "--", "true"}), "--bogus");
   expect_one_line_error(run_process({cli(), "profile"}), "no program given");
   expect_one_line_error(run_process({cli(), "frobnicate"}), "unknown command 'frobnicate'");

@@ -52,12 +52,12 @@ TEST(ExportMap, TheProvidersListsTheLibrarysExportsAndTheExportedDefinitionsAgre
   }
   ASSERT_GT(listed.size(), 50u);
 
-  ProcessResult nm = run_process({"sh", "-c", "nm -D --defined-only \"$0\" | awk '$2 == \"T\" {print $3}'", build_path("lib/libsigmatrace.so")});
+  ProcessResult nm = run_process({"sh", "-c", "nm -D --defined-only \"$0\" | awk '$2 == \"T\" || $2 == \"D\" {print $3}'", build_path("lib/libsigmatrace.so")});
   ASSERT_EQ(nm.exit_code, 0) << nm.err;
   std::set<std::string> exported = words_of(nm.out);
 
   ProcessResult re = run_process({"sh", "-c",
-                                  "readelf -sW \"$0\" | awk '$4 == \"FUNC\" && $5 == \"GLOBAL\" && $6 == \"DEFAULT\" && $7 != \"UND\" {print $8}'",
+                                  "readelf -sW \"$0\" | awk '($4 == \"FUNC\" || ($4 == \"OBJECT\" && $8 !~ /^_Z/)) && $5 == \"GLOBAL\" && $6 == \"DEFAULT\" && $7 != \"UND\" {print $8}'",
                                   build_path("lib/libsigmatrace_runtime.a")});
   ASSERT_EQ(re.exit_code, 0) << re.err;
   std::set<std::string> defined = words_of(re.out);

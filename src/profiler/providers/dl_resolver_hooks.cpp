@@ -91,9 +91,11 @@ namespace {
 // on one of our shims when the library it stands for is not loaded at all. A program probing for
 // that library ("is MPI / libibverbs here?") must get NULL then, exactly as without the profiler.
 // Our own API (sigmatrace_*) is meant to be found, and so are the entry points NVTX looks up in
-// its injection library (InitializeInjectionNvtx2, InitializeInjectionNvtxExtension).
+// its injection library (InitializeInjectionNvtx2, InitializeInjectionNvtxExtension) and NCCL in
+// its profiler plugin (ncclProfiler_v5).
 bool own_entry_point(const char* name) {
-  return std::strncmp(name, "sigmatrace_", 11) == 0 || std::strncmp(name, "InitializeInjectionNvtx", 23) == 0;
+  return std::strncmp(name, "sigmatrace_", 11) == 0 || std::strncmp(name, "InitializeInjectionNvtx", 23) == 0 ||
+         std::strncmp(name, "ncclProfiler_v", 14) == 0;
 }
 bool found_only_our_shim(void* found, const char* name, void* real_next) {
   static void* own_base = [] {

@@ -12,7 +12,8 @@
   X("cuda", kCudaProvider)          \
   X("ucx", kUcxProvider)            \
   X("ofi", kOfiProvider)            \
-  X("mpi", kMpiProvider)
+  X("mpi", kMpiProvider)            \
+  X("nccl", kNcclProvider)
 
 namespace sigmatrace::profiler {
 // Provider names without linking the providers (the CLI validates --providers with these).

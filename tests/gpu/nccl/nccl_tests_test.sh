@@ -5,7 +5,8 @@
 # mode. Each run must find no wrong value; each traced run must print what the untraced run printed
 # (numbers aside), drop no event, and hold, per QP and opcode, exactly the send-queue operations
 # softnic executed (SOFTNIC_WQE_LOG; tests/gpu/checks/check_verbs_oracle.py), with NCCL's connections
-# and the rank matrix as softnic's log implies them (check_nccl_trace.py). NCCL_TESTS_KEEP=DIR copies
+# and the rank matrix as softnic's log implies them (check_nccl_trace.py), and (Simple, Full) every
+# operation tied to the NCCL call whose data it moves (check_nccl_calls.py). NCCL_TESTS_KEEP=DIR copies
 # each traced run (experiment, softnic's log, output) there: the recorded trace CI analyses comes from it.
 # Usage: nccl_tests_test.sh BUILD_DIR SOURCE_DIR NCCL_TESTS_DIR RANKS PROGRAM [ARGS...]
 # Exit 77 (skipped) without a GPU, nccl-tests (bench/nccl/build_nccl_tests.sh), mpirun or softnic.
@@ -64,6 +65,9 @@ PY
     fail "$prog ($mode): the trace is not what softnic executed"
   python3 "$src/tests/gpu/checks/check_nccl_trace.py" "$work/$mode/aggregate.json" "$work/$mode-oracle" "$ranks" ||
     fail "$prog ($mode): NCCL's connections or rank matrix are not as softnic executed them"
+  # Simple and Full mode: every operation in the NCCL call whose data it moves (the nccl provider).
+  [ "$mode" = aggregate ] || python3 "$src/tests/gpu/checks/check_nccl_calls.py" "$work/$mode/aggregate.json" "$ranks" ||
+    fail "$prog ($mode): operations not tied to their NCCL call"
   [ -n "${NCCL_TESTS_KEEP:-}" ] && mkdir -p "$NCCL_TESTS_KEEP" && cp -r "$work/$mode" "$work/$mode-oracle" "$work/$mode.out" "$NCCL_TESTS_KEEP/"
 done
 echo "PASS: $prog on $ranks ranks of one GPU, untraced and traced in every mode, exactly what softnic executed"

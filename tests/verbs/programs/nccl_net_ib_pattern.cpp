@@ -11,6 +11,11 @@
 //     RDMA_WRITE_WITH_IMM carrying the size (above 8 KiB, adaptive routing) or one
 //     RDMA_WRITE_WITH_IMM with the data; the receiver then flushes with an RDMA_READ on a QP
 //     connected to itself.
+// With NCCL_PROFILER_PLUGIN set (`sigmatrace profile` sets it), it also drives that profiler
+// plugin as NCCL 2.28's core and IB transport do: each iteration is an AllReduce task whose send
+// and receive proxy operations each have one step, and just before posting a step's receive or
+// data write it announces the QP and wr_id (the clear-to-send write and the flush read get none,
+// as in NCCL).
 // Without arguments it starts both ranks (fork + exec, RANK/WORLD_SIZE set) and waits; each rank
 // sends to and receives from the other. Counters on stdout are deterministic, so an untraced and a
 // traced run print the same text.
@@ -34,7 +39,71 @@
 #include <type_traits>
 #include <vector>
 
+#include "profiler/providers/nccl/nccl_profiler_abi.h"
+
 namespace {
+
+namespace nccl = sigmatrace::profiler::nccl_abi;
+
+// NCCL's side of the profiler plugin interface: the events NCCL starts, when the plugin asked.
+class ProfilerCaller {
+ public:
+  void load(int rank) {
+    const char* name = getenv("NCCL_PROFILER_PLUGIN");
+    if (!name || !*name) return;
+    void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    p_ = lib ? static_cast<nccl::ProfilerV5*>(dlsym(lib, "ncclProfiler_v5")) : nullptr;
+    if (!p_ || p_->init(&ctx_, 0x5eedc0ffee, &mask_, "pattern", 2, 2, rank, nullptr) != nccl::kSuccess) p_ = nullptr;
+  }
+  // A collective task and its two proxy operations (send to, receive from peer), one step each.
+  void start_task(uint64_t seq, size_t count, int peer) {
+    if (!on(nccl::kColl)) return;
+    nccl::EventDescr d{};
+    d.type = nccl::kColl;
+    d.coll = {seq, "AllReduce", nullptr, nullptr, count, 0, "ncclFloat32", 1, 8, "RING", "SIMPLE", nullptr};
+    p_->start_event(ctx_, &task_, &d);
+    for (int send = 0; send < 2; ++send) {
+      nccl::EventDescr o{};
+      o.type = nccl::kProxyOp, o.parent = task_;
+      o.proxy_op.pid = getpid(), o.proxy_op.channel = 0, o.proxy_op.peer = peer, o.proxy_op.steps = 1;
+      o.proxy_op.is_send = send;
+      p_->start_event(ctx_, &ops_[send], &o);
+      nccl::EventDescr s{};
+      s.type = nccl::kProxyStep, s.parent = ops_[send], s.proxy_step.step = 0;
+      p_->start_event(ctx_, &steps_[send], &s);
+    }
+  }
+  // Just before the post: the work request's QP and wr_id, for the send or the receive step.
+  void announce(bool send, uint32_t qp_num, uint64_t wr_id, int opcode, size_t length) {
+    if (!on(nccl::kNetPlugin)) return;
+    nccl::NetIbDescr ib{};
+    ib.type = nccl::kNetIbQpEvent;
+    ib.qp = {0, wr_id, opcode, static_cast<int>(qp_num), length};
+    nccl::EventDescr d{};
+    d.type = nccl::kNetPlugin, d.parent = steps_[send];
+    d.net_plugin = {nccl::kNetTypeIb | nccl::kNetIbVersion1, &ib};
+    void* h = nullptr;
+    p_->start_event(ctx_, &h, &d);
+    p_->stop_event(h);
+  }
+  void end_task() {
+    if (!on(nccl::kColl)) return;
+    for (int i = 0; i < 2; ++i) p_->stop_event(steps_[i]), p_->stop_event(ops_[i]);
+    p_->stop_event(task_);
+  }
+  void finalize() {
+    if (p_) p_->finalize(ctx_);
+  }
+
+ private:
+  bool on(int bit) const { return p_ && (mask_ & bit); }
+  nccl::ProfilerV5* p_ = nullptr;
+  void* ctx_ = nullptr;
+  int mask_ = 0;
+  void* task_ = nullptr;
+  void* ops_[2] = {};
+  void* steps_[2] = {};
+};
 
 constexpr int kMaxRequests = 256;        // NCCL_NET_MAX_REQUESTS (32) x NCCL_NET_IB_MAX_RECVS (8)
 constexpr uint32_t kArThreshold = 8192;  // NCCL_IB_AR_THRESHOLD
@@ -278,13 +347,17 @@ int run_rank(int peer_fd, int iters, uint32_t bytes) {
 
   Counters c;
   const int peer_rank = 1 - rank;
+  ProfilerCaller profiler;
+  profiler.load(rank);
   for (int it = 0; it < iters; ++it) {
     for (uint32_t i = 0; i < bytes; ++i) sbuf[i] = static_cast<uint8_t>(rank * 31 + it * 7 + i);
+    profiler.start_task(uint64_t(it), bytes / 4, peer_rank);
     // Receiver: a receive without buffers (the data arrives by RDMA WRITE), then clear-to-send.
     ibv_recv_wr rwr{};
     rwr.wr_id = uint64_t(it);
     rwr.num_sge = 0;
     ibv_recv_wr* rbad = nullptr;
+    profiler.announce(false, recv_qp->qp_num, rwr.wr_id, 0, 0);
     if (int rc = recv_qp->context->ops.post_recv(recv_qp, &rwr, &rbad)) fail("post_recv", rc);
     FifoEntry cts{reinterpret_cast<uintptr_t>(rbuf.data()), bytes, rmr->rkey, 1, uint64_t(peer_rank), uint64_t(it) + 1, {}};
     ibv_sge cts_sge{reinterpret_cast<uintptr_t>(&cts), sizeof cts, 0};
@@ -316,6 +389,7 @@ int run_rank(int peer_fd, int iters, uint32_t bytes) {
         imm.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
         imm.send_flags = IBV_SEND_SIGNALED;
         imm.imm_data = htonl(bytes);
+        profiler.announce(true, send_qp->qp_num, data.wr_id, IBV_WR_RDMA_WRITE, bytes);
         if (bytes > kArThreshold) {
           imm.num_sge = 0;  // adaptive routing: the data went ahead, the IMM write is empty
           imm.sg_list = nullptr;
@@ -376,11 +450,13 @@ int run_rank(int peer_fd, int iters, uint32_t bytes) {
     for (uint32_t i = 0; i < bytes; ++i)
       if (rbuf[i] != static_cast<uint8_t>(peer_rank * 31 + it * 7 + i)) fail("received data differs", 0);
     if (static_cast<uint8_t>(flush_target) != rbuf[0]) fail("flush read value", 0);
+    profiler.end_task();
     // The peer may reuse its buffer only once this rank has checked the data.
     write_all(peer_fd, &ready, 1);
     read_all(peer_fd, &ready, 1);
   }
 
+  profiler.finalize();
   stop = true;
   async_thread.join();
   for (ibv_qp* qp : {send_qp, recv_qp, flush_qp}) v.destroy_qp(qp);
