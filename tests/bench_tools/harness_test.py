@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(sys.argv.pop(1)).resolve()
 BUILD = Path(sys.argv.pop(1)) if len(sys.argv) > 1 else None
 DRIVERS = ["bench/cpu_speed_under_load.sh", "bench/recorder_sustained_rate.sh", "bench/softnic_perftest.sh",
-           "bench/gda/doorbell_overhead.sh", "bench/gda/doorbell_forward.sh", "bench/nccl/nccl_allreduce_overhead.sh",
+           "bench/gda/doorbell_overhead.sh", "bench/gda/doorbell_forward.sh", "bench/nccl/nccl_tests_overhead.sh",
            "bench/nvshmem/nvshmem_perftests.sh", "bench/nvtx/nvtx_range_cost.sh", "bench/ucx_ofi/ucx_ofi_overhead.sh",
            "bench/verbs/ib_write_bw_rate.sh", "bench/verbs/placement_sensitivity.sh"]
 
@@ -165,8 +165,6 @@ class Harness(unittest.TestCase):
             "bench/gda/doorbell_overhead.sh": (["build-gpu", "300", "1000", "5000"], "BUILD=build-gpu REPS=300 WARMUP=1000 ITERS=5000"),
             "bench/gda/doorbell_forward.sh": (["build-gpu", "OUT"], "BUILD=build-gpu OUT=OUT"),
             "bench/nvshmem/nvshmem_perftests.sh": (["OUT"], "OUT=OUT"),
-            "bench/nccl/nccl_allreduce_overhead.sh": (["build", "res", "--ranks", "4", "--sizes", "1M 128M", "--modes", "simple", "--analyze-only"],
-                                                      "BUILD=build OUT=res RANKS=4 SIZES='1M 128M' KINDS=simple ANALYZE_ONLY=1"),
             "bench/ucx_ofi/ucx_ofi_overhead.sh": (["BUILD", "5", "off simple"], "BUILD=BUILD REPS=5 KINDS='off simple'"),
             "bench/verbs/ib_write_bw_rate.sh": (["-r", "9", "-n", "300000"], "REPS=9 ITERS=300000"),
             "bench/verbs/placement_sensitivity.sh": (["-r", "3", "-s", "OLD.cpp", "-s", "new.cpp", "-f", "", "-f", "-falign-functions=64"],
@@ -177,7 +175,7 @@ class Harness(unittest.TestCase):
                                                  "BUILD=build RUN_SECONDS=1 THREADS='1 2 4 8' KINDS='lz4 zstd none' STEPS=6 WRITERS=1"),
             "bench/cpu_speed_under_load.sh": (["build", "3", "2"], "BUILD=build REPS=3 CPU=2"),
         }
-        self.assertEqual(sorted(former), sorted(DRIVERS))
+        self.assertLessEqual(set(former), set(DRIVERS))  # drivers newer than the NAME=VALUE settings have no former spelling
         env = {k: v for k, v in os.environ.items() if k not in ("REPEAT", "REPEATS", "MODES")}
         for driver, (args, spelling) in former.items():
             path = ROOT / driver

@@ -104,6 +104,31 @@ TEST_P(NcclCalls, EveryOperationIsTiedToTheCallWhoseDataItMoves) {
   EXPECT_EQ(sql("SELECT count(*) FROM op WHERE nccl_task_id IS NULL AND opcode <> 'READ'"), "0");
 }
 
+// A program whose NCCL_PROFILER_PLUGIN names another plugin (NCCL's inspector, say) keeps it: the
+// nccl provider is off with the reason, no NCCL event is recorded, the verbs operations still are.
+TEST(NcclCallsWithAnotherPlugin, TheProgramsOwnPluginIsLeftAlone) {
+  const std::string exe = build_path("tests/bin/nccl_net_ib_pattern");
+  REQUIRE_SOFTNIC_AND(exe);
+  // A real library without ncclProfiler_v5: the pattern, as NCCL, finds no plugin in it.
+  const std::map<std::string, std::string> env = {{"NCCL_PROFILER_PLUGIN", softnic_dir() + "/libibverbs.so.1"}};
+  TempDir t;
+  PairRun traced = run_pair_once_more_on_timeout({}, {exe, "--iters", "3"}, "full", t / "exp", env);
+  ASSERT_EQ(traced.client.exit_code, 0) << traced.client.err;
+  uint64_t posts = 0;
+  for (const ProcessEvents* p : processes_named(traced.procs, "nccl_net_ib_pattern")) {
+    EXPECT_EQ(p->count(EventType::nccl_comm) + p->count(EventType::nccl_task) + p->count(EventType::nccl_net_wr), 0u);
+    posts += p->count(EventType::ibv_send_wr);
+  }
+  EXPECT_EQ(posts, 2 * 3 * 4u);  // per rank and iteration: clear-to-send, data WRITE, WRITE_WITH_IMM, flush READ
+  const std::string dir = t / "exp";
+  ProcessResult analyzed = analyze_experiment(dir, {"--no-perfetto"});
+  if (skipped_for_sqlite(analyzed)) GTEST_SKIP() << analyzed.err;
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  EXPECT_EQ(sql_rows(dir, "SELECT DISTINCT enabled, detail FROM provider WHERE name = 'nccl'"),
+            std::vector<std::string>{"0,NCCL_PROFILER_PLUGIN names another profiler plugin (" + softnic_dir() +
+                                     "/libibverbs.so.1): NCCL's operations are not tied to its calls"});
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, NcclCalls, ::testing::ValuesIn(kModes), [](const auto& info) { return info.param; });
 
 }  // namespace

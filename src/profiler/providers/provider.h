@@ -32,6 +32,9 @@ struct Provider {
 // A static array, not a container: it must outlive every exit handler (no destructor runs).
 std::span<const Provider* const> all_providers();
 std::vector<std::string> provider_names();
+// True, with *which, when the environment variable names a library other than libsigmatrace.so:
+// another tool holds the place the profiler takes (NVTX_INJECTION64_PATH, NCCL_PROFILER_PLUGIN).
+bool env_names_another_library(const char* variable, std::string* which);
 // What the runtime itself exports (exec and _exit hooks, the resolver hooks): with the
 // providers' symbols, everything libsigmatrace.so exports.
 std::span<const char* const> runtime_exports();

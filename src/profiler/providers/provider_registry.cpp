@@ -1,5 +1,10 @@
 // Materialises provider_list.h: the providers' objects in initialisation order.
 #include "profiler/providers/provider.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 #include "profiler/providers/provider_list.h"
 
 namespace sigmatrace::profiler {
@@ -26,5 +31,16 @@ const char* const kRuntimeExports[] = {"execve", "execv", "execvp", "execvpe", "
                                        "_exit",  "_Exit", "dlsym",  "dlvsym"};
 }  // namespace
 std::span<const char* const> runtime_exports() { return kRuntimeExports; }
+
+bool env_names_another_library(const char* variable, std::string* which) {
+  const char* path = getenv(variable);
+  if (!path || !*path) return false;
+  Dl_info self{};
+  if (!dladdr(reinterpret_cast<void*>(&env_names_another_library), &self) || !self.dli_fname) return false;
+  char a[PATH_MAX], b[PATH_MAX];
+  if (realpath(path, a) && realpath(self.dli_fname, b) && strcmp(a, b) == 0) return false;
+  *which = path;
+  return true;
+}
 
 }  // namespace sigmatrace::profiler

@@ -12,7 +12,7 @@ build=$1 src=$2 ranks=$3 steps=${4:-30} mode=${5:-full}
 st=$build/bin/sigmatrace
 nvidia-smi -L >/dev/null 2>&1 || skip "no GPU (nvidia-smi)"
 command -v mpirun >/dev/null || skip "no mpirun"
-[ -x "$st" ] && [ -e "$build/softnic/libibverbs.so.1" ] || skip "sigmatrace or softnic is not built"
+{ [ -x "$st" ] && [ -e "$build/softnic/libibverbs.so.1" ]; } || skip "sigmatrace or softnic is not built"
 work=""
 test_work_dir work
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SOFTNIC_FABRIC="ddp-$$"

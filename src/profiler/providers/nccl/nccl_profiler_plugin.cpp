@@ -8,9 +8,6 @@
 // Handles are NCCL's to keep and hand back as parents: a task's is its number; a proxy
 // operation's is a slot of a fixed ring (what it serves); a step's packs its operation's slot and
 // step number. No lock, no allocation after init, no system call on the event path.
-#include <dlfcn.h>
-#include <limits.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -152,21 +149,9 @@ abi::Result finalize(void* context) {
 }  // namespace nccl
 
 namespace {
-// NCCL_PROFILER_PLUGIN naming another plugin than this library: NCCL loads that one, not this.
-bool another_plugin(std::string* which) {
-  const char* name = getenv("NCCL_PROFILER_PLUGIN");
-  if (!name || !*name) return false;
-  Dl_info self{};
-  if (!dladdr(reinterpret_cast<void*>(&another_plugin), &self) || !self.dli_fname) return false;
-  char a[PATH_MAX], b[PATH_MAX];
-  if (realpath(name, a) && realpath(self.dli_fname, b) && strcmp(a, b) == 0) return false;
-  *which = name;
-  return true;
-}
-
 bool init_nccl(const Config& config, std::string* why) {
   std::string other;
-  if (another_plugin(&other)) {
+  if (env_names_another_library("NCCL_PROFILER_PLUGIN", &other)) {
     *why = "NCCL_PROFILER_PLUGIN names another profiler plugin (" + other + "): NCCL's operations are not tied to its calls";
     return false;
   }

@@ -224,21 +224,9 @@ void put(FunctionPointer** table, unsigned size, unsigned id, Fn fn) {
 }  // namespace nvtx
 
 namespace {
-// NVTX_INJECTION64_PATH naming another library than this one: that tool's, left to it.
-bool another_tool(std::string* which) {
-  const char* path = getenv("NVTX_INJECTION64_PATH");
-  if (!path || !*path) return false;
-  Dl_info self{};
-  if (!dladdr(reinterpret_cast<void*>(&another_tool), &self) || !self.dli_fname) return false;
-  char a[PATH_MAX], b[PATH_MAX];
-  if (realpath(path, a) && realpath(self.dli_fname, b) && strcmp(a, b) == 0) return false;
-  *which = path;
-  return true;
-}
-
 bool init_nvtx(const Config& config, std::string* why) {
   std::string other;
-  if (another_tool(&other)) {
+  if (env_names_another_library("NVTX_INJECTION64_PATH", &other)) {
     *why = "NVTX_INJECTION64_PATH names another tool's injection library (" + other + "): NVTX is left to it, no ranges recorded";
     return false;
   }
