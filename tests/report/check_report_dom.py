@@ -234,6 +234,13 @@ def main():
         rows = [(r[0][0], r[1][0], r[6][1]) for r in dom.tables.get("diff", [])[1:]]
         expect("diff table (group, row, explains ns)", rows, [(c["group"], c["key"], str(round(c["explains_ns"]))) for c in d["changes"]])
 
+    # 8b. NCCL's calls: the figure, and one table row per kind of call with its calls and ranks.
+    if agg.get("nccl_calls"):
+        if "nccl-calls" not in dom.figures:
+            problems.append("figure nccl-calls is missing")
+        rows = sorted((r[1][1], r[2][1]) for r in dom.tables.get("nccl-calls", [])[1:])
+        expect("nccl-calls table (ranks, calls)", rows, sorted((str(c["ranks"]), str(c["calls"])) for c in agg["nccl_calls"]))
+
     # 9. Every figure as a file: an SVG that parses, with marks, and a PNG with a size.
     files = sorted(os.listdir(o.plots))
     expect("plot files", files, sorted([f + ".svg" for f in dom.figures] + [f + ".png" for f in dom.figures]))

@@ -298,6 +298,29 @@
       series: [{type: 'bar', data: ranges.map((r) => r.total_ns / 1e6)}],
     }, 60 + 26 * ranges.length, true);
 
+  // ---- NCCL's calls (docs/nccl.md): each kind's network time, and its wire bytes against the algorithm's
+  const calls = (agg.nccl_calls || []).slice().sort((a, b) => b.network_mean_ns * b.calls - a.network_mean_ns * a.calls);
+  if (calls.length) {
+    heading('NCCL calls');
+    const name = (c) => c.func + ' ' + bytes(c.bytes) + (c.algorithm ? ' ' + c.algorithm + '/' + c.protocol : '');
+    const top = calls.slice(0, 15);
+    figure('nccl-calls', 'NCCL calls: network time per call', 'Mean and longest network part (the first work request posted for the call to its ' +
+           'last completion, per rank) of the ' + top.length + ' kinds of call with the most network time in all.', {
+      ...base,
+      legend: {top: 0},
+      grid: {left: 260, right: 40, top: 30, bottom: 40},
+      xAxis: {type: 'value', name: 'µs'},
+      yAxis: {type: 'category', inverse: true, data: top.map(name)},
+      series: [{type: 'bar', name: 'mean', data: top.map((c) => c.network_mean_ns / 1e3)},
+               {type: 'bar', name: 'longest', data: top.map((c) => c.network_max_ns / 1e3)}],
+    }, 70 + 30 * top.length, true);
+    root.append(table('nccl-calls', ['call', 'ranks', 'calls', 'WRs per call', 'wire bytes per call', 'wire / algorithm', 'network mean µs'],
+                      calls.map((c) => [name(c), c.ranks, c.calls, Math.round(c.wrs / Math.max(1, c.calls) * 10) / 10,
+                                        Math.round(c.wire_bytes / Math.max(1, c.calls)),
+                                        c.wire_per_algorithm_byte === undefined ? '' : Math.round(c.wire_per_algorithm_byte * 1000) / 1000,
+                                        Math.round(c.network_mean_ns / 100) / 10])));
+  }
+
   // ---- changes from a baseline (report --baseline A: sigmatrace diff's JSON in agg.diff) -----
   const diff = agg.diff;
   if (diff) {
