@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   CommandRunner sql = add_sql_command(app);
 #else
   CommandRunner sql = [] {
-    print_error("sql: this sigmatrace was built without SQLite: install libsqlite3-dev (scripts/setup.sh) and rebuild");
+    print_error("sql: this sigmatrace was built without SQLite's library (libsqlite3.so.0): install libsqlite3-0 and rebuild");
     return 2;
   };
   app.add_subcommand("sql", "query trace.sqlite (needs a build with SQLite)")->allow_extras();

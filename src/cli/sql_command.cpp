@@ -1,6 +1,6 @@
 // `sigmatrace sql DIR "SELECT ..."`: runs SQL on DIR/trace.sqlite (read-only) and prints the result
 // as an aligned table (default), CSV (--csv) or a JSON array of objects (--json).
-#include <sqlite3.h>
+#include "export/sqlite_api.h"
 #include <sys/stat.h>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // Binding a prepared statement's parameters in order, for the writers of trace.sqlite's tables.
 #pragma once
-#include <sqlite3.h>
+#include "export/sqlite_api.h"
 
 #include <cstdint>
 #include <string>

@@ -1,7 +1,7 @@
 // See sqlite_writer.h.
 #include "export/sqlite_writer.h"
 
-#include <sqlite3.h>
+#include "export/sqlite_api.h"
 #include <sys/stat.h>
 
 #include <cerrno>

@@ -2,7 +2,7 @@
 #include "analysis_test_util.h"
 
 #include <gtest/gtest.h>
-#include <sqlite3.h>
+#include "export/sqlite_api.h"
 
 #include <fstream>
 #include <sstream>

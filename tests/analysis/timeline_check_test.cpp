@@ -3,7 +3,7 @@
 // something.
 #include <gtest/gtest.h>
 
-#include <sqlite3.h>
+#include "export/sqlite_api.h"
 
 #include <cstdio>
 #include <fstream>

@@ -2,7 +2,7 @@
 // the same rows through the leaf writers and through SQLite's own INSERT must read back
 // identically, and SQLite's integrity check must find nothing wrong with the file.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
+#include "export/sqlite_api.h"
 #include <unistd.h>
 
 #include <algorithm>

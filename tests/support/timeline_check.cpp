@@ -19,7 +19,7 @@
 #endif
 
 #ifdef SIGMATRACE_TIMELINE_CHECK_SQLITE
-#include <sqlite3.h>
+#include "export/sqlite_api.h"
 #endif
 
 namespace sigmatrace::test {
