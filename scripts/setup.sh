@@ -7,7 +7,7 @@ packages=(
   cmake g++ make pkg-config
   libzstd-dev liblz4-dev                      # trace compression (linked statically into the profiler)
   libcli11-dev nlohmann-json3-dev             # command line, JSON outputs
-  libsqlite3-dev sqlite3                      # SQL output
+  libsqlite3-0 sqlite3 libsqlite3-dev        # SQL output (the library; the header only checks sqlite_api.h)
   zlib1g-dev libdeflate-dev                   # trace.pftrace compressed packet blocks
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   protobuf-compiler                           # tests decode the Perfetto output with protoc --decode
@@ -17,6 +17,7 @@ packages=(
   openmpi-bin libopenmpi-dev                                        # MPI programs and launcher
   procps psmisc binutils
   chromium python3                            # the HTML report's browser test and `report --plots`
+  dpkg-dev fakeroot file environment-modules man-db  # the packages (cpack), the modulefile, the man page
 )
 
 missing=()

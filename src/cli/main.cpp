@@ -4,6 +4,8 @@
 
 #include "cli/commands.h"
 
+#include "sigmatrace_revision.h"  // generated at every build: the source revision (cmake/revision.cmake)
+
 #ifndef SIGMATRACE_VERSION
 #define SIGMATRACE_VERSION "unknown"
 #endif
@@ -14,8 +16,9 @@ void print_error(const std::string& message) { std::fprintf(stderr, "sigmatrace:
 
 int main(int argc, char** argv) {
   using namespace sigmatrace::cli;
-  CLI::App app{"sigmatrace: operation-level profiler for RDMA communication (verbs, mlx5, GPU-initiated, UCX, libfabric)"};
-  app.set_version_flag("--version", "sigmatrace " SIGMATRACE_VERSION);
+  CLI::App app{"sigmatrace: operation-level profiler for RDMA communication (verbs, mlx5, GPU-initiated, UCX, libfabric, NCCL)",
+               "sigmatrace"};
+  app.set_version_flag("--version", "sigmatrace " SIGMATRACE_VERSION " (" SIGMATRACE_REVISION ")");
   app.require_subcommand(1);
   CommandRunner profile = add_profile_command(app);
   CommandRunner info = add_info_command(app);

@@ -60,6 +60,20 @@ bool exists(const std::string& p) {
   return stat(p.c_str(), &st) == 0;
 }
 
+// Where the command's own files are, relative to itself: an installed tree (the install's library
+// directory as seen from its bin directory; cmake/install.cmake), else the build tree. Either
+// moves as a whole: nothing names an absolute path.
+#ifndef SIGMATRACE_LIBDIR_FROM_BINDIR
+#define SIGMATRACE_LIBDIR_FROM_BINDIR "../lib"
+#endif
+std::string own_file(const std::string& installed, const std::string& in_build_tree) {
+  const std::string dir = self_dir();
+  const std::string a = dir + "/" SIGMATRACE_LIBDIR_FROM_BINDIR "/" + installed;
+  const std::string path = exists(a) ? a : dir + "/../" + in_build_tree;
+  char real[PATH_MAX];
+  return realpath(path.c_str(), real) ? std::string(real) : path;  // the environment names plain paths
+}
+
 std::string prepend_path(const char* var, const std::string& entry) {
   const char* old = getenv(var);
   return old && *old ? entry + ":" + old : entry;
@@ -74,7 +88,7 @@ int run_profile(ProfileOptions& o) {
     print_error("profile: no program given (usage: sigmatrace profile [options] -- program args...)");
     return 2;
   }
-  std::string lib = self_dir() + "/../lib/libsigmatrace.so";
+  std::string lib = own_file("libsigmatrace.so", "lib/libsigmatrace.so");
   if (!exists(lib)) {
     print_error("profile: the preload library is missing: " + lib);
     return 2;
@@ -137,7 +151,7 @@ int run_profile(ProfileOptions& o) {
   const char* nccl = getenv("NCCL_PROFILER_PLUGIN");
   if (!nccl || !*nccl) env["NCCL_PROFILER_PLUGIN"] = lib;
   if (o.softnic) {
-    std::string softnic = self_dir() + "/../softnic";
+    std::string softnic = own_file("sigmatrace/softnic", "softnic");
     if (!exists(softnic + "/libibverbs.so.1")) {
       print_error("profile: --softnic: the emulated NIC libraries are missing in " + softnic);
       return 2;

@@ -66,7 +66,7 @@ int run_report(const ReportOptions& o) {
 
 CommandRunner add_report_command(CLI::App& app) {
   auto o = std::make_shared<ReportOptions>();
-  CLI::App* sub = app.add_subcommand("report", "print the summary of an analysed experiment");
+  CLI::App* sub = app.add_subcommand("report", "print the summary of an analysed experiment; --html: write report.html, --plots: its figures as SVG and PNG");
   sub->add_option("dir", o->dir, "experiment directory (analysed)")->required();
   sub->add_flag("--json", o->json, "print aggregate.json instead of the text summary");
   sub->add_flag("--html", o->html, "write DIR/report.html: the summary, matrices and plots, one self-contained page");

@@ -68,7 +68,7 @@ TEST(Cli, DryRunPrintsTheEnvironmentToForward) {
   ProcessResult r = run_process({cli(), "profile", "--dry-run", "--mode", "aggregate", "-o", t / "exp", "--", "true"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("export SIGMATRACE_MODE='aggregate'"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("export LD_PRELOAD='" + build_path("bin/../lib/libsigmatrace.so")), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("export LD_PRELOAD='" + build_path("lib/libsigmatrace.so")), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("-x SIGMATRACE_OUTPUT=" + (t / "exp")), std::string::npos) << r.out;
   EXPECT_NE(access((t / "exp").c_str(), F_OK), 0) << "a dry run must not start anything";
 }
