@@ -18,6 +18,7 @@ packages=(
   procps psmisc binutils
   chromium python3                            # the HTML report's browser test and `report --plots`
   dpkg-dev fakeroot file environment-modules man-db  # the packages (cpack), the modulefile, the man page
+  libotf2-trace-dev otf2-tools python3-otf2   # OTF2 export (analyze --otf2), read back by OTF2's own tools
 )
 
 missing=()

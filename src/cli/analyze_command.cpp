@@ -12,6 +12,9 @@
 #include <sstream>
 #include <thread>
 
+#ifdef SIGMATRACE_HAVE_OTF2
+#include "export/otf2_export.h"
+#endif
 #include "analysis_run/analysis_run.h"
 #include "cli/commands.h"
 #include "cli/progress_bar.h"
@@ -24,7 +27,7 @@ namespace {
 struct AnalyzeOptions {
   std::string dir;
   unsigned threads = 0;
-  bool no_perfetto = false, no_sqlite = false, quiet = false, plain_perfetto = false;
+  bool no_perfetto = false, no_sqlite = false, quiet = false, plain_perfetto = false, otf2 = false;
   std::string window, ranks, hosts, layers, shard, clock_sync = "auto";
   uint64_t budget = exporter::TimelineRequest{}.budget_events;
   size_t top = 10;
@@ -38,6 +41,16 @@ int run_analyze(const AnalyzeOptions& o) {
   }
   if (format::experiment_is_live(o.dir))
     std::fprintf(stderr, "sigmatrace: analyze: %s is still being recorded; analysing what is written so far\n", o.dir.c_str());
+  if (o.otf2 && o.no_sqlite) {
+    print_error("analyze: --otf2 is written from trace.sqlite: leave out --no-sqlite");
+    return 2;
+  }
+#ifndef SIGMATRACE_HAVE_OTF2
+  if (o.otf2) {
+    print_error("analyze: --otf2: this sigmatrace was built without OTF2 (install libotf2-trace-dev and rebuild)");
+    return 2;
+  }
+#endif
   analysis::Progress progress;
   exporter::AnalysisOptions ao;
   ao.dir = o.dir;
@@ -91,7 +104,23 @@ int run_analyze(const AnalyzeOptions& o) {
   double total = run.first_pass_s + run.second_pass_s + run.outputs_s;
   std::printf("\nwrote %s/%s in %.2f s (%zu files, %llu events)\n", o.dir.c_str(), exporter::output_list(run).c_str(), total,
               run.model->processes.size(), static_cast<unsigned long long>(run.pass.events));
-  if (run.sqlite_left_out) std::printf("trace.sqlite not written: this sigmatrace was built without SQLite (libsqlite3-dev)\n");
+  if (run.sqlite_left_out) std::printf("trace.sqlite not written: this sigmatrace was built without SQLite's library (libsqlite3-0)\n");
+#ifdef SIGMATRACE_HAVE_OTF2
+  if (o.otf2) {
+    exporter::Otf2Counts c;
+    if (!exporter::write_otf2(o.dir, &c, &error)) {
+      print_error("analyze: " + error);
+      return 1;
+    }
+    std::printf("wrote %s/otf2/traces.otf2: %llu locations, %llu RMA operations (%llu completed), %llu messages sent (%llu completed), "
+                "%llu receives (%llu completed), %llu NVTX and %llu NCCL regions\n",
+                o.dir.c_str(), static_cast<unsigned long long>(c.locations), static_cast<unsigned long long>(c.puts + c.gets + c.atomics),
+                static_cast<unsigned long long>(c.rma_completions), static_cast<unsigned long long>(c.sends),
+                static_cast<unsigned long long>(c.send_completions), static_cast<unsigned long long>(c.receive_requests),
+                static_cast<unsigned long long>(c.receives), static_cast<unsigned long long>(c.range_regions),
+                static_cast<unsigned long long>(c.nccl_regions));
+  }
+#endif
   return 0;
 }
 
@@ -104,6 +133,7 @@ CommandRunner add_analyze_command(CLI::App& app) {
   sub->add_option("-j,--threads", o->threads, "worker threads (default: all cores)");
   sub->add_flag("--no-perfetto", o->no_perfetto, "do not write trace.pftrace");
   sub->add_flag("--no-sqlite", o->no_sqlite, "do not write trace.sqlite");
+  sub->add_flag("--otf2", o->otf2, "also write DIR/otf2/traces.otf2 (OTF2, for Vampir and Scalasca; docs/otf2.md)");
   sub->add_flag("--uncompressed-perfetto", o->plain_perfetto,
                 "write trace.pftrace's packets plain instead of in deflate-compressed blocks (for protoc --decode; several times larger)");
   sub->add_option("--window", o->window, "timeline only: FROM:TO, seconds since the experiment's start (e.g. 2.5:3)");
