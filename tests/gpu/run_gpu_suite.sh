@@ -15,8 +15,9 @@
 #    (bench/nvshmem/nvshmem_perftests.sh, REPS paired repetitions).
 # The benchmarks themselves (gda's microbenchmarks, forwarding, WQE recovery) are bench/'s
 # drivers (docs/performance.md), not part of the suite.
-# Writes OUT/summary.txt (one line a step, then OVERALL: PASS or FAIL), OUT/logs.tar.gz and, with 5,
-# OUT/fig4/. Exit status 0 when every step passed.
+# Writes OUT/summary.txt (one line a step, then OVERALL: PASS or FAIL), OUT/logs.tar.gz, OUT/recorded/
+# (the traced runs of nccl.all_reduce_2ranks and nccl.ddp_2ranks, for tests/gpu/recorded/data) and,
+# with 5, OUT/fig4/. Exit status 0 when every step passed.
 set -u
 root=$(pwd)
 [ -f "$root/tests/gpu/run_gpu_suite.sh" ] || { echo "run me from the repository root (tests/gpu/run_gpu_suite.sh)"; exit 2; }
@@ -78,7 +79,11 @@ for round in $(seq "$ROUNDS"); do
       step "r$round $t" SKIP "needs nccl-tests' binaries: NCCL_TESTS=DIR"; continue
     fi
     log=$L/ctest-$t-r$round.log
-    (cd "$B" && timeout 300 ctest -R "^${t//./\\.}\$" --output-on-failure > "$log" 2>&1)
+    # The traces CI analyses (tests/gpu/recorded/data) are kept from these runs, in OUT/recorded.
+    keep=()
+    [ "$t" = nccl.all_reduce_2ranks ] && keep=(NCCL_TESTS_KEEP="$OUT/recorded/nccl_all_reduce_2ranks")
+    [ "$t" = nccl.ddp_2ranks ] && keep=(DDP_KEEP="$OUT/recorded/nccl_ddp_2ranks")
+    (cd "$B" && env "${keep[@]}" timeout 600 ctest -R "^${t//./\\.}\$" --output-on-failure > "$log" 2>&1)
     rc=$?
     total=$((total + 1))
     if grep -qE "\*\*\*Skipped|Not Run" "$log"; then step "r$round $t" FAIL "skipped on a GPU machine: $(grep -m1 -iE 'skipped:|SKIPPED' "$log")"
