@@ -3,6 +3,7 @@
 #include "export/json_hangs.h"
 #include "export/json_layers.h"
 #include "export/json_nccl.h"
+#include "export/json_process_ends.h"
 #include "export/json_series.h"
 
 #include <algorithm>
@@ -133,6 +134,7 @@ json aggregates_to_json(const ExperimentModel& m, const Aggregates& agg, const S
   j["events"] = pass.events;
   j["clock_sync"] = clock_sync_json(m.clock_sync);  // the hosts' clocks as the messages compare them (clock_sync.h)
   j["hangs"] = hangs_json(m, agg);                   // sigmatrace profile --hang-dump (json_hangs.h)
+  j["ended_early"] = ended_early_json(m, agg);       // processes killed or crashed before the rest (json_process_ends.h)
 
   uint64_t errors = 0, dropped = 0;
   std::map<std::string, uint64_t> error_kinds;

@@ -191,6 +191,20 @@ std::string render_text_report(const json& a, size_t top) {
             s(p, "label").c_str(), u(p["nccl"], "tasks"), u(p["nccl"], "matched_by_wr_id"), u(p["nccl"], "matched_by_qp"),
             u(p["nccl"], "ops_unattributed"));
   }
+  // Processes that ended before the others: which, when, and what their peers saw (json_process_ends.h).
+  if (a.contains("ended_early") && !a["ended_early"].empty()) {
+    add(&out, "\nprocesses that ended before the others:\n");
+    for (const json& e : a["ended_early"]) {
+      if (e["last_ns"].is_null()) add(&out, "  %-12s %s, with no timed event written", s(e, "label").c_str(), s(e, "how").c_str());
+      else add(&out, "  %-12s %s at %.3f s", s(e, "label").c_str(), s(e, "how").c_str(), double(u(e, "last_ns")) / 1e9);
+      if (u(e, "processes_that_went_on"))
+        add(&out, "; %" PRIu64 " other processes went on (to %.3f s)", u(e, "processes_that_went_on"), double(u(e, "latest_ns")) / 1e9);
+      add(&out, "\n");
+      for (const json& q : e["peers_with_failed_completions"])
+        add(&out, "    %-12s %" PRIu64 " failed completions on its QPs to %s\n", s(q, "label").c_str(), u(q, "failed_completions"),
+            s(e, "label").c_str());
+    }
+  }
   add(&out, "\nerrors: %" PRIu64 "\n", u(a, "errors"));
   if (a.contains("error_kinds"))
     for (const auto& [kind, n] : a["error_kinds"].items()) add(&out, "  %-40s %" PRIu64 "\n", kind.c_str(), n.get<uint64_t>());
