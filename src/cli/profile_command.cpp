@@ -153,7 +153,8 @@ int run_profile(ProfileOptions& o) {
   if (o.softnic) {
     std::string softnic = own_file("sigmatrace/softnic", "softnic");
     if (!exists(softnic + "/libibverbs.so.1")) {
-      print_error("profile: --softnic: the emulated NIC libraries are missing in " + softnic);
+      print_error("profile: --softnic: the emulated NIC is not there (" + softnic +
+                  "): build the softnic target, or install its component (cmake --install BUILD --component softnic)");
       return 2;
     }
     env["LD_LIBRARY_PATH"] = prepend_path("LD_LIBRARY_PATH", softnic);
@@ -202,7 +203,7 @@ CommandRunner add_profile_command(CLI::App& app) {
       ->check(CLI::Range(1u, 86400u));
   sub->add_option("--host", o->host, "host name to record (default the real one; emulated multi-node runs)");
   sub->add_flag("--force", o->force, "overwrite a finished earlier experiment in the output directory");
-  sub->add_flag("--softnic", o->softnic, "run on the emulated NIC (build/softnic) instead of the system's rdma-core");
+  sub->add_flag("--softnic", o->softnic, "run on the emulated NIC (softnic: the build's, or the installed component) instead of the system's rdma-core");
   sub->add_flag("--dry-run", o->dry_run, "print the environment the program would get (also as mpirun -x options)");
   sub->add_option("program", o->command, "the program and its arguments (put them after -- when they have options)")
       ->expected(-1);
