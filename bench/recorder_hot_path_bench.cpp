@@ -23,12 +23,6 @@ static void BM_Rdtsc(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(read_tsc());
 }
 
-static uint64_t dropped_so_far() {
-  uint64_t n = 0;
-  for (uint32_t i = 0; i < g_runtime->slots_used.load() && i < g_runtime->max_slots; ++i) n += g_runtime->slots[i].dropped_events.load();
-  return n;
-}
-
 // The writer drains ~10-20 M events/s; the hot path records several times faster. So that the
 // measurement stays on the recording path (and not the cheaper dropping path), the clock stops to
 // let the writer catch up. `dropped` must read 0.
@@ -42,7 +36,7 @@ static void wait_for_writer() {
 // that lets the writer work on one chunk while the next is being filled (on a 2-vCPU VM whose
 // vCPUs share a core, that competition shows in the figure).
 static void timestamped_events(benchmark::State& state, uint64_t events_between_pauses) {
-  uint64_t dropped_before = dropped_so_far();
+  uint64_t dropped_before = g_runtime->thread_events_dropped();
   uint64_t i = 0;
   for (auto _ : state) {
     record<EventType::user_mark>(i, i);
@@ -52,7 +46,7 @@ static void timestamped_events(benchmark::State& state, uint64_t events_between_
       state.ResumeTiming();
     }
   }
-  state.counters["dropped"] = static_cast<double>(dropped_so_far() - dropped_before);
+  state.counters["dropped"] = static_cast<double>(g_runtime->thread_events_dropped() - dropped_before);
 }
 
 static uint64_t events_per_chunk() { return g_runtime->pool.chunk_bytes() / sigmatrace::format::raw_event_bytes(2); }
@@ -67,9 +61,9 @@ static void BM_DroppedEvent(benchmark::State& state) {
   __atomic_store_n(&g_runtime->config.debug_writer_delay_us, 100000u, __ATOMIC_RELAXED);
   std::vector<uint32_t> held;
   for (uint32_t c; (c = g_runtime->pool.pop_free()) != kNoChunk;) held.push_back(c);
-  uint64_t dropped_before = dropped_so_far(), i = 0;
+  uint64_t dropped_before = g_runtime->thread_events_dropped(), i = 0;
   for (auto _ : state) record<EventType::user_mark>(i, i), ++i;
-  state.counters["dropped_fraction"] = static_cast<double>(dropped_so_far() - dropped_before) / static_cast<double>(i ? i : 1);
+  state.counters["dropped_fraction"] = static_cast<double>(g_runtime->thread_events_dropped() - dropped_before) / static_cast<double>(i ? i : 1);
   __atomic_store_n(&g_runtime->config.debug_writer_delay_us, 0u, __ATOMIC_RELAXED);
   for (uint32_t c : held) g_runtime->pool.push_free(c);
 }

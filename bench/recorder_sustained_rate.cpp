@@ -43,11 +43,7 @@ double measure_ticks_per_ns() {
   return static_cast<double>(t1 - t0) / ns;
 }
 
-uint64_t dropped_now() {
-  uint64_t n = g_runtime->untracked_events_dropped.load();
-  for (uint32_t i = 0; i < g_runtime->slots_used.load() && i < g_runtime->max_slots; ++i) n += g_runtime->slots[i].dropped_events.load();
-  return n;
-}
+uint64_t dropped_now() { return g_runtime->untracked_events_dropped.load() + g_runtime->thread_events_dropped(); }
 
 struct ThreadResult {
   uint64_t offered = 0, busy_ticks = 0;

@@ -85,20 +85,13 @@ struct Plugin {
   }
 };
 
-uint64_t dropped_so_far() {
-  using sigmatrace::profiler::g_runtime;
-  uint64_t n = 0;
-  for (uint32_t i = 0; i < g_runtime->slots_used.load() && i < g_runtime->max_slots; ++i) n += g_runtime->slots[i].dropped_events.load();
-  return n;
-}
-
 void BM_WorkRequest(benchmark::State& state, Plugin* pl) {
-  const uint64_t dropped = dropped_so_far();
+  const uint64_t dropped = sigmatrace::profiler::g_runtime->thread_events_dropped();
   for (auto _ : state) {
     pl->ib.qp.wr_id++;
     pl->announce(pl->step);
   }
-  state.counters["dropped"] = static_cast<double>(dropped_so_far() - dropped);
+  state.counters["dropped"] = static_cast<double>(sigmatrace::profiler::g_runtime->thread_events_dropped() - dropped);
 }
 void BM_Step(benchmark::State& state, Plugin* pl) {
   int n = 0;

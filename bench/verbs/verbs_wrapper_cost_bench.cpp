@@ -117,12 +117,6 @@ struct Device {
 Device g_devices[6];  // untraced, aggregate, simple, full, and the floors
 const char* const kNames[6] = {"untraced", "aggregate", "simple", "full", "floor_forward", "floor_forward_rdtsc"};
 
-uint64_t dropped_so_far() {
-  uint64_t n = 0;
-  for (uint32_t i = 0; i < g_runtime->slots_used.load() && i < g_runtime->max_slots; ++i) n += g_runtime->slots[i].dropped_events.load();
-  return n;
-}
-
 void BM_PostSend(benchmark::State& state, Device* d) {
   char buf[64];
   ibv_sge sge{reinterpret_cast<uintptr_t>(buf), 64, 0x11};
@@ -134,12 +128,12 @@ void BM_PostSend(benchmark::State& state, Device* d) {
   wr.wr.rdma.remote_addr = 0x7000;
   wr.wr.rdma.rkey = 0x22;
   ibv_send_wr* bad = nullptr;
-  uint64_t dropped = dropped_so_far();
+  uint64_t dropped = g_runtime->thread_events_dropped();
   for (auto _ : state) {
     ++wr.wr_id;
     benchmark::DoNotOptimize(ibv_post_send(&d->qpx.qp_base, &wr, &bad));
   }
-  state.counters["dropped"] = static_cast<double>(dropped_so_far() - dropped);
+  state.counters["dropped"] = static_cast<double>(g_runtime->thread_events_dropped() - dropped);
 }
 
 void BM_PollCqEmpty(benchmark::State& state, Device* d) {
@@ -149,14 +143,14 @@ void BM_PollCqEmpty(benchmark::State& state, Device* d) {
 
 void BM_PollCqOneCompletion(benchmark::State& state, Device* d) {
   ibv_wc wc[16];
-  uint64_t dropped = dropped_so_far();
+  uint64_t dropped = g_runtime->thread_events_dropped();
   for (auto _ : state) benchmark::DoNotOptimize(ibv_poll_cq(&d->cq_one, 16, wc));
-  state.counters["dropped"] = static_cast<double>(dropped_so_far() - dropped);
+  state.counters["dropped"] = static_cast<double>(g_runtime->thread_events_dropped() - dropped);
 }
 
 void BM_WrApiOneWrite(benchmark::State& state, Device* d) {
   char buf[64];
-  uint64_t dropped = dropped_so_far();
+  uint64_t dropped = g_runtime->thread_events_dropped();
   for (auto _ : state) {
     ibv_wr_start(&d->qpx);
     d->qpx.wr_id++;
@@ -165,7 +159,7 @@ void BM_WrApiOneWrite(benchmark::State& state, Device* d) {
     ibv_wr_set_sge(&d->qpx, 0x11, reinterpret_cast<uintptr_t>(buf), 64);
     benchmark::DoNotOptimize(ibv_wr_complete(&d->qpx));
   }
-  state.counters["dropped"] = static_cast<double>(dropped_so_far() - dropped);
+  state.counters["dropped"] = static_cast<double>(g_runtime->thread_events_dropped() - dropped);
 }
 
 // Eight WRs per wr_start/wr_complete, as a library that batches its posts builds them: the batch's
@@ -173,7 +167,7 @@ void BM_WrApiOneWrite(benchmark::State& state, Device* d) {
 void BM_WrApiBatchOfEight(benchmark::State& state, Device* d) {
   constexpr int kBatch = 8;
   char buf[64];
-  uint64_t dropped = dropped_so_far();
+  uint64_t dropped = g_runtime->thread_events_dropped();
   for (auto _ : state) {
     ibv_wr_start(&d->qpx);
     for (int k = 0; k < kBatch; ++k) {
@@ -186,7 +180,7 @@ void BM_WrApiBatchOfEight(benchmark::State& state, Device* d) {
   }
   state.counters["time_per_wr"] = benchmark::Counter(static_cast<double>(state.iterations()) * kBatch,
                                                      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  state.counters["dropped"] = static_cast<double>(dropped_so_far() - dropped);
+  state.counters["dropped"] = static_cast<double>(g_runtime->thread_events_dropped() - dropped);
 }
 
 }  // namespace

@@ -72,6 +72,12 @@ struct Runtime {
   ThreadSlot* slots = nullptr;
   uint32_t max_slots = 0;
   std::atomic<uint32_t> slots_used{0};    // slots ever taken fresh (can exceed max_slots: then none was left)
+  // Events the recorded threads dropped so far (what the benchmarks check around a measurement).
+  uint64_t thread_events_dropped() const {
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < slots_used.load() && i < max_slots; ++i) n += slots[i].dropped_events.load();
+    return n;
+  }
   FreeSlots free_slots;                    // slots of exited threads, summarised, ready for reuse
   std::atomic<uint64_t> threads_exited{0};  // tells the writer to look for slots to summarise
   std::atomic<uint64_t> untracked_events_dropped{0};  // threads beyond max_threads
