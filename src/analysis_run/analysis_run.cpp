@@ -118,7 +118,7 @@ AnalysisRun run_analysis(const AnalysisOptions& o) {
       for (size_t p = 0; p < drawn.process.size(); ++p) drawn.process[p] = drawn.process[p] && in_shard[p];
     }
     perfetto = std::make_unique<PerfettoExport>();
-    if (!perfetto->open(run.output_dir + "/" + kPerfettoFile, m, o.compress_perfetto, drawn, &run.error)) return run;
+    if (!perfetto->open(run.output_dir + "/" + kPerfettoFile, m, &run.aggregates, o.compress_perfetto, drawn, &run.error)) return run;
     sinks.push_back(perfetto.get());
   }
 #ifdef SIGMATRACE_HAVE_SQLITE

@@ -48,9 +48,10 @@ PerfettoIds perfetto_ids(const ExperimentModel& m) {
   return ids;
 }
 
-bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, bool compress, const TimelineSelection& selection,
-                          std::string* error) {
+bool PerfettoExport::open(const std::string& path, const ExperimentModel& m, const Aggregates* agg, bool compress,
+                          const TimelineSelection& selection, std::string* error) {
   model_ = &m;
+  agg_ = agg;
   compress_ = compress;
   selection_ = selection;
   const TimelineSelection& sel = selection_;

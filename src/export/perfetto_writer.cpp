@@ -88,7 +88,6 @@ class PerfettoFileSink : public FileSink {
   }
 
   void op(const OpRecord& r) override {
-    if (r.nccl_task >= 0) nccl_spans_.add(r);
     if (summarising_) count_op(r.ts_ns);
     if (!keep(r.ts_ns, timeline_layer_bit(r.layer))) return;
     const bool receive = r.op_class == kOpRecv;
@@ -299,18 +298,21 @@ class PerfettoFileSink : public FileSink {
   }
 
   // Each NCCL task's network part as a slice: from its first work request's post to its last
-  // completion (nccl_tasks.h), named as the call ("ncclAllReduce #37").
+  // completion (nccl_tasks.h; the ibv associator, which finished before this sink, keeps them in
+  // the process's aggregates), named as the call ("ncclAllReduce #37").
   void nccl_slices() {
     const std::vector<NcclTaskRow>& tasks = m_.processes[pid_].nccl_tasks;
+    const std::vector<NcclTaskTraffic>& traffic = out_->aggregates().process[pid_].nccl_traffic;
     const uint64_t group = track_uuid(TrackKind::nccl_lane, lane_index(pid_, 0));
-    for (const auto& [index, s] : nccl_spans_.spans) {
-      if (!keep(s.start, kLayerIbv)) continue;
-      const NcclTaskRow& t = tasks[static_cast<size_t>(index)];
-      const int64_t end = std::max(s.end, s.start + 1);
-      int64_t lane = lanes_[group].place(s.start, end);
+    for (size_t i = 0; i < tasks.size() && i < traffic.size(); ++i) {
+      const NcclTaskTraffic& s = traffic[i];
+      if (s.first_post_ns < 0 || !keep(s.first_post_ns, kLayerIbv)) continue;
+      const NcclTaskRow& t = tasks[i];
+      const int64_t end = std::max(s.last_done_ns, s.first_post_ns + 1);
+      int64_t lane = lanes_[group].place(s.first_post_ns, end);
       if (lane < 0) ++lanes_full_, lane = 0;
       const uint64_t track = lane_track(group, static_cast<uint32_t>(lane));
-      w_.begin_event(s.start, kSliceBegin, track);
+      w_.begin_event(s.first_post_ns, kSliceBegin, track);
       w_.name(t.label());
       w_.category("nccl");
       w_.annotation("bytes", t.bytes());
@@ -467,23 +469,6 @@ class PerfettoFileSink : public FileSink {
   std::map<int64_t, std::vector<uint64_t>> gpu_bins_;  // bytes of recovered operations, per GPU
   std::map<uint64_t, Lanes> lanes_;                    // by the uuid of the group's lane 0
   std::set<uint64_t> completion_qps_;
-  // Per NCCL task of the process: its operations' span and totals, drawn when the file ends.
-  struct NcclSpans {
-    struct Span {
-      int64_t start = 0, end = 0;
-      uint64_t wrs = 0, wire_bytes = 0;
-    };
-    std::map<int64_t, Span> spans;  // by task index
-    void add(const OpRecord& r) {
-      auto [it, fresh] = spans.try_emplace(r.nccl_task);
-      Span& s = it->second;
-      const int64_t end = r.ts_ns + std::max<int64_t>(r.dur_ns, 0);
-      if (fresh) s.start = r.ts_ns, s.end = end;
-      s.start = std::min(s.start, r.ts_ns), s.end = std::max(s.end, end);
-      s.wrs += r.wr_count;
-      if (r.op_class != kOpRecv) s.wire_bytes += r.bytes;
-    }
-  } nccl_spans_;
   uint64_t lanes_full_ = 0;
   const TimelineSelection& sel_;
   const bool summarising_;  // the budget cuts the timeline: count operations for operations/s

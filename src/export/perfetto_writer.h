@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "export/direct_append_file.h"
+#include "analysis/aggregates.h"
 #include "analysis/experiment_model.h"
 #include "analysis/records.h"
 #include "export/timeline_selection.h"
@@ -89,15 +90,17 @@ class PerfettoExport : public analysis::ExperimentSink {
   // Opens the output (under a temporary name) and writes the clock snapshot and the track
   // descriptors known before the pass (lanes are described by the files that use them).
   // `compress`: deflate the files' packet blocks (off: plain packets, e.g. for protoc --decode).
-  // `selection`: what goes in (timeline_selection.h).
-  bool open(const std::string& path, const analysis::ExperimentModel& model, bool compress, const TimelineSelection& selection,
-            std::string* error);
+  // `selection`: what goes in (timeline_selection.h). `agg`: the pass's aggregates, of which a
+  // file's sink reads its process's once the file's associators have finished (NCCL calls' spans).
+  bool open(const std::string& path, const analysis::ExperimentModel& model, const analysis::Aggregates* agg, bool compress,
+            const TimelineSelection& selection, std::string* error);
   std::unique_ptr<analysis::FileSink> open_file(uint32_t process_id) override;
   bool finish(std::string* error);  // writes the host counters, closes and renames into place
 
   void append(std::string_view bytes);  // thread-safe
   void add_host_bytes(uint32_t host, const std::vector<uint64_t>& bins);  // thread-safe
   const analysis::ExperimentModel& model() const { return *model_; }
+  const analysis::Aggregates& aggregates() const { return *agg_; }
   const PerfettoIds& ids() const { return ids_; }
   int64_t bin_ns() const { return bin_ns_; }
   bool compress() const { return compress_; }
@@ -114,6 +117,7 @@ class PerfettoExport : public analysis::ExperimentSink {
 
  private:
   const analysis::ExperimentModel* model_ = nullptr;
+  const analysis::Aggregates* agg_ = nullptr;
   PerfettoIds ids_;
   DirectAppendFile file_;
   std::string path_, tmp_path_;
