@@ -21,10 +21,10 @@ std::string field(std::string_view s, int n) {  // the n-th tab-separated field
 }
 }  // namespace
 
-std::string NcclTaskRow::label() const {
-  if (kind == static_cast<uint64_t>(NcclTaskKind::send)) return "ncclSend #" + std::to_string(seq);
-  if (kind == static_cast<uint64_t>(NcclTaskKind::recv)) return "ncclRecv #" + std::to_string(seq);
-  return "nccl" + func + " #" + std::to_string(seq);
+std::string NcclTaskRow::call_name() const {
+  if (kind == static_cast<uint64_t>(NcclTaskKind::send)) return "ncclSend";
+  if (kind == static_cast<uint64_t>(NcclTaskKind::recv)) return "ncclRecv";
+  return "nccl" + func;
 }
 
 uint64_t NcclTaskRow::bytes() const {

@@ -35,9 +35,11 @@ struct NcclTaskRow {
   int64_t peer = -1;           // root (collectives) or peer (send, recv)
   std::string func, datatype, algorithm, protocol;
   int64_t range = -1;          // the NVTX range (index in the process's ranges) open on its thread then
-  // "ncclAllReduce #37": the call's NCCL name and its number among that function's calls on the
+  // "ncclAllReduce", "ncclSend", "ncclRecv": the call's NCCL name.
+  std::string call_name() const;
+  // "ncclAllReduce #37": the call's name and its number among that function's calls on the
   // communicator (NCCL's sequence number).
-  std::string label() const;
+  std::string label() const { return call_name() + " #" + std::to_string(seq); }
   uint64_t bytes() const;            // count x the datatype's size (0: unknown datatype)
   // What the algorithm itself must send from this rank (ring all-reduce: 2(n-1)/n of the buffer;
   // all-gather, reduce-scatter: (n-1) x the per-rank part; send: the message); -1: not defined

@@ -32,8 +32,7 @@ json nccl_calls_json(const ExperimentModel& m, const Aggregates& agg) {
     const std::vector<NcclTaskTraffic>& traffic = agg.process[p.process_id].nccl_traffic;
     for (size_t i = 0; i < p.nccl_tasks.size(); ++i) {
       const NcclTaskRow& t = p.nccl_tasks[i];
-      const std::string func = t.label().substr(0, t.label().find(" #"));
-      Sum& s = by[{func, t.bytes(), t.algorithm, t.protocol, t.nranks}];
+      Sum& s = by[{t.call_name(), t.bytes(), t.algorithm, t.protocol, t.nranks}];
       ++s.calls;
       s.processes[p.process_id] = true;
       s.first_seq = std::min(s.first_seq, t.seq), s.last_seq = std::max(s.last_seq, t.seq);

@@ -215,7 +215,8 @@ bool Otf2Writer::load_regions(std::string* error) {
   // not overlap), named as the call's function and size.
   std::map<uint32_t, std::vector<std::pair<int64_t, uint64_t>>> lanes;  // process -> (free from, location)
   return each_row(db_,
-                  "SELECT process_id, func, bytes, net_start_ns, net_end_ns, kind FROM nccl_task WHERE net_start_ns IS NOT NULL "
+                  "SELECT process_id, substr(label, 1, instr(label, ' #') - 1), bytes, net_start_ns, net_end_ns FROM nccl_task "
+                  "WHERE net_start_ns IS NOT NULL "
                   "ORDER BY process_id, net_start_ns, task_id",
                   error, [&](sqlite3_stmt* s) {
                     const auto process = static_cast<uint32_t>(i64(s, 0));
@@ -230,8 +231,7 @@ bool Otf2Writer::load_regions(std::string* error) {
                       mine.emplace_back(start, id);
                       lane = mine.end() - 1;
                     }
-                    const std::string name = text(s, 5) == "collective" ? "nccl" + text(s, 1) : text(s, 5) == "send" ? "ncclSend" : "ncclRecv";
-                    const uint32_t r = region(name + " " + std::to_string(i64(s, 2)) + " B", true);
+                    const uint32_t r = region(text(s, 1) + " " + std::to_string(i64(s, 2)) + " B", true);  // the call's name, as labelled
                     Location& l = location(lane->second);
                     l.regions.push_back({start, seq_++, Kind::enter, r});
                     l.regions.push_back({end, seq_++, Kind::leave, r});
