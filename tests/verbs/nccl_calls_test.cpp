@@ -33,9 +33,7 @@ TEST_P(NcclCalls, EveryOperationIsTiedToTheCallWhoseDataItMoves) {
   PairRun traced = run_pair_once_more_on_timeout({}, argv, mode, t / "exp");
   ASSERT_EQ(traced.client.exit_code, 0) << traced.client.out << traced.client.err;
 
-  std::vector<const ProcessEvents*> ranks;
-  for (const ProcessEvents* p : processes_named(traced.procs, "nccl_net_ib_pattern"))
-    if (p->count(EventType::ibv_device_open) > 0 || !p->of(EventType::aggregate_entry).empty()) ranks.push_back(p);
+  const std::vector<const ProcessEvents*> ranks = working_processes(traced, "nccl_net_ib_pattern");
   ASSERT_EQ(ranks.size(), 2u);
   for (const ProcessEvents* p : ranks) {
     if (mode == "aggregate") {  // the plugin asks NCCL for no event: NCCL runs as without it

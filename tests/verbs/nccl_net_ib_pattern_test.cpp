@@ -50,9 +50,7 @@ TEST_P(NcclNetIbPattern, EveryOperationOfBothRanksIsRecordedAndTheLoopbackFlushQ
   // softnic registers dma-bufs of GPU memory: NCCL's probe (fd -1) fails with EBADF, as on mlx5.
   EXPECT_NE(plain.client.out.find("rank=1 device=mlx5_0 mlx5=1 dmabuf=supported"), std::string::npos) << plain.client.out;
 
-  std::vector<const ProcessEvents*> ranks;
-  for (const ProcessEvents* p : processes_named(traced.procs, "nccl_net_ib_pattern"))
-    if (p->count(EventType::ibv_device_open) > 0 || !p->of(EventType::aggregate_entry).empty()) ranks.push_back(p);
+  const std::vector<const ProcessEvents*> ranks = working_processes(traced, "nccl_net_ib_pattern");
   ASSERT_EQ(ranks.size(), 2u) << "the launcher plus two exec'd ranks, each traced";
 
   auto bit = [](int op) { return uint64_t{1} << op; };

@@ -61,6 +61,13 @@ std::string shape(const std::string& text) {
   return std::regex_replace(s, trailing, "\n");
 }
 
+std::vector<const ProcessEvents*> working_processes(const PairRun& run, const std::string& program) {
+  std::vector<const ProcessEvents*> out;
+  for (const ProcessEvents* p : processes_named(run.procs, program))
+    if (p->count(format::EventType::ibv_device_open) > 0 || !p->of(format::EventType::aggregate_entry).empty()) out.push_back(p);
+  return out;
+}
+
 PairRun traced_like_plain(const std::vector<std::string>& argv, const std::string& mode, const std::string& dir) {
   PairRun plain = run_pair_once_more_on_timeout({}, argv, "", "");
   EXPECT_EQ(plain.client.exit_code, 0) << plain.client.err;

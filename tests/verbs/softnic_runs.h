@@ -47,6 +47,10 @@ PairRun traced_like_plain(const std::vector<std::string>& argv, const std::strin
 
 uint64_t sum_field(const ProcessEvents& p, format::EventType t, size_t field);
 
+// The processes of a traced run named program that did verbs work (opened a device, or folded
+// aggregate entries): a program that execs its ranks from a launcher leaves the launcher out.
+std::vector<const ProcessEvents*> working_processes(const PairRun& run, const std::string& program);
+
 struct AggregateSum {
   uint64_t count = 0, bytes = 0;
 };
