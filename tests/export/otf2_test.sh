@@ -15,7 +15,7 @@ command -v otf2-print >/dev/null || skip "otf2-print is not installed (otf2-tool
 /usr/bin/python3 -c 'import otf2' 2>/dev/null || skip "OTF2's Python bindings are not installed (python3-otf2)"
 for p in ib_write_bw ib_send_bw ib_read_bw ib_atomic_bw; do command -v $p >/dev/null || skip "perftest ($p) is not installed"; done
 "$st" analyze --help | grep -q -- '--otf2' || skip "this sigmatrace was built without OTF2"
-source "$src/scripts/lib/ports.sh"
+source "$src/scripts/lib/perftest_pair.sh"
 work=""
 test_work_dir work
 export SIGMATRACE_RUN_ID="otf2-$$" SOFTNIC_FABRIC="otf2-$$"
@@ -29,15 +29,7 @@ check() {  # EXP: analysed with --otf2, read back by otf2-print and check_otf2.p
 }
 
 exp=$work/perftest
-for prog in ib_write_bw ib_send_bw ib_read_bw ib_atomic_bw; do
-  port=$(unused_tcp_port)
-  SOFTNIC_HOST=node-a timeout 60 "$st" profile --softnic --host node-a --mode full -o "$exp" -- $prog -p "$port" -n 200 >"$work/$prog.server" 2>&1 &
-  server=$!
-  wait_tcp_listening "$port" 100 || fail "$prog server did not start"
-  SOFTNIC_HOST=node-b timeout 60 "$st" profile --softnic --host node-b --mode full -o "$exp" -- $prog -p "$port" -n 200 localhost \
-    >"$work/$prog.client" 2>&1 || { cat "$work/$prog.client"; fail "$prog client failed"; }
-  wait "$server" || fail "$prog server failed"
-done
+for prog in ib_write_bw ib_send_bw ib_read_bw ib_atomic_bw; do perftest_pair "$st" "$exp" "$work/$prog" $prog -n 200; done
 check "$exp"
 
 if [ -x "$build/tests/bin/verbs_probe_nvtx" ]; then

@@ -50,18 +50,11 @@ grep -q "LD_PRELOAD='$lib:" <<<"$env" || { echo "$env"; fail "the installed comm
 ! grep -q "$build" <<<"$env" || { echo "$env"; fail "the installed command names the build tree"; }
 
 # A real verbs program from the installed tree, exactly what softnic executed.
-source "$src/scripts/lib/ports.sh"
-port=$(unused_tcp_port)
+source "$src/scripts/lib/perftest_pair.sh"
 exp=$work/exp
 mkdir -p "$work/oracle"
 export SOFTNIC_FABRIC="install-$$" SIGMATRACE_RUN_ID="install-$$" SOFTNIC_WQE_LOG=$work/oracle
-SOFTNIC_HOST=node-a timeout 60 "$st" profile --softnic --host node-a --mode full -o "$exp" -- ib_write_bw -p "$port" -n 300 -s 4096 \
-  >"$work/server.log" 2>&1 &
-server=$!
-wait_tcp_listening "$port" 100 || fail "ib_write_bw server did not start"
-SOFTNIC_HOST=node-b timeout 60 "$st" profile --softnic --host node-b --mode full -o "$exp" -- ib_write_bw -p "$port" -n 300 -s 4096 localhost \
-  >"$work/client.log" 2>&1 || { cat "$work/client.log"; fail "ib_write_bw client failed"; }
-wait "$server" || { cat "$work/server.log"; fail "ib_write_bw server failed"; }
+perftest_pair "$st" "$exp" "$work/ib_write_bw" ib_write_bw -n 300 -s 4096
 "$st" analyze -q "$exp" >"$work/analyze.log" 2>&1 || { cat "$work/analyze.log"; fail "the installed analyze failed"; }
 python3 "$src/tests/gpu/checks/check_verbs_oracle.py" "$exp/aggregate.json" "$work/oracle" --min-qps 1 || fail "the trace is not what softnic executed"
 rows=$("$st" sql "$exp" "$(cat "$p/share/sigmatrace/queries/rank_matrix.sql")" --csv) || fail "sql with the installed query failed"
