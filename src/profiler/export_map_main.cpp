@@ -16,6 +16,7 @@ int main() {
     if (p->interposed)
       for (size_t i = 0; i < p->interposed->count; ++i) std::printf("    %s;\n", p->interposed->symbols[i].real->name);
     for (const char* name : p->other_exports) std::printf("    %s;\n", name);
+    for (const char* name : p->entry_points) std::printf("    %s;\n", name);
   }
   std::printf("  local: *;\n};\n");
   return 0;

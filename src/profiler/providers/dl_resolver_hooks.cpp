@@ -90,20 +90,15 @@ namespace {
 // A global lookup (RTLD_DEFAULT, or a handle whose search reaches the preloaded library) can land
 // on one of our shims when the library it stands for is not loaded at all. A program probing for
 // that library ("is MPI / libibverbs here?") must get NULL then, exactly as without the profiler.
-// Our own API (sigmatrace_*) is meant to be found, and so are the entry points NVTX looks up in
-// its injection library (InitializeInjectionNvtx2, InitializeInjectionNvtxExtension) and NCCL in
-// its profiler plugin (ncclProfiler_v5).
-bool own_entry_point(const char* name) {
-  return std::strncmp(name, "sigmatrace_", 11) == 0 || std::strncmp(name, "InitializeInjectionNvtx", 23) == 0 ||
-         std::strncmp(name, "ncclProfiler_v", 14) == 0;
-}
+// The providers' entry points (our own API, NVTX's injection functions, NCCL's profiler plugin) are
+// meant to be found (provider.h).
 bool found_only_our_shim(void* found, const char* name, void* real_next) {
   static void* own_base = [] {
     Dl_info info{};
     dladdr(reinterpret_cast<void*>(&sigmatrace::profiler::real_dlsym), &info);
     return info.dli_fbase;
   }();
-  if (!found || own_entry_point(name)) return false;
+  if (!found || sigmatrace::profiler::provider_entry_point(name)) return false;
   Dl_info info{};
   if (!dladdr(found, &info) || info.dli_fbase != own_base) return false;
   return real_next == nullptr;

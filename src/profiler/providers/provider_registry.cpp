@@ -32,6 +32,13 @@ const char* const kRuntimeExports[] = {"execve", "execv", "execvp", "execvpe", "
 }  // namespace
 std::span<const char* const> runtime_exports() { return kRuntimeExports; }
 
+bool provider_entry_point(const char* name) {
+  for (const Provider* p : kProviders)
+    for (const char* e : p->entry_points)
+      if (strcmp(e, name) == 0) return true;
+  return false;
+}
+
 bool env_names_another_library(const char* variable, std::string* which) {
   const char* path = getenv(variable);
   if (!path || !*path) return false;

@@ -164,7 +164,7 @@ const char* const kNcclExports[] = {"ncclProfiler_v5"};
 }  // namespace
 
 extern const Provider kNcclProvider = {"nccl", "NCCL's tasks, and which task each work request of its IB transport serves, as NCCL's profiler plugin (NCCL_PROFILER_PLUGIN)",
-                                       &init_nccl, &g_nccl_active, nullptr, kNcclExports};
+                                       &init_nccl, &g_nccl_active, nullptr, {}, kNcclExports};
 
 }  // namespace sigmatrace::profiler
 

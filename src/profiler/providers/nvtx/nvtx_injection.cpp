@@ -238,7 +238,7 @@ const char* const kNvtxExports[] = {"InitializeInjectionNvtx2", "InitializeInjec
 }  // namespace
 
 extern const Provider kNvtxProvider = {"nvtx", "NVTX ranges, marks and payloads, as NVTX's injection library (NVTX_INJECTION64_PATH)",
-                                       &init_nvtx, &g_nvtx_active, nullptr, kNvtxExports};
+                                       &init_nvtx, &g_nvtx_active, nullptr, {}, kNvtxExports};
 
 }  // namespace sigmatrace::profiler
 

@@ -21,7 +21,7 @@ namespace {
 const char* const kUserExports[] = {"sigmatrace_user_mark"};  // include/sigmatrace.h
 }  // namespace
 extern const Provider kUserMarksProvider = {"user", "application annotations through sigmatrace_user_mark()",
-                                            &init_user_marks, &g_user_marks_active, nullptr, kUserExports};
+                                            &init_user_marks, &g_user_marks_active, nullptr, {}, kUserExports};
 
 }  // namespace sigmatrace::profiler
 
