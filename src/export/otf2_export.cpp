@@ -294,7 +294,7 @@ bool Otf2Writer::write(const std::string& dir, Otf2Counts* counts, std::string* 
   OTF2_GlobalDefWriter* g = OTF2_Archive_GetGlobalDefWriter(archive);
   OTF2_GlobalDefWriter_WriteClockProperties(g, 1000000000, offset, static_cast<uint64_t>(last_ns_ - first_ns_) + 1, OTF2_UNDEFINED_TIMESTAMP);
   // Strings first need every name: gathered, then written in id order.
-  const uint32_t s_machine = string("machine"), s_node = string("node"), s_host_class = string("host");
+  const uint32_t s_machine = string("machine"), s_node = string("node");
   std::vector<uint32_t> host_names;
   for (const auto& [host, id] : hosts_) host_names.push_back(string(host));
   std::vector<uint32_t> process_names, location_names;
@@ -315,7 +315,6 @@ bool Otf2Writer::write(const std::string& dir, Otf2Counts* counts, std::string* 
   OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, s_machine, s_machine, OTF2_UNDEFINED_SYSTEM_TREE_NODE);
   size_t h = 0;
   for (const auto& [host, id] : hosts_) OTF2_GlobalDefWriter_WriteSystemTreeNode(g, id + 1, host_names[h++], s_node, 0);
-  (void)s_host_class;
   const auto processes = static_cast<uint32_t>(processes_.size());
   bool any_gpu = false;
   for (const auto& [id, l] : locations_) any_gpu |= l.type == OTF2_LOCATION_TYPE_ACCELERATOR_STREAM;
